@@ -1,0 +1,84 @@
+//! Diagnostics: the one type every error becomes before it is shown to the user.
+//!
+//! Shape (rustc's): `error[CODE]: what is wrong`, then `--> file:line:col` and the offending line
+//! with a label under the value, then `= note:` lines with facts and one `= help:` line with a fix.
+
+pub mod codes;
+pub mod render;
+pub mod source;
+pub mod suggest;
+
+pub use codes::Code;
+pub use source::{SourceMap, Spot};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+/// Where a diagnostic points: a file, and where known a position with the text of that line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub file: String,
+    pub spot: Option<Spot>,
+    /// The source line at `spot`, for the snippet.
+    pub line_text: Option<String>,
+    /// What the caret line says about the value.
+    pub label: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub code: Code,
+    pub message: String,
+    pub location: Option<Location>,
+    pub notes: Vec<String>,
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(code: Code, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            location: None,
+            notes: Vec::new(),
+            help: None,
+        }
+    }
+
+    /// Points at a file without a position.
+    pub fn in_file(mut self, file: impl Into<String>) -> Self {
+        self.location = Some(Location {
+            file: file.into(),
+            spot: None,
+            line_text: None,
+            label: String::new(),
+        });
+        self
+    }
+
+    /// Points at a position of a file whose text `map` holds.
+    pub fn at(mut self, map: &SourceMap, spot: Option<Spot>, label: impl Into<String>) -> Self {
+        self.location = Some(Location {
+            file: map.file().to_string(),
+            spot,
+            line_text: spot.and_then(|s| map.line_text(s.line)),
+            label: label.into(),
+        });
+        self
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}

@@ -1,0 +1,69 @@
+//! `SourceMap`: where each key and value of a YAML document sits (line and column), so errors
+//! found after parsing (by path, like `nodes[2].cpus`) can point at the text.
+
+use std::collections::BTreeMap;
+
+/// A position in a file: 1-based line and column, and the width to underline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spot {
+    pub line: usize,
+    pub col: usize,
+    pub width: usize,
+}
+
+/// Positions of one file's keys and values, by path (`nodes[2].l3_groups[0].threads[1]`).
+#[derive(Clone, Debug, Default)]
+pub struct SourceMap {
+    file: String,
+    text: String,
+    values: BTreeMap<String, Spot>,
+    keys: BTreeMap<String, Spot>,
+}
+
+impl SourceMap {
+    /// A map with the text only (no positions yet).
+    pub fn new(file: impl Into<String>, text: impl Into<String>) -> Self {
+        SourceMap {
+            file: file.into(),
+            text: text.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    pub fn record_value(&mut self, path: String, spot: Spot) {
+        self.values.insert(path, spot);
+    }
+
+    pub fn record_key(&mut self, path: String, spot: Spot) {
+        self.keys.insert(path, spot);
+    }
+
+    /// The value at `path`, or failing that the nearest enclosing value that has a position.
+    pub fn value(&self, path: &str) -> Option<Spot> {
+        let mut p = path;
+        loop {
+            if let Some(s) = self.values.get(p) {
+                return Some(*s);
+            }
+            let cut = p.rfind(['.', '['])?;
+            p = &p[..cut];
+        }
+    }
+
+    /// The key of the entry at `path` (falls back to its value).
+    pub fn key(&self, path: &str) -> Option<Spot> {
+        self.keys.get(path).copied().or_else(|| self.value(path))
+    }
+
+    /// The text of a 1-based line, without its newline.
+    pub fn line_text(&self, line: usize) -> Option<String> {
+        self.text
+            .lines()
+            .nth(line.checked_sub(1)?)
+            .map(|l| l.to_string())
+    }
+}

@@ -1,0 +1,168 @@
+//! `Error`: every failure of a command, and the one place each becomes a `Diagnostic` with an
+//! exit code (1 bad input, 3 environment; clap's usage errors exit 2 on their own).
+
+use std::path::PathBuf;
+
+use crate::diag::codes::*;
+use crate::diag::suggest::did_you_mean;
+use crate::diag::{Diagnostic, SourceMap};
+use crate::topology::TopologyError;
+use crate::yaml::{YamlError, YamlErrorKind};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// The output file could not be written.
+    #[error("cannot write `{}`: {source}", path.display())]
+    Output {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Standard output could not be written (e.g. a closed pipe).
+    #[error("cannot write to standard output: {0}")]
+    Stdout(std::io::Error),
+    /// `numaplan codes X` with an unknown X.
+    #[error("unknown error code `{0}`")]
+    UnknownCode(String),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Topology(TopologyError::Read { .. } | TopologyError::Discover { .. })
+            | Error::Output { .. } | Error::Stdout(_) => 3,
+            _ => 1,
+        }
+    }
+
+    pub fn diagnostic(&self) -> Diagnostic {
+        match self {
+            Error::Topology(e) => topology(e),
+            Error::Output { path, source } => Diagnostic::error(
+                E0400_OUTPUT_WRITE,
+                format!("cannot write `{}`: {source}", path.display()),
+            )
+            .note("nothing was written: the previous file, if any, is unchanged")
+            .help("check that the directory exists and is writable"),
+            Error::Stdout(e) => Diagnostic::error(
+                E0400_OUTPUT_WRITE,
+                format!("cannot write to standard output: {e}"),
+            ),
+            Error::UnknownCode(code) => {
+                let known: Vec<&str> = ALL.iter().map(|(c, _)| c.0).collect();
+                let d = Diagnostic::error(E0401_UNKNOWN_CODE, format!("unknown error code `{code}`"));
+                match did_you_mean(&code.to_ascii_uppercase(), known.iter().copied()) {
+                    Some(s) => d.help(format!("did you mean `{s}`? `numaplan codes` lists every code")),
+                    None => d.help("`numaplan codes` lists every code"),
+                }
+            }
+        }
+    }
+}
+
+fn topology(e: &TopologyError) -> Diagnostic {
+    match e {
+        TopologyError::Read { path, source } => Diagnostic::error(
+            E0300_TOPOLOGY_READ,
+            format!("cannot read topology file `{}`: {source}", path.display()),
+        )
+        .help("check the path given to `--topology` or the spec's `topology:` key"),
+        TopologyError::Yaml { map, error } => yaml_error(map, error, "topology fixture"),
+        TopologyError::Invalid {
+            map,
+            path,
+            message,
+            help,
+        } => {
+            let d = Diagnostic::error(E0302_FIXTURE_INVALID, message.clone()).at(
+                map,
+                map.value(path),
+                if path.is_empty() { String::new() } else { format!("in `{path}`") },
+            );
+            match help {
+                Some(h) => d.help(h.clone()),
+                None => d.help("fix the value, or regenerate the fixture with `numaplan topo --format yaml`"),
+            }
+        }
+        TopologyError::NotHwloc { file, found } => Diagnostic::error(
+            E0303_XML_NOT_HWLOC,
+            format!("`{file}` is {found}, not an hwloc topology export"),
+        )
+        .in_file(file)
+        .help("export the machine with `lstopo --of xml machine.xml` on it, or write a numaplan fixture (see examples/topologies/)"),
+        TopologyError::XmlVersion {
+            file,
+            version,
+            linked,
+        } => Diagnostic::error(
+            E0304_XML_VERSION,
+            format!("`{file}` is hwloc XML version {version}, which hwloc {linked} cannot import"),
+        )
+        .in_file(file)
+        .note(format!("numaplan is linked with hwloc {linked}, which reads the 1.x and 2.x XML formats"))
+        .help("re-export with hwloc 2.x (`lstopo --of xml`), or with `--export-xml-flags v2` where the newer lstopo offers it"),
+        TopologyError::XmlRejected { file, detail } => Diagnostic::error(
+            E0305_XML_REJECTED,
+            format!("hwloc cannot import `{file}`: {detail}"),
+        )
+        .in_file(file)
+        .help("re-export the topology with `lstopo --of xml`"),
+        TopologyError::Discover { detail } => Diagnostic::error(
+            E0307_DISCOVER,
+            format!("hwloc cannot discover this machine: {detail}"),
+        )
+        .help("pass a fixture with `--topology FILE`"),
+        TopologyError::Inconsistent { file, error } => Diagnostic::error(
+            E0306_TOPOLOGY_INCONSISTENT,
+            format!("`{file}` describes an impossible machine: {error}"),
+        )
+        .in_file(file),
+    }
+}
+
+/// A YAML document that is malformed (E0301) or of the wrong shape (E0302).
+fn yaml_error(map: &SourceMap, error: &YamlError, what: &str) -> Diagnostic {
+    match error.kind {
+        YamlErrorKind::Syntax => Diagnostic::error(
+            E0301_YAML_SYNTAX,
+            format!("{what} is not well-formed YAML: {}", error.message),
+        )
+        .at(map, error.spot, "here")
+        .help("fix the YAML syntax here; a truncated file fails at its end"),
+        YamlErrorKind::Shape => {
+            let (path, detail) = match error.message.split_once(": ") {
+                Some((p, rest)) if !p.contains(' ') => (Some(p), rest),
+                _ => (None, error.message.as_str()),
+            };
+            let within = path.map(|p| format!(" in `{p}`")).unwrap_or_default();
+            let spot = error.spot;
+            for (marker, noun) in [("unknown field `", "key"), ("unknown variant `", "value")] {
+                if let Some(rest) = detail.strip_prefix(marker) {
+                    let typed = rest.split('`').next().unwrap_or_default();
+                    let expected: Vec<&str> = rest
+                        .split('`')
+                        .skip(1)
+                        .enumerate()
+                        .filter(|(i, _)| i % 2 == 1)
+                        .map(|(_, s)| s)
+                        .collect();
+                    let listed: Vec<String> = expected.iter().map(|e| format!("`{e}`")).collect();
+                    let d = Diagnostic::error(
+                        E0302_FIXTURE_INVALID,
+                        format!("unknown {noun} `{typed}`{within}"),
+                    )
+                    .at(map, spot, format!("unknown {noun}"))
+                    .note(format!("expected one of {}", listed.join(", ")));
+                    return match did_you_mean(typed, expected.iter().copied()) {
+                        Some(s) => d.help(format!("did you mean `{s}`?")),
+                        None => d.help(format!("use one of the {noun}s listed above")),
+                    };
+                }
+            }
+            Diagnostic::error(E0302_FIXTURE_INVALID, format!("invalid {what}{within}: {detail}"))
+                .at(map, spot, "here")
+                .help("`schemas/topology.schema.json` documents every key")
+        }
+    }
+}

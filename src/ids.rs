@@ -1,0 +1,34 @@
+//! Typed identifiers, so that a NUMA node id is never confused with a GPU index or a CPU.
+
+use std::fmt;
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub u32);
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A NUMA node, by its OS index (what `numactl` and `/sys/devices/system/node` call it).
+    NodeId
+);
+id_type!(
+    /// A processor package (socket), by its OS index.
+    PackageId
+);
+id_type!(
+    /// An L3 group (the CPUs sharing the highest-level data cache), numbered in topology order.
+    L3Id
+);
+id_type!(
+    /// A GPU, by the index `nvidia-smi`/`rocm-smi` give it.
+    GpuIndex
+);

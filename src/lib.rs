@@ -1,0 +1,13 @@
+//! numaplan compiles a job spec and a machine topology into a per-rank binding plan.
+//! See ARCHITECTURE.md for the code map and its invariants.
+
+pub mod app;
+pub mod cli;
+pub mod cpuset;
+pub mod diag;
+pub mod error;
+pub mod ids;
+pub mod output;
+pub mod pci_addr;
+pub mod topology;
+pub mod yaml;

@@ -1,0 +1,30 @@
+//! The binary: parse the command line, run it, render any error as a diagnostic, exit. The only
+//! place that prints errors or exits.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+use numaplan::cli::Cli;
+use numaplan::diag::render::render;
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error[internal]: numaplan crashed: {info}\n = help: this is a bug in numaplan; please file an issue with the command and its input files"
+        );
+    }));
+    let cli = Cli::parse();
+    let format = cli.message_format;
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    match numaplan::app::run(cli, &mut lock) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = lock.flush();
+            let _ = std::io::stderr().write_all(render(&e.diagnostic(), format).as_bytes());
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}

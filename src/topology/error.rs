@@ -1,0 +1,47 @@
+//! `TopologyError`: everything that can go wrong reading a topology source.
+
+use std::path::PathBuf;
+
+use super::model::ModelError;
+use crate::diag::SourceMap;
+use crate::yaml::YamlError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyError {
+    /// The file could not be read.
+    #[error("cannot read topology file `{}`: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Not YAML, or not a fixture's shape.
+    #[error("{}", error.message)]
+    Yaml { map: SourceMap, error: YamlError },
+    /// A fixture whose facts are wrong or contradict each other; `path` locates it.
+    #[error("{message}")]
+    Invalid {
+        map: SourceMap,
+        path: String,
+        message: String,
+        help: Option<String>,
+    },
+    /// An XML file that is not an hwloc export (e.g. an NCCL topology file).
+    #[error("`{file}` is {found}, not an hwloc topology export")]
+    NotHwloc { file: String, found: String },
+    /// An hwloc XML of a format version the linked hwloc cannot import.
+    #[error("`{file}` is hwloc XML version {version}, which hwloc {linked} cannot import")]
+    XmlVersion {
+        file: String,
+        version: String,
+        linked: String,
+    },
+    /// hwloc refused the XML.
+    #[error("hwloc cannot import `{file}`: {detail}")]
+    XmlRejected { file: String, detail: String },
+    /// hwloc could not read this machine.
+    #[error("hwloc cannot discover this machine: {detail}")]
+    Discover { detail: String },
+    /// The source loaded but the machine it describes is impossible.
+    #[error("`{file}` describes an impossible machine: {error}")]
+    Inconsistent { file: String, error: ModelError },
+}

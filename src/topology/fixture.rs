@@ -1,0 +1,643 @@
+//! numaplan's own topology file format (YAML), read and written here and nowhere else.
+//!
+//! The on-disk types (`FixtureFile` and its entries) derive serde and schemars; the schema in
+//! `schemas/topology.schema.json` is generated from them. `load` turns a file into a checked
+//! [`Topology`] and points every error at its line; `dump` writes one back, and
+//! `dump(load(dump(t))) == dump(t)` byte for byte.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::error::TopologyError;
+use super::model::{
+    Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Subject, Topology, TopologyParts,
+    Vendor,
+};
+use crate::cpuset::CpuSet;
+use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
+use crate::pci_addr::PciAddr;
+use crate::yaml;
+
+/// The format version written and accepted.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A numaplan topology fixture: one machine (one node of a cluster).
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "numaplan topology fixture")]
+pub struct FixtureFile {
+    /// Format version of this file; always 1.
+    pub numaplan_topology: u32,
+    /// The machine's name, shown in summaries and recorded in plans.
+    pub name: String,
+    /// Where the data came from and what was inferred to fill gaps.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provenance: String,
+    /// The CPUs plans may use (cpulist, e.g. "1-63"); default: every CPU. Narrows the machine as
+    /// a cgroup cpuset or `taskset` would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<CpuList>,
+    /// NUMA nodes: CPU nodes with their L3 groups, and memory-only nodes.
+    pub nodes: Vec<NodeEntry>,
+    /// NUMA distances (as `numactl -H` prints them): for each node id, its distances to every
+    /// node that has a row here, in ascending node id order.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub distances: BTreeMap<u32, Vec<u32>>,
+    /// GPUs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<GpuEntry>,
+    /// Network interfaces used for collective communication.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nics: Vec<NicEntry>,
+}
+
+/// A NUMA node.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeEntry {
+    /// The OS index (`/sys/devices/system/node/nodeN`).
+    pub id: u32,
+    /// The package (socket) it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<u32>,
+    /// `cpu` (default) or a memory-only kind, which owns no CPUs.
+    #[serde(default, skip_serializing_if = "NodeKindName::is_cpu")]
+    pub kind: NodeKindName,
+    /// For `kind: gpu-memory`: the PCI address of the GPU whose memory this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+    /// Memory size in MiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
+    /// The node's CPUs (cpulist). Optional; when given it must equal the union of `l3_groups`,
+    /// which catches typos in hand-written fixtures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<CpuList>,
+    /// The node's cores, grouped by the L3 cache they share.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub l3_groups: Vec<L3Entry>,
+}
+
+/// The cores of one L3 group within one node.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct L3Entry {
+    /// The L3 group; the same id in two nodes means the nodes share the cache (Intel SNC).
+    pub id: u32,
+    /// SMT thread rows: row t (a cpulist) gives hardware thread t of the first len(row t) cores.
+    /// Row 0 lists every core's first thread. `["48-51", "176-179"]` is four cores with two
+    /// threads each: {48,176}, {49,177}, {50,178}, {51,179}.
+    pub threads: Vec<CpuList>,
+}
+
+/// A GPU.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuEntry {
+    /// The index `nvidia-smi` / `rocm-smi` gives it.
+    pub index: u32,
+    pub vendor: VendorName,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// PCI address, `0000:07:00.0`.
+    pub pci: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    /// The NUMA node (with CPUs) of its PCI locality; absent = unknown locality.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<u32>,
+    /// The package it hangs under; default: the package of `numa_node`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<u32>,
+    /// PCI ancestry, outermost first (host bridge, root port, switch ports); devices sharing an
+    /// element share that bridge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pci_path: Vec<String>,
+}
+
+/// A network interface.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NicEntry {
+    /// The device name: `mlx5_0`, `efa0`, `cxi0`, `hsn0`.
+    pub name: String,
+    pub kind: NicKindName,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pci_path: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeKindName {
+    #[default]
+    Cpu,
+    Hbm,
+    GpuMemory,
+    Cxl,
+    Nvm,
+    Spm,
+    Memory,
+}
+
+impl NodeKindName {
+    fn is_cpu(&self) -> bool {
+        *self == NodeKindName::Cpu
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum VendorName {
+    Nvidia,
+    Amd,
+    Intel,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NicKindName {
+    Infiniband,
+    Roce,
+    Efa,
+    Slingshot,
+    Ethernet,
+}
+
+/// A cpulist as written in a file: a string (`"0-23,48-71"`) or, for one CPU, a bare number.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct CpuList(pub String);
+
+impl<'de> Deserialize<'de> for CpuList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Text {
+            S(String),
+            N(u64),
+        }
+        match Text::deserialize(d) {
+            Ok(Text::S(s)) => Ok(CpuList(s)),
+            Ok(Text::N(n)) => Ok(CpuList(n.to_string())),
+            Err(_) => Err(serde::de::Error::custom(
+                "expected a CPU list such as \"0-23,48-71\"",
+            )),
+        }
+    }
+}
+
+impl JsonSchema for CpuList {
+    fn schema_name() -> Cow<'static, str> {
+        "CpuList".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A Linux cpulist such as \"0-23,48-71\" (a bare integer for one CPU).",
+            "type": ["string", "integer"],
+            "pattern": "^\\s*([0-9]+(-[0-9]+(:[0-9]+)?)?\\s*(,\\s*[0-9]+(-[0-9]+(:[0-9]+)?)?\\s*)*)?$",
+            "minimum": 0
+        })
+    }
+}
+
+/// Reads a fixture from its text.
+pub fn load(file: &str, text: &str) -> Result<Topology, TopologyError> {
+    let (raw, map) = yaml::parse::<FixtureFile>(file, text)
+        .map_err(|(error, map)| TopologyError::Yaml { map, error })?;
+    let invalid = |path: &str, message: String, help: Option<String>| TopologyError::Invalid {
+        map: map.clone(),
+        path: path.to_string(),
+        message,
+        help,
+    };
+    if raw.numaplan_topology != FORMAT_VERSION {
+        return Err(invalid(
+            "numaplan_topology",
+            format!(
+                "unsupported fixture format version {} (this numaplan reads version {FORMAT_VERSION})",
+                raw.numaplan_topology
+            ),
+            Some("regenerate the file with `numaplan topo --format yaml`".into()),
+        ));
+    }
+    let parts = to_parts(&raw).map_err(|(path, message)| invalid(&path, message, None))?;
+    Topology::build(parts).map_err(|e| {
+        let path = subject_path(&raw, &e.subject);
+        invalid(&path, e.message, None)
+    })
+}
+
+type Located = (String, String);
+
+fn cpus_at(path: String, text: &CpuList) -> Result<CpuSet, Located> {
+    text.0
+        .parse()
+        .map_err(|e| (path, format!("invalid CPU list `{}`: {e}", text.0)))
+}
+
+fn pci_at(path: String, text: &str) -> Result<PciAddr, Located> {
+    text.parse().map_err(|e| (path, format!("{e}")))
+}
+
+fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
+    let mut nodes = Vec::new();
+    let mut cores = Vec::new();
+    let node_package: BTreeMap<u32, Option<u32>> =
+        raw.nodes.iter().map(|n| (n.id, n.package)).collect();
+
+    for (i, n) in raw.nodes.iter().enumerate() {
+        let at = |field: &str| format!("nodes[{i}].{field}");
+        let kind = match n.kind {
+            NodeKindName::Cpu => NodeKind::Cpu,
+            NodeKindName::Hbm => NodeKind::Hbm,
+            NodeKindName::GpuMemory => NodeKind::GpuMemory {
+                gpu: n.gpu.as_deref().map(|g| pci_at(at("gpu"), g)).transpose()?,
+            },
+            NodeKindName::Cxl => NodeKind::Cxl,
+            NodeKindName::Nvm => NodeKind::Nvm,
+            NodeKindName::Spm => NodeKind::Spm,
+            NodeKindName::Memory => NodeKind::Memory,
+        };
+        if n.gpu.is_some() && n.kind != NodeKindName::GpuMemory {
+            return Err((at("gpu"), "`gpu` is only allowed on `kind: gpu-memory` nodes".into()));
+        }
+        if kind.is_memory_only() && !n.l3_groups.is_empty() {
+            return Err((
+                at("l3_groups"),
+                format!("memory-only node {} ({}) cannot have cores", n.id, kind.name()),
+            ));
+        }
+        let package = PackageId(n.package.unwrap_or(0));
+        let mut node_cpus = CpuSet::new();
+        for (j, group) in n.l3_groups.iter().enumerate() {
+            let group_at = format!("nodes[{i}].l3_groups[{j}]");
+            let rows = group
+                .threads
+                .iter()
+                .enumerate()
+                .map(|(t, row)| cpus_at(format!("{group_at}.threads[{t}]"), row))
+                .collect::<Result<Vec<CpuSet>, _>>()?;
+            let Some(first) = rows.first() else {
+                return Err((format!("{group_at}.threads"), "an L3 group needs at least one thread row".into()));
+            };
+            let mut group_cores: Vec<CpuSet> = first.iter().map(|c| std::iter::once(c).collect()).collect();
+            for (t, row) in rows.iter().enumerate().skip(1) {
+                if row.len() > rows[t - 1].len() {
+                    return Err((
+                        format!("{group_at}.threads[{t}]"),
+                        format!(
+                            "thread row {t} has {} CPUs but row {} has {}; rows must not grow",
+                            row.len(),
+                            t - 1,
+                            rows[t - 1].len()
+                        ),
+                    ));
+                }
+                for (core, cpu) in group_cores.iter_mut().zip(row.iter()) {
+                    core.insert(cpu);
+                }
+            }
+            for cpus in group_cores {
+                node_cpus = node_cpus.union(&cpus);
+                cores.push(Core {
+                    cpus,
+                    package,
+                    node: NodeId(n.id),
+                    l3: L3Id(group.id),
+                });
+            }
+        }
+        if let Some(listed) = &n.cpus {
+            let listed = cpus_at(at("cpus"), listed)?;
+            if listed != node_cpus {
+                return Err((
+                    at("cpus"),
+                    format!(
+                        "node {} lists CPUs {listed} but its L3 groups hold {node_cpus}",
+                        n.id
+                    ),
+                ));
+            }
+        }
+        nodes.push(NumaNode {
+            id: NodeId(n.id),
+            package: n.package.map(PackageId),
+            kind,
+            memory_mib: n.memory_mib,
+        });
+    }
+
+    let columns: Vec<u32> = raw.distances.keys().copied().collect();
+    let mut distances = Vec::new();
+    for (from, row) in &raw.distances {
+        if row.len() != columns.len() {
+            return Err((
+                format!("distances.{from}"),
+                format!(
+                    "node {from}'s distance row has {} entries but {} nodes have rows",
+                    row.len(),
+                    columns.len()
+                ),
+            ));
+        }
+        for (to, d) in columns.iter().zip(row) {
+            distances.push((NodeId(*from), NodeId(*to), *d));
+        }
+    }
+
+    let package_for = |explicit: Option<u32>, node: Option<u32>| {
+        explicit
+            .or_else(|| node.and_then(|n| node_package.get(&n).copied().flatten()))
+            .map(PackageId)
+    };
+    let gpus = raw
+        .gpus
+        .iter()
+        .enumerate()
+        .map(|(k, g)| {
+            Ok(Gpu {
+                index: GpuIndex(g.index),
+                vendor: match g.vendor {
+                    VendorName::Nvidia => Vendor::Nvidia,
+                    VendorName::Amd => Vendor::Amd,
+                    VendorName::Intel => Vendor::Intel,
+                },
+                model: g.model.clone(),
+                pci: pci_at(format!("gpus[{k}].pci"), &g.pci)?,
+                uuid: g.uuid.clone(),
+                numa_node: g.numa_node.map(NodeId),
+                package: package_for(g.package, g.numa_node),
+                pci_path: g.pci_path.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>, Located>>()?;
+    let nics = raw
+        .nics
+        .iter()
+        .enumerate()
+        .map(|(k, n)| {
+            Ok(Nic {
+                name: n.name.clone(),
+                kind: match n.kind {
+                    NicKindName::Infiniband => NicKind::Infiniband,
+                    NicKindName::Roce => NicKind::Roce,
+                    NicKindName::Efa => NicKind::Efa,
+                    NicKindName::Slingshot => NicKind::Slingshot,
+                    NicKindName::Ethernet => NicKind::Ethernet,
+                },
+                pci: n.pci.as_deref().map(|p| pci_at(format!("nics[{k}].pci"), p)).transpose()?,
+                numa_node: n.numa_node.map(NodeId),
+                package: package_for(n.package, n.numa_node),
+                pci_path: n.pci_path.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>, Located>>()?;
+    let allowed = raw
+        .allowed
+        .as_ref()
+        .map(|a| cpus_at("allowed".into(), a))
+        .transpose()?;
+
+    Ok(TopologyParts {
+        name: raw.name.clone(),
+        provenance: raw.provenance.clone(),
+        nodes,
+        cores,
+        distances,
+        allowed,
+        gpus,
+        nics,
+    })
+}
+
+/// The path in the raw file of the entity an invariant violation is about.
+fn subject_path(raw: &FixtureFile, subject: &Subject) -> String {
+    let found = match subject {
+        Subject::Machine => None,
+        Subject::Node(id) => raw
+            .nodes
+            .iter()
+            .position(|n| n.id == id.0)
+            .map(|i| format!("nodes[{i}]")),
+        Subject::Core(cpu) => raw.nodes.iter().enumerate().find_map(|(i, n)| {
+            n.l3_groups.iter().enumerate().find_map(|(j, g)| {
+                g.threads.iter().enumerate().find_map(|(t, row)| {
+                    row.0
+                        .parse::<CpuSet>()
+                        .ok()
+                        .filter(|s| s.contains(*cpu))
+                        .map(|_| format!("nodes[{i}].l3_groups[{j}].threads[{t}]"))
+                })
+            })
+        }),
+        Subject::Gpu(index) => raw
+            .gpus
+            .iter()
+            .position(|g| g.index == index.0)
+            .map(|k| format!("gpus[{k}]")),
+        Subject::Nic(name) => raw
+            .nics
+            .iter()
+            .position(|n| &n.name == name)
+            .map(|k| format!("nics[{k}]")),
+        Subject::Distances => Some("distances".into()),
+        Subject::Allowed => Some("allowed".into()),
+    };
+    found.unwrap_or_default()
+}
+
+/// The on-disk form of a topology.
+pub fn to_file(t: &Topology) -> FixtureFile {
+    let nodes = t
+        .nodes()
+        .iter()
+        .map(|n| {
+            let mut groups: BTreeMap<L3Id, Vec<&Core>> = BTreeMap::new();
+            for c in t.cores().iter().filter(|c| c.node == n.id) {
+                groups.entry(c.l3).or_default().push(c);
+            }
+            let l3_groups = groups
+                .into_iter()
+                .map(|(id, mut cores)| {
+                    // Widest cores first so that rows never grow; then by key.
+                    cores.sort_by_key(|c| (std::cmp::Reverse(c.cpus.len()), c.key()));
+                    let width = cores.first().map_or(0, |c| c.cpus.len());
+                    let threads = (0..width)
+                        .map(|t| {
+                            let row: CpuSet = cores.iter().filter_map(|c| c.cpus.iter().nth(t)).collect();
+                            CpuList(row.to_string())
+                        })
+                        .collect();
+                    L3Entry { id: id.0, threads }
+                })
+                .collect();
+            let cpus = t.node_cpus(n.id);
+            NodeEntry {
+                id: n.id.0,
+                package: n.package.map(|p| p.0),
+                kind: match n.kind {
+                    NodeKind::Cpu => NodeKindName::Cpu,
+                    NodeKind::Hbm => NodeKindName::Hbm,
+                    NodeKind::GpuMemory { .. } => NodeKindName::GpuMemory,
+                    NodeKind::Cxl => NodeKindName::Cxl,
+                    NodeKind::Nvm => NodeKindName::Nvm,
+                    NodeKind::Spm => NodeKindName::Spm,
+                    NodeKind::Memory => NodeKindName::Memory,
+                },
+                gpu: match n.kind {
+                    NodeKind::GpuMemory { gpu } => gpu.map(|g| g.to_string()),
+                    _ => None,
+                },
+                memory_mib: n.memory_mib,
+                cpus: (!cpus.is_empty()).then(|| CpuList(cpus.to_string())),
+                l3_groups,
+            }
+        })
+        .collect();
+
+    let with_rows: Vec<NodeId> = t
+        .nodes()
+        .iter()
+        .map(|n| n.id)
+        .filter(|id| t.nodes().iter().any(|o| t.distance(*id, o.id).is_some()))
+        .collect();
+    let distances = with_rows
+        .iter()
+        .map(|from| {
+            let row = with_rows
+                .iter()
+                .map(|to| t.distance(*from, *to).unwrap_or(0))
+                .collect();
+            (from.0, row)
+        })
+        .collect();
+
+    let node_package = |node: Option<NodeId>| node.and_then(|n| t.node_package(n));
+    let gpus = t
+        .gpus()
+        .iter()
+        .map(|g| GpuEntry {
+            index: g.index.0,
+            vendor: match g.vendor {
+                Vendor::Nvidia => VendorName::Nvidia,
+                Vendor::Amd => VendorName::Amd,
+                Vendor::Intel => VendorName::Intel,
+            },
+            model: g.model.clone(),
+            pci: g.pci.to_string(),
+            uuid: g.uuid.clone(),
+            numa_node: g.numa_node.map(|n| n.0),
+            package: g.package.filter(|p| Some(*p) != node_package(g.numa_node)).map(|p| p.0),
+            pci_path: g.pci_path.clone(),
+        })
+        .collect();
+    let nics = t
+        .nics()
+        .iter()
+        .map(|n| NicEntry {
+            name: n.name.clone(),
+            kind: match n.kind {
+                NicKind::Infiniband => NicKindName::Infiniband,
+                NicKind::Roce => NicKindName::Roce,
+                NicKind::Efa => NicKindName::Efa,
+                NicKind::Slingshot => NicKindName::Slingshot,
+                NicKind::Ethernet => NicKindName::Ethernet,
+            },
+            pci: n.pci.map(|p| p.to_string()),
+            numa_node: n.numa_node.map(|x| x.0),
+            package: n.package.filter(|p| Some(*p) != node_package(n.numa_node)).map(|p| p.0),
+            pci_path: n.pci_path.clone(),
+        })
+        .collect();
+
+    FixtureFile {
+        numaplan_topology: FORMAT_VERSION,
+        name: t.name().to_string(),
+        provenance: t.provenance().to_string(),
+        allowed: (*t.allowed() != t.all_cpus()).then(|| CpuList(t.allowed().to_string())),
+        nodes,
+        distances,
+        gpus,
+        nics,
+    }
+}
+
+/// Writes a topology as fixture YAML.
+pub fn dump(t: &Topology) -> String {
+    let mut out = String::from(
+        "# numaplan topology fixture (format: schemas/topology.schema.json in the numaplan repository)\n",
+    );
+    out.push_str(&yaml::emit(&to_file(t)));
+    out
+}
+
+/// The JSON form of the same structure (`numaplan topo --format json`).
+pub fn dump_json(t: &Topology) -> String {
+    let mut s = serde_json::to_string_pretty(&to_file(t))
+        .expect("invariant: fixture types always serialize");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: &str = "\
+numaplan_topology: 1
+name: small
+nodes:
+- id: 0
+  package: 0
+  cpus: 0-1,4-5
+  l3_groups:
+  - id: 0
+    threads: [0-1, 4-5]
+- id: 1
+  package: 0
+  l3_groups:
+  - id: 1
+    threads: [2-3, 6-7]
+- id: 2
+  package: 0
+  kind: hbm
+distances:
+  0: [10, 20, 13]
+  1: [20, 10, 13]
+  2: [13, 13, 10]
+";
+
+    #[test]
+    fn loads_and_round_trips() {
+        let t = load("small.yaml", SMALL).unwrap();
+        assert_eq!(t.node_cpus(NodeId(1)).to_string(), "2-3,6-7");
+        assert_eq!(t.cores()[0].cpus.to_string(), "0,4");
+        assert_eq!(t.distance(NodeId(2), NodeId(0)), Some(13));
+        assert!(t.node(NodeId(2)).unwrap().kind.is_memory_only());
+        let once = dump(&t);
+        let again = dump(&load("dumped.yaml", &once).unwrap());
+        assert_eq!(once, again);
+    }
+
+    #[test]
+    fn cpus_summary_must_match_groups() {
+        let text = SMALL.replace("cpus: 0-1,4-5", "cpus: 0-1,4-6");
+        match load("f.yaml", &text).unwrap_err() {
+            TopologyError::Invalid { path, message, .. } => {
+                assert_eq!(path, "nodes[0].cpus");
+                assert_eq!(message, "node 0 lists CPUs 0-1,4-6 but its L3 groups hold 0-1,4-5");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

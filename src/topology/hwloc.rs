@@ -1,0 +1,460 @@
+//! hwloc as a topology source, through hwlocality and the system libhwloc: XML exports
+//! (`lstopo --of xml`, hwloc 1.x and 2.x formats) now, the live machine later.
+//!
+//! This is the only module that talks to hwloc. It turns hwloc's object tree into
+//! [`TopologyParts`]:
+//! - a PU's NUMA node is the one *with CPUs* among the memory children nearest above it (hwloc
+//!   reports the parent's cpuset for memory-only nodes: GPU memory, HBM, CXL);
+//! - a NUMA node that no PU calls its own is memory-only; its kind comes from hwloc's subtype
+//!   (`GPUMemory` with info `PCIBusID`, `HBM`/`MCDRAM`, `NVM`, `SPM`, `CXL-*`);
+//! - an L3 group is the set of PUs under one highest-level data/unified cache;
+//! - GPUs are PCI devices of NVIDIA/AMD/Intel with a display, 3D or processing-accelerator class;
+//!   NICs are network or InfiniBand PCI devices, named after their OpenFabrics or network OS
+//!   device.
+
+use std::collections::BTreeMap;
+use std::ffi::CStr;
+
+use hwlocality::object::TopologyObject;
+use hwlocality::object::attributes::{DownstreamAttributes, ObjectAttributes, UpstreamAttributes};
+use hwlocality::object::types::{CacheType, OSDeviceType, ObjectType};
+use hwlocality::topology::builder::TypeFilter;
+
+use super::error::TopologyError;
+use super::model::{
+    Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Topology, TopologyParts, Vendor,
+};
+use crate::cpuset::CpuSet;
+use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
+use crate::pci_addr::PciAddr;
+
+/// Loads an hwloc XML export given as text (already read from `file`).
+pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, TopologyError> {
+    precheck_xml(file, text)?;
+    let rejected = |detail: String| TopologyError::XmlRejected {
+        file: file.to_string(),
+        detail,
+    };
+    let topo = hwlocality::Topology::builder()
+        .from_xml(text)
+        .map_err(|e| rejected(e.to_string()))?
+        .with_io_type_filter(TypeFilter::KeepImportant)
+        .map_err(|e| rejected(e.to_string()))?
+        .build()
+        .map_err(|e| rejected(format!("{e} (the file is malformed or truncated)")))?;
+    let parts = convert(&topo, name, &format!("imported from the hwloc XML export `{file}`"));
+    Topology::build(parts).map_err(|error| TopologyError::Inconsistent {
+        file: file.to_string(),
+        error,
+    })
+}
+
+/// The hwloc API numaplan is linked with, as `major.x`.
+pub fn linked_version() -> String {
+    format!("{}.x", hwlocality::hwloc_api_version() >> 16)
+}
+
+/// Recognises XML that hwloc would import as an empty machine or refuse with a cryptic message.
+fn precheck_xml(file: &str, text: &str) -> Result<(), TopologyError> {
+    let root = text
+        .split('<')
+        .skip(1)
+        .map(|t| t.trim_start())
+        .find(|t| !t.starts_with('?') && !t.starts_with('!'));
+    let Some(root) = root else {
+        return Err(TopologyError::XmlRejected {
+            file: file.to_string(),
+            detail: "the file has no XML root element (empty or truncated)".into(),
+        });
+    };
+    let tag: String = root
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    match tag.as_str() {
+        "topology" => {}
+        "system" => {
+            return Err(TopologyError::NotHwloc {
+                file: file.to_string(),
+                found: "an NCCL topology file (root element `<system>`)".into(),
+            });
+        }
+        other => {
+            return Err(TopologyError::NotHwloc {
+                file: file.to_string(),
+                found: format!("XML with root element `<{other}>`"),
+            });
+        }
+    }
+    let head = &root[..root.find('>').unwrap_or(root.len())];
+    if let Some(v) = attribute(head, "version") {
+        let major: u32 = v.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+        if major > 2 {
+            return Err(TopologyError::XmlVersion {
+                file: file.to_string(),
+                version: v.to_string(),
+                linked: linked_version(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let start = tag.find(&format!("{name}=\""))? + name.len() + 2;
+    let len = tag[start..].find('"')?;
+    Some(&tag[start..start + len])
+}
+
+fn text(c: Option<&CStr>) -> Option<String> {
+    c.map(|s| s.to_string_lossy().into_owned())
+}
+
+fn os_index(obj: &TopologyObject) -> u32 {
+    obj.os_index().unwrap_or(obj.logical_index()) as u32
+}
+
+fn to_cpuset(set: &hwlocality::cpu::cpuset::CpuSet) -> CpuSet {
+    set.iter_set().map(|i| usize::from(i) as u32).collect()
+}
+
+/// NUMA nodes among `obj`'s memory children (looking through memory-side caches).
+fn numa_children(obj: &TopologyObject) -> Vec<&TopologyObject> {
+    let mut out = Vec::new();
+    for m in obj.memory_children() {
+        if m.object_type() == ObjectType::NUMANode {
+            out.push(m);
+        } else {
+            out.extend(numa_children(m));
+        }
+    }
+    out
+}
+
+fn memory_kind(node: &TopologyObject) -> Option<NodeKind> {
+    let subtype = text(node.subtype())?;
+    Some(match subtype.as_str() {
+        "GPUMemory" => NodeKind::GpuMemory {
+            gpu: text(node.info("PCIBusID")).and_then(|s| s.parse().ok()),
+        },
+        "HBM" | "MCDRAM" => NodeKind::Hbm,
+        "NVM" => NodeKind::Nvm,
+        "SPM" => NodeKind::Spm,
+        s if s.starts_with("CXL") => NodeKind::Cxl,
+        _ => return None,
+    })
+}
+
+/// The NUMA node with CPUs that a PU belongs to: among the NUMA memory children of the nearest
+/// ancestor that has any, the first whose subtype is not a memory-only technology.
+fn cpu_node_of(pu: &TopologyObject) -> Option<u32> {
+    for anc in pu.ancestors() {
+        let mut nodes = numa_children(anc);
+        if nodes.is_empty() {
+            continue;
+        }
+        nodes.sort_by_key(|n| (memory_kind(n).is_some(), os_index(n)));
+        return nodes.first().map(|n| os_index(n));
+    }
+    None
+}
+
+fn is_data_cache(obj: &TopologyObject) -> Option<usize> {
+    match obj.attributes() {
+        Some(ObjectAttributes::Cache(c)) if c.cache_type() != CacheType::Instruction => {
+            Some(c.depth())
+        }
+        _ => None,
+    }
+}
+
+/// Converts an hwloc topology.
+pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> TopologyParts {
+    // Cores: group PUs by their Core ancestor (a PU without one is its own core).
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    enum L3Key {
+        Cache(u64),
+        Node(u32),
+    }
+    let mut cores: BTreeMap<u64, Core> = BTreeMap::new();
+    let mut l3_ids: BTreeMap<L3Key, u32> = BTreeMap::new();
+    let mut cpu_nodes: BTreeMap<u32, ()> = BTreeMap::new();
+    for pu in topo.objects_with_type(ObjectType::PU) {
+        let cpu = os_index(pu);
+        let core_obj = pu.first_ancestor_with_type(ObjectType::Core);
+        let key = core_obj.map_or(u64::MAX - u64::from(cpu), |c| c.global_persistent_index());
+        let node = cpu_node_of(pu).unwrap_or(0);
+        cpu_nodes.insert(node, ());
+        let package = pu
+            .first_ancestor_with_type(ObjectType::Package)
+            .map_or(0, os_index);
+        let cache = pu
+            .ancestors()
+            .filter_map(|a| is_data_cache(a).map(|depth| (depth, a.global_persistent_index())))
+            .max_by_key(|(depth, _)| *depth);
+        let l3_key = match cache {
+            Some((_, id)) => L3Key::Cache(id),
+            None => L3Key::Node(node),
+        };
+        let next = l3_ids.len() as u32;
+        let l3 = *l3_ids.entry(l3_key).or_insert(next);
+        cores
+            .entry(key)
+            .or_insert_with(|| Core {
+                cpus: CpuSet::new(),
+                package: PackageId(package),
+                node: NodeId(node),
+                l3: L3Id(l3),
+            })
+            .cpus
+            .insert(cpu);
+    }
+
+    let nodes: Vec<NumaNode> = topo
+        .objects_with_type(ObjectType::NUMANode)
+        .map(|n| {
+            let id = os_index(n);
+            let kind = if cpu_nodes.contains_key(&id) {
+                NodeKind::Cpu
+            } else {
+                memory_kind(n).unwrap_or(NodeKind::Memory)
+            };
+            let memory_mib = match n.attributes() {
+                Some(ObjectAttributes::NUMANode(a)) => a.local_memory().map(|m| m.get() >> 20),
+                _ => None,
+            };
+            NumaNode {
+                id: NodeId(id),
+                package: n
+                    .first_ancestor_with_type(ObjectType::Package)
+                    .map(|p| PackageId(os_index(p))),
+                kind,
+                memory_mib,
+            }
+        })
+        .collect();
+
+    let mut distances = Vec::new();
+    if let Ok(matrices) = topo.distances(None) {
+        let numa = matrices.iter().find(|m| {
+            m.objects()
+                .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
+        });
+        if let Some(m) = numa {
+            let ids: Vec<u32> = m.objects().map(|o| o.map_or(0, os_index)).collect();
+            let values = m.distances();
+            for (i, from) in ids.iter().enumerate() {
+                for (j, to) in ids.iter().enumerate() {
+                    if let Some(d) = values.get(i * ids.len() + j) {
+                        distances.push((NodeId(*from), NodeId(*to), *d as u32));
+                    }
+                }
+            }
+        }
+    }
+
+    let cpu_node_sets: Vec<(u32, CpuSet)> = {
+        let mut m: BTreeMap<u32, CpuSet> = BTreeMap::new();
+        for c in cores.values() {
+            let e = m.entry(c.node.0).or_default();
+            *e = e.union(&c.cpus);
+        }
+        m.into_iter().collect()
+    };
+    let locality = |dev: &TopologyObject| -> (Option<NodeId>, Option<PackageId>) {
+        let Some(anc) = dev.first_non_io_ancestor() else {
+            return (None, None);
+        };
+        let package = anc
+            .ancestors()
+            .chain(std::iter::once(anc))
+            .find(|a| a.object_type() == ObjectType::Package)
+            .map(|p| PackageId(os_index(p)));
+        let set = anc.cpuset().map(|s| to_cpuset(&s)).unwrap_or_default();
+        let candidates: Vec<u32> = cpu_node_sets
+            .iter()
+            .filter(|(_, cpus)| cpus.intersects(&set))
+            .map(|(id, _)| *id)
+            .collect();
+        let is_root = anc.object_type() == ObjectType::Machine;
+        let node = match candidates.as_slice() {
+            [one] => Some(NodeId(*one)),
+            [first, ..] if !is_root => Some(NodeId(*first)),
+            _ => None,
+        };
+        let package = package.or_else(|| {
+            node.and_then(|n| cores.values().find(|c| c.node == n).map(|c| c.package))
+        });
+        (node, package)
+    };
+
+    let mut gpus_raw: Vec<(Vendor, PciAddr, Option<u32>, Gpu)> = Vec::new();
+    let mut nics = Vec::new();
+    for dev in topo.pci_devices() {
+        let Some(ObjectAttributes::PCIDevice(pci)) = dev.attributes() else {
+            continue;
+        };
+        let addr = PciAddr {
+            domain: pci.domain() as u32,
+            bus: pci.bus_id(),
+            device: pci.bus_device(),
+            function: pci.function(),
+        };
+        let class = pci.class_id();
+        let osdevs: Vec<&TopologyObject> = dev
+            .io_children()
+            .filter(|c| c.object_type() == ObjectType::OSDevice)
+            .collect();
+        let osdev_named = |ty: OSDeviceType| {
+            osdevs.iter().find_map(|o| match o.attributes() {
+                Some(ObjectAttributes::OSDevice(a)) if a.device_type() == ty => text(o.name()),
+                _ => None,
+            })
+        };
+        let (numa_node, package) = locality(dev);
+        let pci_path = bridge_path(dev);
+        if let Some(vendor) = Vendor::from_pci_vendor(pci.vendor_id())
+            && matches!(class >> 8, 0x03 | 0x12)
+        {
+            let explicit = osdevs.iter().find_map(|o| {
+                let n = text(o.name())?;
+                ["nvml", "rsmi"]
+                    .iter()
+                    .find_map(|p| n.strip_prefix(p)?.parse::<u32>().ok())
+            });
+            let info = |key_suffix: &str| {
+                osdevs.iter().chain(std::iter::once(&dev)).find_map(|o| {
+                    o.infos()
+                        .iter()
+                        .find(|i| i.name().to_string_lossy().ends_with(key_suffix))
+                        .map(|i| i.value().to_string_lossy().into_owned())
+                })
+            };
+            let model = info("GPUModel").or_else(|| text(dev.info("PCIDevice")));
+            let gpu = Gpu {
+                index: GpuIndex(0),
+                vendor,
+                model,
+                pci: addr,
+                uuid: info("UUID"),
+                numa_node,
+                package,
+                pci_path,
+            };
+            gpus_raw.push((vendor, addr, explicit, gpu));
+        } else if class >> 8 == 0x02 || class == 0x0c06 {
+            let fabric = osdev_named(OSDeviceType::OpenFabrics);
+            let kind = match pci.vendor_id() {
+                0x1d0f if pci.device_id() & 0xfff0 == 0xefa0 => NicKind::Efa,
+                0x17db => NicKind::Slingshot,
+                _ if class == 0x0207 || class == 0x0c06 => NicKind::Infiniband,
+                0x15b3 if fabric.is_some() => NicKind::Roce,
+                _ => NicKind::Ethernet,
+            };
+            let name = fabric
+                .or_else(|| osdev_named(OSDeviceType::Network))
+                .unwrap_or_else(|| format!("pci-{addr}"));
+            nics.push(Nic {
+                name,
+                kind,
+                pci: Some(addr),
+                numa_node,
+                package,
+                pci_path,
+            });
+        }
+    }
+
+    // GPU indices: the source's own (NVML, ROCm SMI) when every GPU of a vendor has one,
+    // otherwise ascending PCI address per vendor; vendors after the first continue the count.
+    gpus_raw.sort_by_key(|(v, addr, ..)| (*v, *addr));
+    let mut gpus = Vec::new();
+    let mut base = 0;
+    let vendors: Vec<Vendor> = {
+        let mut v: Vec<Vendor> = gpus_raw.iter().map(|g| g.0).collect();
+        v.dedup();
+        v
+    };
+    for vendor in vendors {
+        let of_vendor: Vec<_> = gpus_raw.iter().filter(|g| g.0 == vendor).collect();
+        let explicit: Option<Vec<u32>> = of_vendor.iter().map(|g| g.2).collect();
+        let unique = explicit.as_ref().is_some_and(|e| {
+            let mut s = e.clone();
+            s.sort();
+            s.dedup();
+            s.len() == e.len()
+        });
+        for (i, g) in of_vendor.iter().enumerate() {
+            let mut gpu = g.3.clone();
+            let idx = match (&explicit, unique) {
+                (Some(e), true) => e[i],
+                _ => i as u32,
+            };
+            gpu.index = GpuIndex(base + idx);
+            gpus.push(gpu);
+        }
+        base += of_vendor.len() as u32;
+    }
+
+    let all: CpuSet = cores.values().map(|c| &c.cpus).collect();
+    let allowed = to_cpuset(&topo.allowed_cpuset()).intersection(&all);
+    TopologyParts {
+        name: name.to_string(),
+        provenance: provenance.to_string(),
+        nodes,
+        cores: cores.into_values().collect(),
+        distances,
+        allowed: (!allowed.is_empty() && allowed != all).then_some(allowed),
+        gpus,
+        nics,
+    }
+}
+
+/// The bridges above a PCI device, outermost first: `host:DDDD:BB` for a host bridge (its
+/// domain and first bus), the PCI address for a PCI-to-PCI bridge or switch port.
+fn bridge_path(dev: &TopologyObject) -> Vec<String> {
+    let mut path: Vec<String> = dev
+        .ancestors()
+        .take_while(|a| a.object_type() == ObjectType::Bridge)
+        .map(|b| {
+            let Some(ObjectAttributes::Bridge(attr)) = b.attributes() else {
+                return "bridge".to_string();
+            };
+            match attr.upstream_attributes() {
+                Some(UpstreamAttributes::PCI(p)) => PciAddr {
+                    domain: p.domain() as u32,
+                    bus: p.bus_id(),
+                    device: p.bus_device(),
+                    function: p.function(),
+                }
+                .to_string(),
+                None => match attr.downstream_attributes() {
+                    Some(DownstreamAttributes::PCI(d)) => {
+                        format!("host:{:04x}:{:02x}", d.domain(), d.secondary_bus())
+                    }
+                    None => "host".to_string(),
+                },
+            }
+        })
+        .collect();
+    path.reverse();
+    path
+}
+
+/// Reads the machine numaplan runs on.
+pub fn discover() -> Result<Topology, TopologyError> {
+    let failed = |detail: String| TopologyError::Discover { detail };
+    let topo = hwlocality::Topology::builder()
+        .with_io_type_filter(TypeFilter::KeepImportant)
+        .map_err(|e| failed(e.to_string()))?
+        .build()
+        .map_err(|e| failed(e.to_string()))?;
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "this-machine".into());
+    let parts = convert(&topo, &name, "discovered with hwloc on this machine");
+    Topology::build(parts).map_err(|error| TopologyError::Inconsistent {
+        file: "this machine".into(),
+        error,
+    })
+}

@@ -1,0 +1,35 @@
+//! Topology: what the machine is. Sources: numaplan's YAML fixtures and hwloc XML exports,
+//! detected by content; the model they both produce; the text summary.
+
+pub mod error;
+pub mod fixture;
+pub mod hwloc;
+pub mod model;
+pub mod summary;
+
+use std::path::Path;
+
+pub use error::TopologyError;
+pub use model::Topology;
+
+/// Loads a topology file, telling hwloc XML from a YAML fixture by its content.
+pub fn load_file(path: &Path) -> Result<Topology, TopologyError> {
+    let bytes = std::fs::read(path).map_err(|source| TopologyError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| TopologyError::Read {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidData, "the file is not UTF-8 text"),
+    })?;
+    let file = path.display().to_string();
+    if text.trim_start().starts_with('<') {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| file.clone());
+        hwloc::load_xml(&file, &name, &text)
+    } else {
+        fixture::load(&file, &text)
+    }
+}

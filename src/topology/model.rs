@@ -1,0 +1,563 @@
+//! The machine model every later stage reads: NUMA nodes (CPU and memory-only), cores grouped by
+//! package, node and L3 group, the distance matrix, the allowed CPU set, GPUs and NICs.
+//!
+//! A `Topology` is only built through [`Topology::build`], which sorts everything into one
+//! canonical order and checks the invariants listed there, so two sources describing the same
+//! machine in a different order give equal values.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::cpuset::CpuSet;
+use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
+use crate::pci_addr::PciAddr;
+
+/// A whole machine (one node of a cluster).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Topology {
+    name: String,
+    provenance: String,
+    nodes: Vec<NumaNode>,
+    cores: Vec<Core>,
+    distances: BTreeMap<(NodeId, NodeId), u32>,
+    allowed: CpuSet,
+    gpus: Vec<Gpu>,
+    nics: Vec<Nic>,
+    /// Derived: the CPUs of each node (empty for memory-only nodes).
+    node_cpus: BTreeMap<NodeId, CpuSet>,
+}
+
+/// A NUMA node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NumaNode {
+    pub id: NodeId,
+    /// The package it belongs to; `None` where the source puts it directly under the machine.
+    pub package: Option<PackageId>,
+    pub kind: NodeKind,
+    pub memory_mib: Option<u64>,
+}
+
+/// What a NUMA node is. Every kind but `Cpu` is memory-only: it owns no CPUs, even though hwloc
+/// reports its parent's cpuset for it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NodeKind {
+    /// Ordinary DRAM with CPUs attached.
+    Cpu,
+    /// CPU-less high-bandwidth memory (Xeon Max flat mode, KNL MCDRAM).
+    Hbm,
+    /// A GPU's memory exposed as a NUMA node (POWER9 + V100, Grace Hopper/Blackwell); names the
+    /// GPU's PCI address where known.
+    GpuMemory { gpu: Option<PciAddr> },
+    /// CXL-attached memory.
+    Cxl,
+    /// Non-volatile memory.
+    Nvm,
+    /// Specific-purpose memory.
+    Spm,
+    /// A CPU-less node of unknown technology.
+    Memory,
+}
+
+impl NodeKind {
+    pub fn is_memory_only(&self) -> bool {
+        *self != NodeKind::Cpu
+    }
+
+    /// The name used in fixtures and output.
+    pub fn name(&self) -> &'static str {
+        match self {
+            NodeKind::Cpu => "cpu",
+            NodeKind::Hbm => "hbm",
+            NodeKind::GpuMemory { .. } => "gpu-memory",
+            NodeKind::Cxl => "cxl",
+            NodeKind::Nvm => "nvm",
+            NodeKind::Spm => "spm",
+            NodeKind::Memory => "memory",
+        }
+    }
+}
+
+/// A physical core: the set of its SMT siblings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Core {
+    pub cpus: CpuSet,
+    pub package: PackageId,
+    pub node: NodeId,
+    pub l3: L3Id,
+}
+
+impl Core {
+    /// A core's key: its lowest sibling.
+    pub fn key(&self) -> u32 {
+        self.cpus.first().expect("invariant: Topology::build rejects empty cores")
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Vendor {
+    Nvidia,
+    Amd,
+    Intel,
+}
+
+impl Vendor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Vendor::Nvidia => "nvidia",
+            Vendor::Amd => "amd",
+            Vendor::Intel => "intel",
+        }
+    }
+
+    pub fn from_pci_vendor(id: u16) -> Option<Vendor> {
+        match id {
+            0x10de => Some(Vendor::Nvidia),
+            0x1002 => Some(Vendor::Amd),
+            0x8086 => Some(Vendor::Intel),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gpu {
+    pub index: GpuIndex,
+    pub vendor: Vendor,
+    pub model: Option<String>,
+    pub pci: PciAddr,
+    pub uuid: Option<String>,
+    /// The node of the GPU's PCI locality (a node with CPUs); `None` = unknown locality.
+    pub numa_node: Option<NodeId>,
+    /// The package its PCI device hangs under, where known.
+    pub package: Option<PackageId>,
+    /// PCI ancestry, outermost first: opaque bridge ids (host bridge, root port, switch ports).
+    pub pci_path: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NicKind {
+    Infiniband,
+    Roce,
+    Efa,
+    Slingshot,
+    Ethernet,
+}
+
+impl NicKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            NicKind::Infiniband => "infiniband",
+            NicKind::Roce => "roce",
+            NicKind::Efa => "efa",
+            NicKind::Slingshot => "slingshot",
+            NicKind::Ethernet => "ethernet",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Nic {
+    /// `mlx5_0`, `efa0`, `cxi0`, `hsn0`, `eth0`.
+    pub name: String,
+    pub kind: NicKind,
+    pub pci: Option<PciAddr>,
+    pub numa_node: Option<NodeId>,
+    pub package: Option<PackageId>,
+    pub pci_path: Vec<String>,
+}
+
+/// Everything a source knows, in any order; [`Topology::build`] checks and sorts it.
+#[derive(Clone, Debug, Default)]
+pub struct TopologyParts {
+    pub name: String,
+    pub provenance: String,
+    pub nodes: Vec<NumaNode>,
+    pub cores: Vec<Core>,
+    /// `(from, to, distance)`; a full matrix over some or all nodes.
+    pub distances: Vec<(NodeId, NodeId, u32)>,
+    /// `None` = every CPU.
+    pub allowed: Option<CpuSet>,
+    pub gpus: Vec<Gpu>,
+    pub nics: Vec<Nic>,
+}
+
+/// What in the parts an invariant violation is about, so each source can point at its own text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Subject {
+    Machine,
+    Node(NodeId),
+    Core(u32),
+    Gpu(GpuIndex),
+    Nic(String),
+    Distances,
+    Allowed,
+}
+
+/// A broken invariant.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ModelError {
+    pub subject: Subject,
+    pub message: String,
+}
+
+fn model_error(subject: Subject, message: impl Into<String>) -> ModelError {
+    ModelError {
+        subject,
+        message: message.into(),
+    }
+}
+
+impl Topology {
+    /// Checks and normalises the parts.
+    ///
+    /// Invariants of the result: node ids are unique; every core is non-empty, in a CPU node, and
+    /// no CPU is in two cores; an L3 group lies in one package; memory-only nodes own no cores and
+    /// CPU nodes own at least one; the allowed set is a non-empty subset of the CPUs; GPU indices,
+    /// GPU PCI addresses and NIC names are unique; every node a GPU or NIC names exists and has
+    /// CPUs; distances cover only existing nodes. Cores are in topology order (package, node,
+    /// L3 group, key) with L3 ids renumbered 0.. in that order; nodes, GPUs and NICs are sorted by
+    /// id, index and name.
+    pub fn build(parts: TopologyParts) -> Result<Topology, ModelError> {
+        let TopologyParts {
+            name,
+            provenance,
+            mut nodes,
+            mut cores,
+            distances,
+            allowed,
+            mut gpus,
+            mut nics,
+        } = parts;
+
+        nodes.sort_by_key(|n| n.id);
+        if let Some(w) = nodes.windows(2).find(|w| w[0].id == w[1].id) {
+            return Err(model_error(
+                Subject::Node(w[0].id),
+                format!("NUMA node {} is listed twice", w[0].id),
+            ));
+        }
+        let node_of = |id: NodeId| nodes.iter().find(|n| n.id == id);
+
+        let mut seen = CpuSet::new();
+        for core in &cores {
+            let Some(key) = core.cpus.first() else {
+                return Err(model_error(Subject::Machine, "a core has no CPUs"));
+            };
+            if core.cpus.intersects(&seen) {
+                let dup = core.cpus.intersection(&seen);
+                return Err(model_error(
+                    Subject::Core(key),
+                    format!("CPUs {dup} belong to more than one core"),
+                ));
+            }
+            seen = seen.union(&core.cpus);
+            match node_of(core.node) {
+                None => {
+                    return Err(model_error(
+                        Subject::Core(key),
+                        format!("core {key} is in NUMA node {}, which is not defined", core.node),
+                    ));
+                }
+                Some(n) if n.kind.is_memory_only() => {
+                    return Err(model_error(
+                        Subject::Node(n.id),
+                        format!(
+                            "NUMA node {} is memory-only ({}) but owns CPUs {}",
+                            n.id,
+                            n.kind.name(),
+                            core.cpus
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if cores.is_empty() {
+            return Err(model_error(Subject::Machine, "the topology has no CPUs"));
+        }
+
+        // L3 groups: one package each; renumber in topology order.
+        let mut l3_package: BTreeMap<L3Id, PackageId> = BTreeMap::new();
+        for core in &cores {
+            if let Some(p) = l3_package.insert(core.l3, core.package)
+                && p != core.package
+            {
+                return Err(model_error(
+                    Subject::Core(core.key()),
+                    format!("L3 group {} spans packages {} and {}", core.l3, p, core.package),
+                ));
+            }
+        }
+        cores.sort_by_key(|c| (c.package, c.node, c.key()));
+        let mut renumber: BTreeMap<L3Id, L3Id> = BTreeMap::new();
+        for core in &cores {
+            let next = L3Id(renumber.len() as u32);
+            renumber.entry(core.l3).or_insert(next);
+        }
+        for core in &mut cores {
+            core.l3 = renumber[&core.l3];
+        }
+        cores.sort_by_key(|c| (c.package, c.node, c.l3, c.key()));
+
+        let mut node_cpus: BTreeMap<NodeId, CpuSet> =
+            nodes.iter().map(|n| (n.id, CpuSet::new())).collect();
+        for core in &cores {
+            let set = node_cpus.get_mut(&core.node).expect("invariant: checked above");
+            *set = set.union(&core.cpus);
+        }
+        for n in &nodes {
+            if !n.kind.is_memory_only() && node_cpus[&n.id].is_empty() {
+                return Err(model_error(
+                    Subject::Node(n.id),
+                    format!(
+                        "NUMA node {} is a CPU node but has no cores; mark it memory-only (e.g. `kind: hbm`)",
+                        n.id
+                    ),
+                ));
+            }
+        }
+
+        let all = seen;
+        let allowed = allowed.unwrap_or_else(|| all.clone());
+        if !allowed.is_subset(&all) {
+            return Err(model_error(
+                Subject::Allowed,
+                format!(
+                    "allowed CPUs {} are not in the machine (it has {all})",
+                    allowed.difference(&all)
+                ),
+            ));
+        }
+        if allowed.is_empty() {
+            return Err(model_error(Subject::Allowed, "no CPU is allowed"));
+        }
+
+        let mut distance_map = BTreeMap::new();
+        for (a, b, d) in distances {
+            for id in [a, b] {
+                if node_of(id).is_none() {
+                    return Err(model_error(
+                        Subject::Distances,
+                        format!("distances name NUMA node {id}, which is not defined"),
+                    ));
+                }
+            }
+            distance_map.insert((a, b), d);
+        }
+
+        let check_locality = |subject: Subject, what: &str, node: Option<NodeId>| match node {
+            None => Ok(()),
+            Some(id) => match node_of(id) {
+                None => Err(model_error(
+                    subject,
+                    format!("{what} is on NUMA node {id}, which is not defined"),
+                )),
+                Some(n) if n.kind.is_memory_only() => Err(model_error(
+                    subject,
+                    format!(
+                        "{what} is on NUMA node {id}, which is memory-only; a device's `numa_node` is the node with CPUs of its PCI locality"
+                    ),
+                )),
+                Some(_) => Ok(()),
+            },
+        };
+        gpus.sort_by_key(|g| g.index);
+        let mut pci_seen = BTreeSet::new();
+        for (i, g) in gpus.iter().enumerate() {
+            if i > 0 && gpus[i - 1].index == g.index {
+                return Err(model_error(
+                    Subject::Gpu(g.index),
+                    format!("GPU index {} is used twice", g.index),
+                ));
+            }
+            if !pci_seen.insert(g.pci) {
+                return Err(model_error(
+                    Subject::Gpu(g.index),
+                    format!("PCI address {} is used by two GPUs", g.pci),
+                ));
+            }
+            check_locality(Subject::Gpu(g.index), &format!("GPU {}", g.index), g.numa_node)?;
+        }
+        nics.sort_by(|a, b| a.name.cmp(&b.name));
+        for (i, nic) in nics.iter().enumerate() {
+            if i > 0 && nics[i - 1].name == nic.name {
+                return Err(model_error(
+                    Subject::Nic(nic.name.clone()),
+                    format!("NIC `{}` is listed twice", nic.name),
+                ));
+            }
+            check_locality(
+                Subject::Nic(nic.name.clone()),
+                &format!("NIC `{}`", nic.name),
+                nic.numa_node,
+            )?;
+        }
+
+        Ok(Topology {
+            name,
+            provenance,
+            nodes,
+            cores,
+            distances: distance_map,
+            allowed,
+            gpus,
+            nics,
+            node_cpus,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Where the data came from (free text).
+    pub fn provenance(&self) -> &str {
+        &self.provenance
+    }
+
+    pub fn nodes(&self) -> &[NumaNode] {
+        &self.nodes
+    }
+
+    pub fn node(&self, id: NodeId) -> Option<&NumaNode> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+
+    /// Cores in topology order.
+    pub fn cores(&self) -> &[Core] {
+        &self.cores
+    }
+
+    pub fn gpus(&self) -> &[Gpu] {
+        &self.gpus
+    }
+
+    pub fn nics(&self) -> &[Nic] {
+        &self.nics
+    }
+
+    /// The CPUs the plan may use.
+    pub fn allowed(&self) -> &CpuSet {
+        &self.allowed
+    }
+
+    /// Every CPU of the machine.
+    pub fn all_cpus(&self) -> CpuSet {
+        self.node_cpus.values().collect()
+    }
+
+    /// All CPUs of a node (empty for a memory-only or unknown node).
+    pub fn node_cpus(&self, id: NodeId) -> CpuSet {
+        self.node_cpus.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// Packages in ascending order.
+    pub fn packages(&self) -> Vec<PackageId> {
+        let set: BTreeSet<PackageId> = self
+            .cores
+            .iter()
+            .map(|c| c.package)
+            .chain(self.nodes.iter().filter_map(|n| n.package))
+            .collect();
+        set.into_iter().collect()
+    }
+
+    /// The package of a node: its own, or that of its cores.
+    pub fn node_package(&self, id: NodeId) -> Option<PackageId> {
+        self.node(id)
+            .and_then(|n| n.package)
+            .or_else(|| self.cores.iter().find(|c| c.node == id).map(|c| c.package))
+    }
+
+    /// L3 group ids in topology order.
+    pub fn l3_groups(&self) -> Vec<L3Id> {
+        let set: BTreeSet<L3Id> = self.cores.iter().map(|c| c.l3).collect();
+        set.into_iter().collect()
+    }
+
+    /// The most SMT siblings any core has.
+    pub fn smt_width(&self) -> usize {
+        self.cores.iter().map(|c| c.cpus.len()).max().unwrap_or(0)
+    }
+
+    /// NUMA distance, if the source gave one.
+    pub fn distance(&self, from: NodeId, to: NodeId) -> Option<u32> {
+        self.distances.get(&(from, to)).copied()
+    }
+
+    pub fn has_distances(&self) -> bool {
+        !self.distances.is_empty()
+    }
+
+    /// Memory-only nodes holding a GPU's memory.
+    pub fn gpu_memory_nodes(&self, gpu: &Gpu) -> Vec<NodeId> {
+        self.nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::GpuMemory { gpu: Some(gpu.pci) })
+            .map(|n| n.id)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(id: u32, kind: NodeKind) -> NumaNode {
+        NumaNode {
+            id: NodeId(id),
+            package: Some(PackageId(0)),
+            kind,
+            memory_mib: None,
+        }
+    }
+
+    fn core(cpus: &str, node: u32, l3: u32) -> Core {
+        Core {
+            cpus: cpus.parse().unwrap(),
+            package: PackageId(0),
+            node: NodeId(node),
+            l3: L3Id(l3),
+        }
+    }
+
+    fn parts() -> TopologyParts {
+        TopologyParts {
+            name: "t".into(),
+            nodes: vec![node(1, NodeKind::Cpu), node(0, NodeKind::Cpu)],
+            cores: vec![core("3,7", 1, 9), core("0,4", 0, 5), core("1,5", 0, 5), core("2,6", 1, 9)],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn build_sorts_and_renumbers() {
+        let t = Topology::build(parts()).unwrap();
+        let keys: Vec<u32> = t.cores().iter().map(|c| c.key()).collect();
+        assert_eq!(keys, [0, 1, 2, 3]);
+        let l3: Vec<u32> = t.cores().iter().map(|c| c.l3.0).collect();
+        assert_eq!(l3, [0, 0, 1, 1]);
+        assert_eq!(t.node_cpus(NodeId(1)).to_string(), "2-3,6-7");
+        assert_eq!(t.allowed().to_string(), "0-7");
+        assert_eq!(t.smt_width(), 2);
+    }
+
+    #[test]
+    fn build_rejects_broken_parts() {
+        let mut p = parts();
+        p.cores.push(core("7", 1, 9));
+        assert_eq!(
+            Topology::build(p).unwrap_err().message,
+            "CPUs 7 belong to more than one core"
+        );
+        let mut p = parts();
+        p.nodes.push(node(2, NodeKind::Cpu));
+        assert!(Topology::build(p).unwrap_err().message.contains("has no cores"));
+        let mut p = parts();
+        p.nodes[0].kind = NodeKind::Hbm;
+        assert!(Topology::build(p).unwrap_err().message.contains("memory-only"));
+        let mut p = parts();
+        p.allowed = Some("8".parse().unwrap());
+        assert!(Topology::build(p).unwrap_err().message.contains("not in the machine"));
+    }
+}

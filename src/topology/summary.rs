@@ -1,0 +1,186 @@
+//! The readable summary `numaplan topo --format text` prints: per package and node, its CPUs,
+//! cores, L3 groups, memory, GPUs and NICs; then the distance matrix.
+
+use std::fmt::Write as _;
+
+use super::model::{NodeKind, NumaNode, Topology};
+use crate::cpuset::CpuSet;
+use crate::ids::NodeId;
+
+pub fn render(t: &Topology) -> String {
+    let mut out = String::new();
+    let all = t.all_cpus();
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let _ = writeln!(
+        out,
+        "{}: {}, {}, {}, {} (SMT {}), {}, {}, {}",
+        t.name(),
+        plural(t.packages().len(), "package", "packages"),
+        plural(t.nodes().len(), "NUMA node", "NUMA nodes"),
+        plural(t.cores().len(), "core", "cores"),
+        plural(all.len(), "CPU", "CPUs"),
+        t.smt_width(),
+        plural(t.l3_groups().len(), "L3 group", "L3 groups"),
+        plural(t.gpus().len(), "GPU", "GPUs"),
+        plural(t.nics().len(), "NIC", "NICs"),
+    );
+    if *t.allowed() == all {
+        let _ = writeln!(out, "allowed: all CPUs");
+    } else {
+        let _ = writeln!(
+            out,
+            "allowed: {} ({} of {} CPUs)",
+            t.allowed(),
+            t.allowed().len(),
+            all.len()
+        );
+    }
+
+    let mut packages: Vec<Option<crate::ids::PackageId>> =
+        t.packages().into_iter().map(Some).collect();
+    if t.nodes().iter().any(|n| t.node_package(n.id).is_none()) {
+        packages.push(None);
+    }
+    for package in packages {
+        match package {
+            Some(p) => {
+                let _ = writeln!(out, "\npackage {p}");
+            }
+            None => {
+                let _ = writeln!(out, "\noutside any package");
+            }
+        }
+        for node in t.nodes().iter().filter(|n| t.node_package(n.id) == package) {
+            render_node(&mut out, t, node);
+        }
+    }
+
+    let unplaced: Vec<String> = t
+        .gpus()
+        .iter()
+        .filter(|g| g.numa_node.is_none())
+        .map(|g| format!("GPU {} ({})", g.index, g.pci))
+        .chain(
+            t.nics()
+                .iter()
+                .filter(|n| n.numa_node.is_none())
+                .map(|n| format!("NIC {}", n.name)),
+        )
+        .collect();
+    if !unplaced.is_empty() {
+        let _ = writeln!(out, "\nunknown NUMA locality: {}", unplaced.join(", "));
+    }
+
+    if t.has_distances() {
+        let ids: Vec<NodeId> = t
+            .nodes()
+            .iter()
+            .map(|n| n.id)
+            .filter(|a| t.nodes().iter().any(|b| t.distance(*a, b.id).is_some()))
+            .collect();
+        let width = ids
+            .iter()
+            .map(|i| i.to_string().len())
+            .chain(ids.iter().flat_map(|a| ids.iter().map(|b| t.distance(*a, *b).unwrap_or(0).to_string().len())))
+            .max()
+            .unwrap_or(1);
+        let _ = writeln!(out, "\ndistances:");
+        let mut header = format!("  {:>width$}", "");
+        for id in &ids {
+            let _ = write!(header, " {:>width$}", id.to_string());
+        }
+        let _ = writeln!(out, "{header}");
+        for a in &ids {
+            let mut row = format!("  {:>width$}", a.to_string());
+            for b in &ids {
+                let d = t.distance(*a, *b).map_or("-".to_string(), |d| d.to_string());
+                let _ = write!(row, " {d:>width$}");
+            }
+            let _ = writeln!(out, "{row}");
+        }
+    }
+    out
+}
+
+fn render_node(out: &mut String, t: &Topology, node: &NumaNode) {
+    let memory = node.memory_mib.map(format_mib);
+    if node.kind.is_memory_only() {
+        let owner = match node.kind {
+            NodeKind::GpuMemory { gpu: Some(pci) } => match t.gpus().iter().find(|g| g.pci == pci) {
+                Some(g) => format!(" of GPU {} ({pci})", g.index),
+                None => format!(" of GPU {pci}"),
+            },
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  node {}: {}{owner}, no CPUs{}",
+            node.id,
+            node.kind.name(),
+            memory.map(|m| format!(", {m}")).unwrap_or_default()
+        );
+        return;
+    }
+    let cpus = t.node_cpus(node.id);
+    let cores = t.cores().iter().filter(|c| c.node == node.id).count();
+    let allowed = cpus.intersection(t.allowed());
+    let allowed_note = if allowed == cpus {
+        String::new()
+    } else {
+        format!(" ({} of {} allowed: {})", allowed.len(), cpus.len(), allowed)
+    };
+    let _ = writeln!(
+        out,
+        "  node {}: {cores} cores, CPUs {cpus}{allowed_note}{}",
+        node.id,
+        memory.map(|m| format!(", {m}")).unwrap_or_default()
+    );
+    let groups: Vec<CpuSet> = t
+        .l3_groups()
+        .into_iter()
+        .map(|l3| {
+            t.cores()
+                .iter()
+                .filter(|c| c.node == node.id && c.l3 == l3)
+                .map(|c| &c.cpus)
+                .collect::<CpuSet>()
+        })
+        .filter(|s| !s.is_empty())
+        .collect();
+    let listed: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+    let _ = writeln!(out, "    L3 groups ({}): {}", groups.len(), listed.join(" | "));
+    for g in t.gpus().iter().filter(|g| g.numa_node == Some(node.id)) {
+        let memory_nodes = t.gpu_memory_nodes(g);
+        let mem = if memory_nodes.is_empty() {
+            String::new()
+        } else {
+            let ids: Vec<String> = memory_nodes.iter().map(|n| n.to_string()).collect();
+            format!(", memory node {}", ids.join(","))
+        };
+        let _ = writeln!(
+            out,
+            "    GPU {}: {} {} ({}){mem}",
+            g.index,
+            g.vendor.name(),
+            g.model.as_deref().unwrap_or("GPU"),
+            g.pci
+        );
+    }
+    for n in t.nics().iter().filter(|n| n.numa_node == Some(node.id)) {
+        let pci = n.pci.map(|p| format!(", {p}")).unwrap_or_default();
+        let _ = writeln!(out, "    NIC {}: {}{pci}", n.name, n.kind.name());
+    }
+}
+
+fn format_mib(mib: u64) -> String {
+    if mib >= 1024 {
+        let gib = mib as f64 / 1024.0;
+        if (gib - gib.round()).abs() < 0.05 {
+            format!("{:.0} GiB", gib)
+        } else {
+            format!("{gib:.1} GiB")
+        }
+    } else {
+        format!("{mib} MiB")
+    }
+}

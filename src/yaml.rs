@@ -1,0 +1,181 @@
+//! The YAML edge: the only module that knows serde_yaml (archived upstream, so kept where it can
+//! be swapped) and yaml-rust2 (used for positions).
+//!
+//! `parse` deserializes a document and returns a `SourceMap` of every key and value; `emit`
+//! serializes one.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::Marker;
+
+use crate::diag::{SourceMap, Spot};
+
+/// A document that could not be read into the expected type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct YamlError {
+    pub kind: YamlErrorKind,
+    /// The message without its position.
+    pub message: String,
+    pub spot: Option<Spot>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YamlErrorKind {
+    /// Not well-formed YAML (or truncated).
+    Syntax,
+    /// Well-formed, but not of the expected shape (unknown key, wrong type, missing key).
+    Shape,
+}
+
+/// Deserializes `text`, recording the positions of its keys and values in a `SourceMap`.
+pub fn parse<T: DeserializeOwned>(file: &str, text: &str) -> Result<(T, SourceMap), (YamlError, SourceMap)> {
+    let mut map = SourceMap::new(file, text);
+    let mut recorder = Recorder {
+        map: &mut map,
+        stack: Vec::new(),
+    };
+    let mut parser = Parser::new_from_str(text);
+    if let Err(e) = parser.load(&mut recorder, false) {
+        let m = e.marker();
+        let error = YamlError {
+            kind: YamlErrorKind::Syntax,
+            message: e.info().to_string(),
+            spot: Some(Spot {
+                line: m.line(),
+                col: m.col() + 1,
+                width: 1,
+            }),
+        };
+        return Err((error, map));
+    }
+    match serde_yaml::from_str::<T>(text) {
+        Ok(value) => Ok((value, map)),
+        Err(e) => {
+            let spot = e.location().map(|l| Spot {
+                line: l.line(),
+                col: l.column(),
+                width: 1,
+            });
+            let full = e.to_string();
+            let message = match full.find(" at line ") {
+                Some(i) => full[..i].to_string(),
+                None => full,
+            };
+            let error = YamlError {
+                kind: YamlErrorKind::Shape,
+                message,
+                spot,
+            };
+            Err((error, map))
+        }
+    }
+}
+
+/// Serializes a value as a YAML document (no leading `---`).
+pub fn emit<T: Serialize>(value: &T) -> String {
+    serde_yaml::to_string(value).expect("invariant: numaplan's output types always serialize")
+}
+
+enum Frame {
+    Mapping { path: String, key: Option<String> },
+    Sequence { path: String, index: usize },
+}
+
+struct Recorder<'a> {
+    map: &'a mut SourceMap,
+    stack: Vec<Frame>,
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+impl Recorder<'_> {
+    /// Handles the start of a node (scalar, mapping or sequence) and returns its path, or `None`
+    /// when the node is a mapping key (whose text is returned through `key_text`).
+    fn node_path(&mut self, spot: Spot, key_text: Option<&str>) -> Option<String> {
+        match self.stack.last_mut() {
+            None => Some(String::new()),
+            Some(Frame::Mapping { path, key }) => match key.take() {
+                None => {
+                    let k = key_text.unwrap_or("?").to_string();
+                    let full = join(path, &k);
+                    self.map.record_key(full, spot);
+                    *key = Some(k);
+                    None
+                }
+                Some(k) => Some(join(path, &k)),
+            },
+            Some(Frame::Sequence { path, index }) => {
+                let p = format!("{path}[{index}]");
+                *index += 1;
+                Some(p)
+            }
+        }
+    }
+}
+
+impl MarkedEventReceiver for Recorder<'_> {
+    fn on_event(&mut self, ev: Event, mark: Marker) {
+        let spot = |width: usize| Spot {
+            line: mark.line(),
+            col: mark.col() + 1,
+            width,
+        };
+        match ev {
+            Event::Scalar(text, ..) => {
+                if let Some(path) = self.node_path(spot(text.chars().count()), Some(&text)) {
+                    self.map.record_value(path, spot(text.chars().count().max(1)));
+                }
+            }
+            Event::Alias(_) => {
+                if let Some(path) = self.node_path(spot(1), None) {
+                    self.map.record_value(path, spot(1));
+                }
+            }
+            Event::MappingStart(..) => {
+                let path = self.node_path(spot(1), None).unwrap_or_default();
+                self.map.record_value(path.clone(), spot(1));
+                self.stack.push(Frame::Mapping { path, key: None });
+            }
+            Event::SequenceStart(..) => {
+                let path = self.node_path(spot(1), None).unwrap_or_default();
+                self.map.record_value(path.clone(), spot(1));
+                self.stack.push(Frame::Sequence { path, index: 0 });
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                self.stack.pop();
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_positions_of_keys_and_values() {
+        let text = "name: x\nnodes:\n  - id: 3\n    l3: [a, bb]\n";
+        let (_, map) = parse::<serde_yaml::Value>("f.yaml", text).unwrap();
+        assert_eq!(map.value("name"), Some(Spot { line: 1, col: 7, width: 1 }));
+        assert_eq!(map.key("nodes[0].id"), Some(Spot { line: 3, col: 5, width: 2 }));
+        assert_eq!(map.value("nodes[0].id"), Some(Spot { line: 3, col: 9, width: 1 }));
+        assert_eq!(map.value("nodes[0].l3[1]"), Some(Spot { line: 4, col: 13, width: 2 }));
+        // Unknown paths fall back to the nearest known parent.
+        assert_eq!(map.value("nodes[0].l3[7]"), map.value("nodes[0].l3"));
+    }
+
+    #[test]
+    fn syntax_errors_have_positions() {
+        let (e, _) = parse::<serde_yaml::Value>("f.yaml", "a: [1, 2\nb: 3\n").unwrap_err();
+        assert_eq!(e.kind, YamlErrorKind::Syntax);
+        assert!(e.spot.is_some());
+    }
+}
