@@ -50,9 +50,15 @@ pub fn render(t: &Topology) -> String {
                 let _ = writeln!(out, "\noutside any package");
             }
         }
-        for node in t.nodes().iter().filter(|n| t.node_package(n.id) == package) {
-            render_node(&mut out, t, node);
+        let in_package: Vec<&NumaNode> = t
+            .nodes()
+            .iter()
+            .filter(|n| t.node_package(n.id) == package)
+            .collect();
+        for node in in_package.iter().filter(|n| !n.kind.is_memory_only()) {
+            render_cpu_node(&mut out, t, node);
         }
+        render_memory_nodes(&mut out, t, &in_package);
     }
 
     let unplaced: Vec<String> = t
@@ -102,9 +108,10 @@ pub fn render(t: &Topology) -> String {
     out
 }
 
-fn render_node(out: &mut String, t: &Topology, node: &NumaNode) {
-    let memory = node.memory_mib.map(format_mib);
-    if node.kind.is_memory_only() {
+/// Memory-only nodes, one line per run of nodes that read the same (GH200 has 8 per GPU).
+fn render_memory_nodes(out: &mut String, t: &Topology, nodes: &[&NumaNode]) {
+    let mut lines: Vec<(Vec<NodeId>, String)> = Vec::new();
+    for node in nodes.iter().filter(|n| n.kind.is_memory_only()) {
         let owner = match node.kind {
             NodeKind::GpuMemory { gpu: Some(pci) } => match t.gpus().iter().find(|g| g.pci == pci) {
                 Some(g) => format!(" of GPU {} ({pci})", g.index),
@@ -112,15 +119,26 @@ fn render_node(out: &mut String, t: &Topology, node: &NumaNode) {
             },
             _ => String::new(),
         };
-        let _ = writeln!(
-            out,
-            "  node {}: {}{owner}, no CPUs{}",
-            node.id,
-            node.kind.name(),
-            memory.map(|m| format!(", {m}")).unwrap_or_default()
-        );
-        return;
+        let memory = node.memory_mib.map(|m| format!(", {}", format_mib(m))).unwrap_or_default();
+        let text = format!("{}{owner}, no CPUs{memory}", node.kind.name());
+        match lines.last_mut() {
+            Some((ids, last)) if *last == text => ids.push(node.id),
+            _ => lines.push((vec![node.id], text)),
+        }
     }
+    for (ids, text) in lines {
+        let label = if ids.len() == 1 { "node" } else { "nodes" };
+        let _ = writeln!(out, "  {label} {}: {text}", id_list(&ids));
+    }
+}
+
+/// Node ids in cpulist syntax (`4-11`), the notation numactl uses for node lists too.
+fn id_list(ids: &[NodeId]) -> String {
+    ids.iter().map(|n| n.0).collect::<CpuSet>().to_string()
+}
+
+fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
+    let memory = node.memory_mib.map(format_mib);
     let cpus = t.node_cpus(node.id);
     let cores = t.cores().iter().filter(|c| c.node == node.id).count();
     let allowed = cpus.intersection(t.allowed());
@@ -154,8 +172,8 @@ fn render_node(out: &mut String, t: &Topology, node: &NumaNode) {
         let mem = if memory_nodes.is_empty() {
             String::new()
         } else {
-            let ids: Vec<String> = memory_nodes.iter().map(|n| n.to_string()).collect();
-            format!(", memory node {}", ids.join(","))
+            let label = if memory_nodes.len() == 1 { "node" } else { "nodes" };
+            format!(", memory {label} {}", id_list(&memory_nodes))
         };
         let _ = writeln!(
             out,
