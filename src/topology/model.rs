@@ -378,7 +378,7 @@ impl Topology {
             }
             check_locality(Subject::Gpu(g.index), &format!("GPU {}", g.index), g.numa_node)?;
         }
-        nics.sort_by(|a, b| a.name.cmp(&b.name));
+        nics.sort_by(|a, b| natural_key(&a.name).cmp(&natural_key(&b.name)));
         for (i, nic) in nics.iter().enumerate() {
             if i > 0 && nics[i - 1].name == nic.name {
                 return Err(model_error(
@@ -499,6 +499,18 @@ impl Topology {
     }
 }
 
+/// Orders device names as people do: `mlx5_2` before `mlx5_10`.
+fn natural_key(name: &str) -> (&str, u64, &str) {
+    let digits_start = name
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| c.is_ascii_digit())
+        .last()
+        .map_or(name.len(), |(i, _)| i);
+    let number = name[digits_start..].parse().unwrap_or(0);
+    (&name[..digits_start], number, name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,6 +552,13 @@ mod tests {
         assert_eq!(t.node_cpus(NodeId(1)).to_string(), "2-3,6-7");
         assert_eq!(t.allowed().to_string(), "0-7");
         assert_eq!(t.smt_width(), 2);
+    }
+
+    #[test]
+    fn nics_sort_naturally() {
+        let mut names = ["mlx5_10", "mlx5_9", "hsn0", "mlx5_1", "eth"];
+        names.sort_by_key(|n| natural_key(n));
+        assert_eq!(names, ["eth", "hsn0", "mlx5_1", "mlx5_9", "mlx5_10"]);
     }
 
     #[test]

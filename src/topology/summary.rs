@@ -78,32 +78,7 @@ pub fn render(t: &Topology) -> String {
     }
 
     if t.has_distances() {
-        let ids: Vec<NodeId> = t
-            .nodes()
-            .iter()
-            .map(|n| n.id)
-            .filter(|a| t.nodes().iter().any(|b| t.distance(*a, b.id).is_some()))
-            .collect();
-        let width = ids
-            .iter()
-            .map(|i| i.to_string().len())
-            .chain(ids.iter().flat_map(|a| ids.iter().map(|b| t.distance(*a, *b).unwrap_or(0).to_string().len())))
-            .max()
-            .unwrap_or(1);
-        let _ = writeln!(out, "\ndistances:");
-        let mut header = format!("  {:>width$}", "");
-        for id in &ids {
-            let _ = write!(header, " {:>width$}", id.to_string());
-        }
-        let _ = writeln!(out, "{header}");
-        for a in &ids {
-            let mut row = format!("  {:>width$}", a.to_string());
-            for b in &ids {
-                let d = t.distance(*a, *b).map_or("-".to_string(), |d| d.to_string());
-                let _ = write!(row, " {d:>width$}");
-            }
-            let _ = writeln!(out, "{row}");
-        }
+        render_distances(&mut out, t);
     }
     out
 }
@@ -200,5 +175,66 @@ fn format_mib(mib: u64) -> String {
         }
     } else {
         format!("{mib} MiB")
+    }
+}
+
+/// Past this many nodes the matrix is shown over CPU nodes only, with memory-only nodes folded
+/// into one row per run of identical distances (a 4-way GH200 has 36 nodes).
+const FULL_MATRIX_MAX_NODES: usize = 16;
+
+fn render_distances(out: &mut String, t: &Topology) {
+    let with_row: Vec<NodeId> = t
+        .nodes()
+        .iter()
+        .map(|n| n.id)
+        .filter(|a| t.nodes().iter().any(|b| t.distance(*a, b.id).is_some()))
+        .collect();
+    let full = with_row.len() <= FULL_MATRIX_MAX_NODES;
+    let is_cpu = |id: &NodeId| t.node(*id).is_some_and(|n| !n.kind.is_memory_only());
+    let columns: Vec<NodeId> = with_row.iter().copied().filter(|id| full || is_cpu(id)).collect();
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let row_of = |a: NodeId| -> Vec<String> {
+        columns
+            .iter()
+            .map(|b| t.distance(a, *b).map_or("-".to_string(), |d| d.to_string()))
+            .collect()
+    };
+    for a in with_row.iter().filter(|id| full || is_cpu(id)) {
+        rows.push((a.to_string(), row_of(*a)));
+    }
+    let mut folded: Vec<(Vec<NodeId>, Vec<String>)> = Vec::new();
+    if !full {
+        for a in with_row.iter().filter(|id| !is_cpu(id)) {
+            let row = row_of(*a);
+            match folded.last_mut() {
+                Some((ids, r)) if *r == row => ids.push(*a),
+                _ => folded.push((vec![*a], row)),
+            }
+        }
+        rows.extend(folded.into_iter().map(|(ids, row)| (id_list(&ids), row)));
+    }
+    let label_width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(1);
+    let width = columns
+        .iter()
+        .map(|c| c.to_string().len())
+        .chain(rows.iter().flat_map(|(_, r)| r.iter().map(|v| v.len())))
+        .max()
+        .unwrap_or(1);
+    if full {
+        let _ = writeln!(out, "\ndistances:");
+    } else {
+        let _ = writeln!(out, "\ndistances (to CPU nodes; memory-only nodes folded by identical rows):");
+    }
+    let mut header = format!("  {:>label_width$}", "");
+    for id in &columns {
+        let _ = write!(header, " {:>width$}", id.to_string());
+    }
+    let _ = writeln!(out, "{header}");
+    for (label, row) in rows {
+        let mut line = format!("  {label:>label_width$}");
+        for v in row {
+            let _ = write!(line, " {v:>width$}");
+        }
+        let _ = writeln!(out, "{line}");
     }
 }
