@@ -136,7 +136,7 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str) -> Diagnostic {
                 _ => (None, error.message.as_str()),
             };
             let within = path.map(|p| format!(" in `{p}`")).unwrap_or_default();
-            let spot = error.spot;
+            let spot = path.and_then(|p| map.value(p)).or(error.spot);
             for (marker, noun) in [("unknown field `", "key"), ("unknown variant `", "value")] {
                 if let Some(rest) = detail.strip_prefix(marker) {
                     let typed = rest.split('`').next().unwrap_or_default();
@@ -148,6 +148,12 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str) -> Diagnostic {
                         .map(|(_, s)| s)
                         .collect();
                     let listed: Vec<String> = expected.iter().map(|e| format!("`{e}`")).collect();
+                    let spot = if noun == "key" {
+                        let key_path = path.map_or(typed.to_string(), |p| format!("{p}.{typed}"));
+                        map.key(&key_path).or(error.spot)
+                    } else {
+                        spot
+                    };
                     let d = Diagnostic::error(
                         E0302_FIXTURE_INVALID,
                         format!("unknown {noun} `{typed}`{within}"),
@@ -160,9 +166,14 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str) -> Diagnostic {
                     };
                 }
             }
-            Diagnostic::error(E0302_FIXTURE_INVALID, format!("invalid {what}{within}: {detail}"))
-                .at(map, spot, "here")
-                .help("`schemas/topology.schema.json` documents every key")
+            let d = Diagnostic::error(E0302_FIXTURE_INVALID, format!("invalid {what}{within}: {detail}"))
+                .at(map, spot, "here");
+            let d = if detail.starts_with("missing field") {
+                d.note("a truncated file also ends before its required keys")
+            } else {
+                d
+            };
+            d.help("`schemas/topology.schema.json` documents every key")
         }
     }
 }

@@ -63,6 +63,7 @@ impl Diagnostic {
 
     /// Points at a position of a file whose text `map` holds.
     pub fn at(mut self, map: &SourceMap, spot: Option<Spot>, label: impl Into<String>) -> Self {
+        let spot = spot.map(|s| map.clamp(s));
         self.location = Some(Location {
             file: map.file().to_string(),
             spot,

@@ -59,6 +59,21 @@ impl SourceMap {
         self.keys.get(path).copied().or_else(|| self.value(path))
     }
 
+    /// A spot moved onto the text: a parser's position past the end of a truncated file becomes
+    /// the end of its last line.
+    pub fn clamp(&self, spot: Spot) -> Spot {
+        let count = self.text.lines().count();
+        if spot.line <= count || count == 0 {
+            return spot;
+        }
+        let last = self.text.lines().last().unwrap_or_default();
+        Spot {
+            line: count,
+            col: last.chars().count() + 1,
+            width: 1,
+        }
+    }
+
     /// The text of a 1-based line, without its newline.
     pub fn line_text(&self, line: usize) -> Option<String> {
         self.text

@@ -252,6 +252,8 @@ fn pci_at(path: String, text: &str) -> Result<PciAddr, Located> {
 fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
     let mut nodes = Vec::new();
     let mut cores = Vec::new();
+    // Where each CPU was first listed, to point at both places of a duplicate.
+    let mut listed_at: BTreeMap<u32, String> = BTreeMap::new();
     let node_package: BTreeMap<u32, Option<u32>> =
         raw.nodes.iter().map(|n| (n.id, n.package)).collect();
 
@@ -273,7 +275,7 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
         }
         if kind.is_memory_only() && !n.l3_groups.is_empty() {
             return Err((
-                at("l3_groups"),
+                at("kind"),
                 format!("memory-only node {} ({}) cannot have cores", n.id, kind.name()),
             ));
         }
@@ -287,6 +289,14 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
                 .enumerate()
                 .map(|(t, row)| cpus_at(format!("{group_at}.threads[{t}]"), row))
                 .collect::<Result<Vec<CpuSet>, _>>()?;
+            for (t, row) in rows.iter().enumerate() {
+                let here = format!("{group_at}.threads[{t}]");
+                for cpu in row.iter() {
+                    if let Some(first) = listed_at.insert(cpu, here.clone()) {
+                        return Err((here, format!("CPU {cpu} is listed twice: here and in `{first}`")));
+                    }
+                }
+            }
             let Some(first) = rows.first() else {
                 return Err((format!("{group_at}.threads"), "an L3 group needs at least one thread row".into()));
             };
@@ -445,11 +455,21 @@ fn subject_path(raw: &FixtureFile, subject: &Subject) -> String {
             .iter()
             .position(|g| g.index == index.0)
             .map(|k| format!("gpus[{k}]")),
+        Subject::GpuLocality(index) => raw
+            .gpus
+            .iter()
+            .position(|g| g.index == index.0)
+            .map(|k| format!("gpus[{k}].numa_node")),
         Subject::Nic(name) => raw
             .nics
             .iter()
             .position(|n| &n.name == name)
             .map(|k| format!("nics[{k}]")),
+        Subject::NicLocality(name) => raw
+            .nics
+            .iter()
+            .position(|n| &n.name == name)
+            .map(|k| format!("nics[{k}].numa_node")),
         Subject::Distances => Some("distances".into()),
         Subject::Allowed => Some("allowed".into()),
     };

@@ -37,7 +37,7 @@ pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, Topology
     };
     let topo = hwlocality::Topology::builder()
         .from_xml(text)
-        .map_err(|e| rejected(e.to_string()))?
+        .map_err(|_| rejected("the XML is malformed or truncated".into()))?
         .with_io_type_filter(TypeFilter::KeepImportant)
         .map_err(|e| rejected(e.to_string()))?
         .build()

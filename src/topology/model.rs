@@ -187,7 +187,11 @@ pub enum Subject {
     Node(NodeId),
     Core(u32),
     Gpu(GpuIndex),
+    /// A GPU's `numa_node`.
+    GpuLocality(GpuIndex),
     Nic(String),
+    /// A NIC's `numa_node`.
+    NicLocality(String),
     Distances,
     Allowed,
 }
@@ -376,7 +380,7 @@ impl Topology {
                     format!("PCI address {} is used by two GPUs", g.pci),
                 ));
             }
-            check_locality(Subject::Gpu(g.index), &format!("GPU {}", g.index), g.numa_node)?;
+            check_locality(Subject::GpuLocality(g.index), &format!("GPU {}", g.index), g.numa_node)?;
         }
         nics.sort_by(|a, b| natural_key(&a.name).cmp(&natural_key(&b.name)));
         for (i, nic) in nics.iter().enumerate() {
@@ -387,7 +391,7 @@ impl Topology {
                 ));
             }
             check_locality(
-                Subject::Nic(nic.name.clone()),
+                Subject::NicLocality(nic.name.clone()),
                 &format!("NIC `{}`", nic.name),
                 nic.numa_node,
             )?;

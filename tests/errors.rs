@@ -1,0 +1,111 @@
+//! Every error kind, pinned with its full message (file:line:col included). Broken fixtures are
+//! files in tests/cases/topology/err_*.yaml; the other kinds need a filesystem or a command.
+
+mod common;
+
+use common::{numaplan, numaplan_in, repo};
+
+#[test]
+fn broken_fixtures() {
+    insta::glob!("cases/topology", "err_*.yaml", |path| {
+        let rel = path.strip_prefix(repo()).unwrap().to_str().unwrap().to_string();
+        let run = numaplan(&["topo", "--topology", &rel]);
+        assert_eq!(run.code, 1, "{rel}");
+        assert!(run.stdout.is_empty(), "{rel}: nothing on stdout");
+        insta::with_settings!({description => std::fs::read_to_string(path).unwrap()}, {
+            insta::assert_snapshot!(run.stderr);
+        });
+    });
+}
+
+#[test]
+fn missing_topology_file_is_an_environment_error() {
+    let run = numaplan(&["topo", "--topology", "no/such/machine.yaml"]);
+    assert_eq!(run.code, 3);
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0300]: cannot read topology file `no/such/machine.yaml`: No such file or directory (os error 2)
+     = help: check the path given to `--topology` or the spec's `topology:` key
+    ");
+}
+
+#[test]
+fn nccl_topology_file_is_not_hwloc() {
+    let run = numaplan(&["topo", "--topology", "tests/data/xml/aws-p4d.24xlarge--p4d-24xl-topo.xml"]);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0303]: `tests/data/xml/aws-p4d.24xlarge--p4d-24xl-topo.xml` is an NCCL topology file (root element `<system>`), not an hwloc topology export
+     --> tests/data/xml/aws-p4d.24xlarge--p4d-24xl-topo.xml
+     = help: export the machine with `lstopo --of xml machine.xml` on it, or write a numaplan fixture (see examples/topologies/)
+    ");
+}
+
+#[test]
+fn hwloc3_xml_is_refused_with_the_fix() {
+    let run = numaplan(&["topo", "--topology", "tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml"]);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0304]: `tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml` is hwloc XML version 3.0, which hwloc 2.x cannot import
+     --> tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml
+     = note: numaplan is linked with hwloc 2.x, which reads the 1.x and 2.x XML formats
+     = help: re-export with hwloc 2.x (`lstopo --of xml`), or with `--export-xml-flags v2` where the newer lstopo offers it
+    ");
+}
+
+#[test]
+fn unwritable_output_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = repo().join("examples/topologies/lumi-g.yaml");
+    let run = numaplan_in(
+        dir.path(),
+        &["topo", "--topology", fixture.to_str().unwrap(), "-o", "missing-dir/node.txt"],
+    );
+    assert_eq!(run.code, 3);
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0400]: cannot write `missing-dir/node.txt`: No such file or directory (os error 2)
+     = note: nothing was written: the previous file, if any, is unchanged
+     = help: check that the directory exists and is writable
+    ");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn failed_conversion_keeps_the_previous_output() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("node.yaml"), "previous\n").unwrap();
+    let bad = repo().join("tests/cases/topology/err_truncated.yaml");
+    let run = numaplan_in(dir.path(), &["topo", "--topology", bad.to_str().unwrap(), "--format", "yaml", "-o", "node.yaml"]);
+    assert_eq!(run.code, 1);
+    assert_eq!(std::fs::read_to_string(dir.path().join("node.yaml")).unwrap(), "previous\n");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn unknown_error_code() {
+    let run = numaplan(&["codes", "E0320"]);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0401]: unknown error code `E0320`
+     = help: did you mean `E0302`? `numaplan codes` lists every code
+    ");
+}
+
+#[test]
+fn json_message_format() {
+    let run = numaplan(&["--message-format", "json", "topo", "--topology", "tests/cases/topology/err_unknown_key.yaml"]);
+    assert_eq!(run.code, 1);
+    let v: serde_json::Value = serde_json::from_str(run.stderr.trim()).unwrap();
+    assert_eq!(v["code"], "E0302");
+    assert_eq!(v["line"], 6);
+    assert_eq!(v["column"], 3);
+    assert_eq!(v["help"], "did you mean `l3_groups`?");
+}
+
+#[test]
+fn every_code_is_explained_and_listed() {
+    let listed = numaplan(&["codes"]).ok();
+    for (code, _) in numaplan::diag::codes::ALL {
+        assert!(listed.contains(code.0), "{code}");
+        let text = numaplan(&["codes", code.0]).ok();
+        assert!(text.starts_with(&format!("{code}: ")), "{text}");
+    }
+}

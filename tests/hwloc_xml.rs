@@ -1,0 +1,148 @@
+//! Every topology XML of the published collection (tests/data/xml) imports through hwloc and
+//! round-trips through a numaplan fixture, or fails with a clear diagnostic, never a panic.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{numaplan, numaplan_in, repo};
+use numaplan::ids::{GpuIndex, NodeId};
+use numaplan::topology::model::{NicKind, NodeKind, Vendor};
+use numaplan::topology::{Topology, load_file};
+
+fn xml_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/data/xml"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "xml"))
+        .collect();
+    v.sort();
+    assert!(v.len() >= 27, "the XML collection is incomplete");
+    v
+}
+
+/// What each file must do: import, or fail with this code.
+fn expected_error(name: &str) -> Option<&'static str> {
+    if name.starts_with("aws-") || name.starts_with("azure-") {
+        Some("E0303") // NCCL topology files
+    } else if name.contains("--") {
+        Some("E0304") // hwloc 3.0 format
+    } else {
+        None
+    }
+}
+
+#[test]
+fn every_xml_converts_and_round_trips_or_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    for path in xml_files() {
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        let out = dir.path().join(format!("{name}.yaml"));
+        let run = numaplan_in(
+            dir.path(),
+            &["topo", "--topology", path.to_str().unwrap(), "--format", "yaml", "-o", out.to_str().unwrap()],
+        );
+        match expected_error(&name) {
+            Some(code) => {
+                assert_eq!(run.code, 1, "{name}: {}", run.stderr);
+                assert!(run.stderr.starts_with(&format!("error[{code}]: ")), "{name}: {}", run.stderr);
+                assert!(run.stderr.contains(&name), "{name}: the error names the file");
+                assert!(!run.stderr.contains("panicked"), "{name}");
+                assert!(!out.exists(), "{name}: no output file after a failure");
+            }
+            None => {
+                assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+                assert!(run.stdout.is_empty(), "{name}: -o writes nothing to stdout");
+                let first = std::fs::read_to_string(&out).unwrap();
+                let again = numaplan(&["topo", "--topology", out.to_str().unwrap(), "--format", "yaml"]).ok();
+                assert_eq!(first, again, "{name}: the converted fixture must load and dump identically");
+                let t = load_file(&out).unwrap();
+                assert!(!t.cores().is_empty(), "{name}");
+            }
+        }
+    }
+}
+
+fn xml(name: &str) -> Topology {
+    load_file(&repo().join("tests/data/xml").join(name)).unwrap()
+}
+
+#[test]
+fn eas_tioga_is_a_frontier_blade_in_rocm_order() {
+    // LLNL's EAS (tioga) node: the Frontier/LUMI EX235a design, GPUs named rsmi0..7.
+    let t = xml("eas-tioga.xml");
+    let nodes: Vec<u32> = (0..8)
+        .map(|g| t.gpus().iter().find(|x| x.index == GpuIndex(g)).unwrap().numa_node.unwrap().0)
+        .collect();
+    assert_eq!(nodes, [3, 3, 1, 1, 0, 0, 2, 2]);
+    assert!(t.gpus().iter().all(|g| g.vendor == Vendor::Amd));
+    assert_eq!(t.gpus()[0].pci.to_string(), "0000:c1:00.0");
+    assert_eq!(t.node_cpus(NodeId(3)).to_string(), "48-63,112-127");
+    assert_eq!(t.l3_groups().len(), 8);
+    assert_eq!(t.distance(NodeId(0), NodeId(1)), Some(12));
+    let hsi0 = t.nics().iter().find(|n| n.name == "hsi0").unwrap();
+    assert_eq!((hsi0.kind, hsi0.numa_node), (NicKind::Slingshot, Some(NodeId(3))));
+    assert_eq!(hsi0.pci_path, ["host:0000:c4", "0000:c4:01.1"]);
+}
+
+#[test]
+fn knl_flat_mcdram_nodes_are_memory_only() {
+    let t = xml("knl-snc4-flat-hwloc1.xml");
+    let cpu_nodes: Vec<u32> = t.nodes().iter().filter(|n| n.kind == NodeKind::Cpu).map(|n| n.id.0).collect();
+    let memory_only = t.nodes().iter().filter(|n| n.kind.is_memory_only()).count();
+    assert_eq!(cpu_nodes.len(), 4);
+    assert_eq!(memory_only, 4);
+    assert_eq!(t.cores().len(), 68);
+    assert_eq!(t.smt_width(), 4);
+    for n in t.nodes().iter().filter(|n| n.kind.is_memory_only()) {
+        assert!(t.node_cpus(n.id).is_empty(), "node {} owns no CPUs", n.id);
+    }
+}
+
+#[test]
+fn power9_gpu_memory_nodes_own_no_cpus() {
+    let t = xml("coral-lassen-hwloc1.xml");
+    assert_eq!(t.node_cpus(NodeId(0)).to_string(), "8-87");
+    for id in [252, 253, 254, 255] {
+        let n = t.node(NodeId(id)).unwrap();
+        assert!(n.kind.is_memory_only(), "node {id}");
+        assert!(t.node_cpus(NodeId(id)).is_empty());
+    }
+    // The GPUs' locality is the CPU node of their package, never a memory-only node.
+    assert_eq!(t.gpus().iter().map(|g| g.numa_node.unwrap().0).collect::<Vec<_>>(), [0, 0, 8, 8]);
+}
+
+#[test]
+fn nvml_indices_are_kept() {
+    let t = xml("g4dnmetal.xml");
+    assert_eq!(t.gpus().len(), 8);
+    let indices: Vec<u32> = t.gpus().iter().map(|g| g.index.0).collect();
+    assert_eq!(indices, (0..8).collect::<Vec<_>>());
+    assert!(t.gpus().iter().all(|g| g.uuid.is_some()), "NVML osdevs carry UUIDs");
+}
+
+#[test]
+fn xml_summaries() {
+    for name in ["eas-tioga.xml", "knl-snc4-flat-hwloc1.xml", "coral-lassen-hwloc1.xml"] {
+        let text = numaplan(&["topo", "--topology", &format!("tests/data/xml/{name}")]).ok();
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+#[test]
+fn truncated_xml_fails_with_one_clear_error_and_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = std::fs::read_to_string(repo().join("tests/data/xml/eas-tioga.xml")).unwrap();
+    let truncated = dir.path().join("node.xml");
+    std::fs::write(&truncated, &full[..full.len() / 2]).unwrap();
+    let run = numaplan_in(dir.path(), &["topo", "--topology", "node.xml", "--format", "yaml", "-o", "node.yaml"]);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0305]: hwloc cannot import `node.xml`: the XML is malformed or truncated
+     --> node.xml
+     = help: re-export the topology with `lstopo --of xml`
+    ");
+    assert!(!dir.path().join("node.yaml").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "only the input remains: {leftovers:?}");
+}
