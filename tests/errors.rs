@@ -81,10 +81,10 @@ fn failed_conversion_keeps_the_previous_output() {
 
 #[test]
 fn unknown_error_code() {
-    let run = numaplan(&["codes", "E0320"]);
+    let run = numaplan(&["codes", "E302"]);
     assert_eq!(run.code, 1);
     insta::assert_snapshot!(run.stderr, @r"
-    error[E0401]: unknown error code `E0320`
+    error[E0401]: unknown error code `E302`
      = help: did you mean `E0302`? `numaplan codes` lists every code
     ");
 }
