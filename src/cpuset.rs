@@ -75,7 +75,12 @@ impl CpuSet {
 
     /// The highest CPU, if any.
     pub fn last(&self) -> Option<u32> {
-        let (i, w) = self.words.iter().enumerate().rev().find(|(_, w)| **w != 0)?;
+        let (i, w) = self
+            .words
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, w)| **w != 0)?;
         Some(i as u32 * 64 + 63 - w.leading_zeros())
     }
 
@@ -306,6 +311,9 @@ mod tests {
         c.remove(64);
         assert_eq!(c.to_string(), "60-63,65-69");
         // Empty difference trims so equality holds.
-        assert_eq!(CpuSet::range(100, 200).difference(&CpuSet::range(0, 300)), CpuSet::new());
+        assert_eq!(
+            CpuSet::range(100, 200).difference(&CpuSet::range(0, 300)),
+            CpuSet::new()
+        );
     }
 }

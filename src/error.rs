@@ -31,7 +31,8 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Topology(TopologyError::Read { .. } | TopologyError::Discover { .. })
-            | Error::Output { .. } | Error::Stdout(_) => 3,
+            | Error::Output { .. }
+            | Error::Stdout(_) => 3,
             _ => 1,
         }
     }
@@ -51,9 +52,12 @@ impl Error {
             ),
             Error::UnknownCode(code) => {
                 let known: Vec<&str> = ALL.iter().map(|(c, _)| c.0).collect();
-                let d = Diagnostic::error(E0401_UNKNOWN_CODE, format!("unknown error code `{code}`"));
+                let d =
+                    Diagnostic::error(E0401_UNKNOWN_CODE, format!("unknown error code `{code}`"));
                 match did_you_mean(&code.to_ascii_uppercase(), known.iter().copied()) {
-                    Some(s) => d.help(format!("did you mean `{s}`? `numaplan codes` lists every code")),
+                    Some(s) => d.help(format!(
+                        "did you mean `{s}`? `numaplan codes` lists every code"
+                    )),
                     None => d.help("`numaplan codes` lists every code"),
                 }
             }
@@ -166,8 +170,11 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str) -> Diagnostic {
                     };
                 }
             }
-            let d = Diagnostic::error(E0302_FIXTURE_INVALID, format!("invalid {what}{within}: {detail}"))
-                .at(map, spot, "here");
+            let d = Diagnostic::error(
+                E0302_FIXTURE_INVALID,
+                format!("invalid {what}{within}: {detail}"),
+            )
+            .at(map, spot, "here");
             let d = if detail.starts_with("missing field") {
                 d.note("a truncated file also ends before its required keys")
             } else {

@@ -71,7 +71,14 @@ mod tests {
         let c: PciAddr = "c1:00.0".parse().unwrap();
         assert_eq!(c.to_string(), "0000:c1:00.0");
         assert!(a < c);
-        for bad in ["", "0000:07:00", "0000:07:20.0", "0000:07:00.8", "x:07:00.0", "1:2:3:4.0"] {
+        for bad in [
+            "",
+            "0000:07:00",
+            "0000:07:20.0",
+            "0000:07:00.8",
+            "x:07:00.0",
+            "1:2:3:4.0",
+        ] {
             assert!(bad.parse::<PciAddr>().is_err(), "{bad}");
         }
     }

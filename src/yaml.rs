@@ -29,7 +29,10 @@ pub enum YamlErrorKind {
 }
 
 /// Deserializes `text`, recording the positions of its keys and values in a `SourceMap`.
-pub fn parse<T: DeserializeOwned>(file: &str, text: &str) -> Result<(T, SourceMap), (YamlError, SourceMap)> {
+pub fn parse<T: DeserializeOwned>(
+    file: &str,
+    text: &str,
+) -> Result<(T, SourceMap), (YamlError, Box<SourceMap>)> {
     let mut map = SourceMap::new(file, text);
     let mut recorder = Recorder {
         map: &mut map,
@@ -47,7 +50,7 @@ pub fn parse<T: DeserializeOwned>(file: &str, text: &str) -> Result<(T, SourceMa
                 width: 1,
             }),
         };
-        return Err((error, map));
+        return Err((error, Box::new(map)));
     }
     match serde_yaml::from_str::<T>(text) {
         Ok(value) => Ok((value, map)),
@@ -67,7 +70,7 @@ pub fn parse<T: DeserializeOwned>(file: &str, text: &str) -> Result<(T, SourceMa
                 message,
                 spot,
             };
-            Err((error, map))
+            Err((error, Box::new(map)))
         }
     }
 }
@@ -76,7 +79,8 @@ pub fn parse<T: DeserializeOwned>(file: &str, text: &str) -> Result<(T, SourceMa
 /// written in flow style (`threads: ['0-3', '128-131']`, `0: [10, 21]`) so matrices and CPU rows
 /// read as one line each.
 pub fn emit<T: Serialize>(value: &T) -> String {
-    let block = serde_yaml::to_string(value).expect("invariant: numaplan's output types always serialize");
+    let block =
+        serde_yaml::to_string(value).expect("invariant: numaplan's output types always serialize");
     compact_scalar_sequences(&block)
 }
 
@@ -88,7 +92,10 @@ fn compact_scalar_sequences(block: &str) -> String {
     while i < lines.len() {
         let line = lines[i];
         let indent_of = |l: &str| l.len() - l.trim_start().len();
-        if ["|", "|-", "|+", ">", ">-", ">+"].iter().any(|m| line.ends_with(&format!(": {m}"))) {
+        if ["|", "|-", "|+", ">", ">-", ">+"]
+            .iter()
+            .any(|m| line.ends_with(&format!(": {m}")))
+        {
             // A block scalar: copy its body verbatim.
             let key_indent = indent_of(line);
             let body = lines[i + 1..]
@@ -106,7 +113,11 @@ fn compact_scalar_sequences(block: &str) -> String {
             let indent = line.len() - line.trim_start().len();
             // An item of a sequence that is itself a mapping entry starts with `- key:`; its
             // nested sequence items sit two columns deeper than the `- `.
-            let item_indent = if line.trim_start().starts_with("- ") { indent + 2 } else { indent };
+            let item_indent = if line.trim_start().starts_with("- ") {
+                indent + 2
+            } else {
+                indent
+            };
             let prefix = format!("{}- ", " ".repeat(item_indent));
             let items: Vec<&str> = lines[i + 1..]
                 .iter()
@@ -143,7 +154,10 @@ fn flow_safe(item: &str) -> Option<String> {
     if let Some(inner) = item.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
         return (!inner.contains('\'')).then(|| item.to_string());
     }
-    if !item.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:,+/".contains(&b)) {
+    if !item
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-_.:,+/".contains(&b))
+    {
         return None;
     }
     if item.contains(',') || item.contains(':') {
@@ -206,7 +220,8 @@ impl MarkedEventReceiver for Recorder<'_> {
         match ev {
             Event::Scalar(text, ..) => {
                 if let Some(path) = self.node_path(spot(text.chars().count()), Some(&text)) {
-                    self.map.record_value(path, spot(text.chars().count().max(1)));
+                    self.map
+                        .record_value(path, spot(text.chars().count().max(1)));
                 }
             }
             Event::Alias(_) => {
@@ -240,10 +255,38 @@ mod tests {
     fn records_positions_of_keys_and_values() {
         let text = "name: x\nnodes:\n  - id: 3\n    l3: [a, bb]\n";
         let (_, map) = parse::<serde_yaml::Value>("f.yaml", text).unwrap();
-        assert_eq!(map.value("name"), Some(Spot { line: 1, col: 7, width: 1 }));
-        assert_eq!(map.key("nodes[0].id"), Some(Spot { line: 3, col: 5, width: 2 }));
-        assert_eq!(map.value("nodes[0].id"), Some(Spot { line: 3, col: 9, width: 1 }));
-        assert_eq!(map.value("nodes[0].l3[1]"), Some(Spot { line: 4, col: 13, width: 2 }));
+        assert_eq!(
+            map.value("name"),
+            Some(Spot {
+                line: 1,
+                col: 7,
+                width: 1
+            })
+        );
+        assert_eq!(
+            map.key("nodes[0].id"),
+            Some(Spot {
+                line: 3,
+                col: 5,
+                width: 2
+            })
+        );
+        assert_eq!(
+            map.value("nodes[0].id"),
+            Some(Spot {
+                line: 3,
+                col: 9,
+                width: 1
+            })
+        );
+        assert_eq!(
+            map.value("nodes[0].l3[1]"),
+            Some(Spot {
+                line: 4,
+                col: 13,
+                width: 2
+            })
+        );
         // Unknown paths fall back to the nearest known parent.
         assert_eq!(map.value("nodes[0].l3[7]"), map.value("nodes[0].l3"));
     }
@@ -253,7 +296,10 @@ mod tests {
         let text = "p: |-\n  x:\n  - y\na:\n  0: [10, 21]\n  1: [21, 10]\nb:\n- id: 0\n  threads: ['0-3,8', '4']\n- id: 1\n  rows:\n  - x: 1\n";
         let (value, _) = parse::<serde_yaml::Value>("f.yaml", text).unwrap();
         let out = emit(&value);
-        assert_eq!(out, "p: |-\n  x:\n  - y\na:\n  0: [10, 21]\n  1: [21, 10]\nb:\n- id: 0\n  threads: ['0-3,8', '4']\n- id: 1\n  rows:\n  - x: 1\n");
+        assert_eq!(
+            out,
+            "p: |-\n  x:\n  - y\na:\n  0: [10, 21]\n  1: [21, 10]\nb:\n- id: 0\n  threads: ['0-3,8', '4']\n- id: 1\n  rows:\n  - x: 1\n"
+        );
         let (again, _) = parse::<serde_yaml::Value>("f.yaml", &out).unwrap();
         assert_eq!(again, value);
     }

@@ -8,7 +8,12 @@ use common::{numaplan, numaplan_in, repo};
 #[test]
 fn broken_fixtures() {
     insta::glob!("cases/topology", "err_*.yaml", |path| {
-        let rel = path.strip_prefix(repo()).unwrap().to_str().unwrap().to_string();
+        let rel = path
+            .strip_prefix(repo())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
         let run = numaplan(&["topo", "--topology", &rel]);
         assert_eq!(run.code, 1, "{rel}");
         assert!(run.stdout.is_empty(), "{rel}: nothing on stdout");
@@ -30,7 +35,11 @@ fn missing_topology_file_is_an_environment_error() {
 
 #[test]
 fn nccl_topology_file_is_not_hwloc() {
-    let run = numaplan(&["topo", "--topology", "tests/data/xml/aws-p4d.24xlarge--p4d-24xl-topo.xml"]);
+    let run = numaplan(&[
+        "topo",
+        "--topology",
+        "tests/data/xml/aws-p4d.24xlarge--p4d-24xl-topo.xml",
+    ]);
     assert_eq!(run.code, 1);
     insta::assert_snapshot!(run.stderr, @r"
     error[E0303]: `tests/data/xml/aws-p4d.24xlarge--p4d-24xl-topo.xml` is an NCCL topology file (root element `<system>`), not an hwloc topology export
@@ -41,7 +50,11 @@ fn nccl_topology_file_is_not_hwloc() {
 
 #[test]
 fn hwloc3_xml_is_refused_with_the_fix() {
-    let run = numaplan(&["topo", "--topology", "tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml"]);
+    let run = numaplan(&[
+        "topo",
+        "--topology",
+        "tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml",
+    ]);
     assert_eq!(run.code, 1);
     insta::assert_snapshot!(run.stderr, @r"
     error[E0304]: `tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml` is hwloc XML version 3.0, which hwloc 2.x cannot import
@@ -57,7 +70,13 @@ fn unwritable_output_leaves_nothing_behind() {
     let fixture = repo().join("examples/topologies/lumi-g.yaml");
     let run = numaplan_in(
         dir.path(),
-        &["topo", "--topology", fixture.to_str().unwrap(), "-o", "missing-dir/node.txt"],
+        &[
+            "topo",
+            "--topology",
+            fixture.to_str().unwrap(),
+            "-o",
+            "missing-dir/node.txt",
+        ],
     );
     assert_eq!(run.code, 3);
     insta::assert_snapshot!(run.stderr, @r"
@@ -73,9 +92,23 @@ fn failed_conversion_keeps_the_previous_output() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("node.yaml"), "previous\n").unwrap();
     let bad = repo().join("tests/cases/topology/err_truncated.yaml");
-    let run = numaplan_in(dir.path(), &["topo", "--topology", bad.to_str().unwrap(), "--format", "yaml", "-o", "node.yaml"]);
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "topo",
+            "--topology",
+            bad.to_str().unwrap(),
+            "--format",
+            "yaml",
+            "-o",
+            "node.yaml",
+        ],
+    );
     assert_eq!(run.code, 1);
-    assert_eq!(std::fs::read_to_string(dir.path().join("node.yaml")).unwrap(), "previous\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("node.yaml")).unwrap(),
+        "previous\n"
+    );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
@@ -91,7 +124,13 @@ fn unknown_error_code() {
 
 #[test]
 fn json_message_format() {
-    let run = numaplan(&["--message-format", "json", "topo", "--topology", "tests/cases/topology/err_unknown_key.yaml"]);
+    let run = numaplan(&[
+        "--message-format",
+        "json",
+        "topo",
+        "--topology",
+        "tests/cases/topology/err_unknown_key.yaml",
+    ]);
     assert_eq!(run.code, 1);
     let v: serde_json::Value = serde_json::from_str(run.stderr.trim()).unwrap();
     assert_eq!(v["code"], "E0302");

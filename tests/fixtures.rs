@@ -13,7 +13,14 @@ use numaplan::topology::{Topology, fixture, load_file};
 fn topo_text_of_every_fixture() {
     insta::glob!("../examples/topologies", "*.yaml", |path| {
         let name = path.file_name().unwrap().to_str().unwrap();
-        let text = numaplan(&["topo", "--topology", &format!("examples/topologies/{name}"), "--format", "text"]).ok();
+        let text = numaplan(&[
+            "topo",
+            "--topology",
+            &format!("examples/topologies/{name}"),
+            "--format",
+            "text",
+        ])
+        .ok();
         insta::assert_snapshot!(text);
     });
 }
@@ -22,8 +29,20 @@ fn topo_text_of_every_fixture() {
 fn every_fixture_is_its_own_canonical_dump() {
     for path in fixtures() {
         let on_disk = std::fs::read_to_string(&path).unwrap();
-        let dumped = numaplan(&["topo", "--topology", path.to_str().unwrap(), "--format", "yaml"]).ok();
-        assert_eq!(dumped, on_disk, "{} is not in canonical form; regenerate it with `numaplan topo --topology {0} --format yaml -o {0}`", path.display());
+        let dumped = numaplan(&[
+            "topo",
+            "--topology",
+            path.to_str().unwrap(),
+            "--format",
+            "yaml",
+        ])
+        .ok();
+        assert_eq!(
+            dumped,
+            on_disk,
+            "{} is not in canonical form; regenerate it with `numaplan topo --topology {0} --format yaml -o {0}`",
+            path.display()
+        );
     }
 }
 
@@ -31,8 +50,11 @@ fn every_fixture_is_its_own_canonical_dump() {
 fn json_has_the_same_content_as_yaml() {
     for path in fixtures() {
         let p = path.to_str().unwrap();
-        let json: serde_json::Value = serde_json::from_str(&numaplan(&["topo", "--topology", p, "--format", "json"]).ok()).unwrap();
-        let yaml: serde_json::Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&numaplan(&["topo", "--topology", p, "--format", "json"]).ok())
+                .unwrap();
+        let yaml: serde_json::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(json, yaml, "{p}");
     }
 }
@@ -65,11 +87,23 @@ fn cpus(t: &Topology, node: u32) -> String {
 }
 
 fn gpu_node(t: &Topology, index: u32) -> u32 {
-    t.gpus().iter().find(|g| g.index == GpuIndex(index)).unwrap().numa_node.unwrap().0
+    t.gpus()
+        .iter()
+        .find(|g| g.index == GpuIndex(index))
+        .unwrap()
+        .numa_node
+        .unwrap()
+        .0
 }
 
 fn nic_node(t: &Topology, name: &str) -> u32 {
-    t.nics().iter().find(|n| n.name == name).unwrap().numa_node.unwrap().0
+    t.nics()
+        .iter()
+        .find(|n| n.name == name)
+        .unwrap()
+        .numa_node
+        .unwrap()
+        .0
 }
 
 fn l3_groups_of(t: &Topology, node: u32) -> Vec<String> {
@@ -89,7 +123,12 @@ fn l3_groups_of(t: &Topology, node: u32) -> Vec<String> {
 
 /// The SMT siblings of `cpu`.
 fn siblings(t: &Topology, cpu: u32) -> String {
-    t.cores().iter().find(|c| c.cpus.contains(cpu)).unwrap().cpus.to_string()
+    t.cores()
+        .iter()
+        .find(|c| c.cpus.contains(cpu))
+        .unwrap()
+        .cpus
+        .to_string()
 }
 
 #[test]
@@ -104,14 +143,25 @@ fn dgx_a100_published_facts() {
     let gpu_nodes: Vec<u32> = (0..8).map(|g| gpu_node(&t, g)).collect();
     assert_eq!(gpu_nodes, [3, 3, 1, 1, 7, 7, 5, 5]);
     for n in [0, 2, 4, 6] {
-        assert!(t.gpus().iter().all(|g| g.numa_node != Some(NodeId(n))), "node {n} has no GPU");
+        assert!(
+            t.gpus().iter().all(|g| g.numa_node != Some(NodeId(n))),
+            "node {n} has no GPU"
+        );
     }
     assert_eq!(t.gpus()[0].pci.to_string(), "0000:07:00.0");
     assert_eq!(nic_node(&t, "mlx5_0"), 3);
     assert_eq!(nic_node(&t, "mlx5_4"), 0);
     assert_eq!(siblings(&t, 48), "48,176");
     assert_eq!(t.smt_width(), 2);
-    assert_eq!(l3_groups_of(&t, 3), ["48-51,176-179", "52-55,180-183", "56-59,184-187", "60-63,188-191"]);
+    assert_eq!(
+        l3_groups_of(&t, 3),
+        [
+            "48-51,176-179",
+            "52-55,180-183",
+            "56-59,184-187",
+            "60-63,188-191"
+        ]
+    );
     assert_eq!(t.l3_groups().len(), 32);
 }
 
@@ -123,13 +173,31 @@ fn dgx_h100_published_facts() {
     let gpu_nodes: Vec<u32> = (0..8).map(|g| gpu_node(&t, g)).collect();
     assert_eq!(gpu_nodes, [0, 0, 0, 0, 1, 1, 1, 1]);
     // DGX H100 user guide, table 6: each GPU's compute NIC shares its PCIe switch.
-    for (gpu, nic) in [(0, "mlx5_0"), (1, "mlx5_3"), (2, "mlx5_4"), (3, "mlx5_5"), (4, "mlx5_6"), (5, "mlx5_9"), (6, "mlx5_10"), (7, "mlx5_11")] {
+    for (gpu, nic) in [
+        (0, "mlx5_0"),
+        (1, "mlx5_3"),
+        (2, "mlx5_4"),
+        (3, "mlx5_5"),
+        (4, "mlx5_6"),
+        (5, "mlx5_9"),
+        (6, "mlx5_10"),
+        (7, "mlx5_11"),
+    ] {
         let g = &t.gpus()[gpu];
         let n = t.nics().iter().find(|n| n.name == nic).unwrap();
         assert_eq!(g.pci_path, n.pci_path, "GPU {gpu} and {nic}");
         assert_eq!(g.numa_node, n.numa_node);
     }
-    assert_eq!(t.nics().iter().find(|n| n.name == "mlx5_0").unwrap().pci.unwrap().to_string(), "0000:18:00.0");
+    assert_eq!(
+        t.nics()
+            .iter()
+            .find(|n| n.name == "mlx5_0")
+            .unwrap()
+            .pci
+            .unwrap()
+            .to_string(),
+        "0000:18:00.0"
+    );
     assert_eq!(siblings(&t, 0), "0,112");
     assert_eq!(t.l3_groups().len(), 2);
 }
@@ -139,7 +207,10 @@ fn dgx1v_and_dgx2h_published_facts() {
     let t = machine("nvidia-dgx1-v100");
     assert_eq!(cpus(&t, 0), "0-19,40-59");
     assert_eq!(cpus(&t, 1), "20-39,60-79");
-    assert_eq!((0..8).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(), [0, 0, 0, 0, 1, 1, 1, 1]);
+    assert_eq!(
+        (0..8).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(),
+        [0, 0, 0, 0, 1, 1, 1, 1]
+    );
     assert_eq!(t.gpus()[0].pci_path, ["0000:03:00.0"]);
     assert_eq!(siblings(&t, 19), "19,59");
 
@@ -151,7 +222,14 @@ fn dgx1v_and_dgx2h_published_facts() {
     assert_eq!(t.gpus()[8].pci.to_string(), "0000:b7:00.0");
     assert_eq!(t.distance(NodeId(0), NodeId(1)), Some(21));
     assert_eq!(nic_node(&t, "mlx5_0"), 0);
-    assert_eq!(t.gpus()[0].pci_path, t.nics().iter().find(|n| n.name == "mlx5_0").unwrap().pci_path);
+    assert_eq!(
+        t.gpus()[0].pci_path,
+        t.nics()
+            .iter()
+            .find(|n| n.name == "mlx5_0")
+            .unwrap()
+            .pci_path
+    );
 }
 
 #[test]
@@ -160,14 +238,41 @@ fn p4d_published_facts() {
     assert_eq!(cpus(&t, 0), "0-23,48-71");
     assert_eq!(cpus(&t, 1), "24-47,72-95");
     let pci: Vec<String> = t.gpus().iter().map(|g| g.pci.to_string()).collect();
-    assert_eq!(pci, ["0000:10:1c.0", "0000:10:1d.0", "0000:20:1c.0", "0000:20:1d.0", "0000:90:1c.0", "0000:90:1d.0", "0000:a0:1c.0", "0000:a0:1d.0"]);
-    assert_eq!((0..8).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(), [0, 0, 0, 0, 1, 1, 1, 1]);
-    let efa: Vec<(String, u32)> = t.nics().iter().map(|n| (n.pci.unwrap().to_string(), n.numa_node.unwrap().0)).collect();
+    assert_eq!(
+        pci,
+        [
+            "0000:10:1c.0",
+            "0000:10:1d.0",
+            "0000:20:1c.0",
+            "0000:20:1d.0",
+            "0000:90:1c.0",
+            "0000:90:1d.0",
+            "0000:a0:1c.0",
+            "0000:a0:1d.0"
+        ]
+    );
+    assert_eq!(
+        (0..8).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(),
+        [0, 0, 0, 0, 1, 1, 1, 1]
+    );
+    let efa: Vec<(String, u32)> = t
+        .nics()
+        .iter()
+        .map(|n| (n.pci.unwrap().to_string(), n.numa_node.unwrap().0))
+        .collect();
     assert_eq!(efa.len(), 4);
     assert!(efa.contains(&("0000:10:1b.0".into(), 0)) && efa.contains(&("0000:a0:1b.0".into(), 1)));
-    assert!(t.nics().iter().all(|n| n.kind == numaplan::topology::model::NicKind::Efa));
+    assert!(
+        t.nics()
+            .iter()
+            .all(|n| n.kind == numaplan::topology::model::NicKind::Efa)
+    );
     // Two GPUs and one EFA per PCIe switch.
-    let efa0 = t.nics().iter().find(|n| n.pci.unwrap().to_string() == "0000:10:1b.0").unwrap();
+    let efa0 = t
+        .nics()
+        .iter()
+        .find(|n| n.pci.unwrap().to_string() == "0000:10:1b.0")
+        .unwrap();
     assert_eq!(t.gpus()[0].pci_path, efa0.pci_path);
     assert_eq!(t.gpus()[1].pci_path, efa0.pci_path);
     assert_ne!(t.gpus()[2].pci_path, efa0.pci_path);
@@ -180,9 +285,17 @@ fn frontier_and_lumi_published_facts() {
         assert_eq!(cpus(&t, 0), "0-15,64-79", "{name}");
         assert_eq!(cpus(&t, 3), "48-63,112-127", "{name}");
         // GCD -> NUMA: Frontier NUMA note, LUMI `rocm-smi --showtoponuma`.
-        assert_eq!((0..8).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(), [3, 3, 1, 1, 0, 0, 2, 2], "{name}");
+        assert_eq!(
+            (0..8).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(),
+            [3, 3, 1, 1, 0, 0, 2, 2],
+            "{name}"
+        );
         assert_eq!(l3_groups_of(&t, 0), ["0-7,64-71", "8-15,72-79"], "{name}");
-        assert_eq!(l3_groups_of(&t, 3), ["48-55,112-119", "56-63,120-127"], "{name}");
+        assert_eq!(
+            l3_groups_of(&t, 3),
+            ["48-55,112-119", "56-63,120-127"],
+            "{name}"
+        );
         assert_eq!(t.l3_groups().len(), 8);
         assert_eq!(siblings(&t, 49), "49,113");
         let bus: Vec<u8> = t.gpus().iter().map(|g| g.pci.bus).collect();
@@ -203,7 +316,10 @@ fn aurora_published_facts() {
     }
     assert_eq!(t.distance(NodeId(0), NodeId(2)), Some(13));
     assert_eq!(t.distance(NodeId(0), NodeId(3)), Some(23));
-    assert_eq!((0..6).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(), [0, 0, 0, 1, 1, 1]);
+    assert_eq!(
+        (0..6).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(),
+        [0, 0, 0, 1, 1, 1]
+    );
     assert_eq!(siblings(&t, 0), "0,104");
 }
 
@@ -241,9 +357,19 @@ fn ac922_published_facts() {
         .collect();
     assert_eq!(
         memory,
-        [("0004:05:00.0".into(), 255), ("0004:06:00.0".into(), 254), ("0006:00:00.0".into(), 253), ("0007:00:00.0".into(), 252), ("0035:04:00.0".into(), 251), ("0035:05:00.0".into(), 250)]
+        [
+            ("0004:05:00.0".into(), 255),
+            ("0004:06:00.0".into(), 254),
+            ("0006:00:00.0".into(), 253),
+            ("0007:00:00.0".into(), 252),
+            ("0035:04:00.0".into(), 251),
+            ("0035:05:00.0".into(), 250)
+        ]
     );
-    assert_eq!((0..6).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(), [0, 0, 0, 8, 8, 8]);
+    assert_eq!(
+        (0..6).map(|g| gpu_node(&t, g)).collect::<Vec<_>>(),
+        [0, 0, 0, 8, 8, 8]
+    );
     assert_eq!(t.distance(NodeId(0), NodeId(8)), Some(40));
     assert_eq!(t.distance(NodeId(0), NodeId(255)), Some(80));
 }
@@ -254,7 +380,15 @@ fn azure_ndv4_published_facts() {
     for n in 0..4u32 {
         assert_eq!(cpus(&t, n), CpuSet::range(24 * n, 24 * n + 23).to_string());
     }
-    let by_pci = |pci: &str| t.gpus().iter().find(|g| g.pci.to_string() == pci).unwrap().numa_node.unwrap().0;
+    let by_pci = |pci: &str| {
+        t.gpus()
+            .iter()
+            .find(|g| g.pci.to_string() == pci)
+            .unwrap()
+            .numa_node
+            .unwrap()
+            .0
+    };
     assert_eq!(by_pci("0003:00:00.0"), 0);
     assert_eq!(by_pci("0001:00:00.0"), 1);
     assert_eq!(by_pci("000d:00:00.0"), 2);

@@ -40,13 +40,28 @@ fn every_xml_converts_and_round_trips_or_fails_clearly() {
         let out = dir.path().join(format!("{name}.yaml"));
         let run = numaplan_in(
             dir.path(),
-            &["topo", "--topology", path.to_str().unwrap(), "--format", "yaml", "-o", out.to_str().unwrap()],
+            &[
+                "topo",
+                "--topology",
+                path.to_str().unwrap(),
+                "--format",
+                "yaml",
+                "-o",
+                out.to_str().unwrap(),
+            ],
         );
         match expected_error(&name) {
             Some(code) => {
                 assert_eq!(run.code, 1, "{name}: {}", run.stderr);
-                assert!(run.stderr.starts_with(&format!("error[{code}]: ")), "{name}: {}", run.stderr);
-                assert!(run.stderr.contains(&name), "{name}: the error names the file");
+                assert!(
+                    run.stderr.starts_with(&format!("error[{code}]: ")),
+                    "{name}: {}",
+                    run.stderr
+                );
+                assert!(
+                    run.stderr.contains(&name),
+                    "{name}: the error names the file"
+                );
                 assert!(!run.stderr.contains("panicked"), "{name}");
                 assert!(!out.exists(), "{name}: no output file after a failure");
             }
@@ -54,8 +69,18 @@ fn every_xml_converts_and_round_trips_or_fails_clearly() {
                 assert_eq!(run.code, 0, "{name}: {}", run.stderr);
                 assert!(run.stdout.is_empty(), "{name}: -o writes nothing to stdout");
                 let first = std::fs::read_to_string(&out).unwrap();
-                let again = numaplan(&["topo", "--topology", out.to_str().unwrap(), "--format", "yaml"]).ok();
-                assert_eq!(first, again, "{name}: the converted fixture must load and dump identically");
+                let again = numaplan(&[
+                    "topo",
+                    "--topology",
+                    out.to_str().unwrap(),
+                    "--format",
+                    "yaml",
+                ])
+                .ok();
+                assert_eq!(
+                    first, again,
+                    "{name}: the converted fixture must load and dump identically"
+                );
                 let t = load_file(&out).unwrap();
                 assert!(!t.cores().is_empty(), "{name}");
             }
@@ -72,7 +97,15 @@ fn eas_tioga_is_a_frontier_blade_in_rocm_order() {
     // LLNL's EAS (tioga) node: the Frontier/LUMI EX235a design, GPUs named rsmi0..7.
     let t = xml("eas-tioga.xml");
     let nodes: Vec<u32> = (0..8)
-        .map(|g| t.gpus().iter().find(|x| x.index == GpuIndex(g)).unwrap().numa_node.unwrap().0)
+        .map(|g| {
+            t.gpus()
+                .iter()
+                .find(|x| x.index == GpuIndex(g))
+                .unwrap()
+                .numa_node
+                .unwrap()
+                .0
+        })
         .collect();
     assert_eq!(nodes, [3, 3, 1, 1, 0, 0, 2, 2]);
     assert!(t.gpus().iter().all(|g| g.vendor == Vendor::Amd));
@@ -81,14 +114,22 @@ fn eas_tioga_is_a_frontier_blade_in_rocm_order() {
     assert_eq!(t.l3_groups().len(), 8);
     assert_eq!(t.distance(NodeId(0), NodeId(1)), Some(12));
     let hsi0 = t.nics().iter().find(|n| n.name == "hsi0").unwrap();
-    assert_eq!((hsi0.kind, hsi0.numa_node), (NicKind::Slingshot, Some(NodeId(3))));
+    assert_eq!(
+        (hsi0.kind, hsi0.numa_node),
+        (NicKind::Slingshot, Some(NodeId(3)))
+    );
     assert_eq!(hsi0.pci_path, ["host:0000:c4", "0000:c4:01.1"]);
 }
 
 #[test]
 fn knl_flat_mcdram_nodes_are_memory_only() {
     let t = xml("knl-snc4-flat-hwloc1.xml");
-    let cpu_nodes: Vec<u32> = t.nodes().iter().filter(|n| n.kind == NodeKind::Cpu).map(|n| n.id.0).collect();
+    let cpu_nodes: Vec<u32> = t
+        .nodes()
+        .iter()
+        .filter(|n| n.kind == NodeKind::Cpu)
+        .map(|n| n.id.0)
+        .collect();
     let memory_only = t.nodes().iter().filter(|n| n.kind.is_memory_only()).count();
     assert_eq!(cpu_nodes.len(), 4);
     assert_eq!(memory_only, 4);
@@ -109,7 +150,13 @@ fn power9_gpu_memory_nodes_own_no_cpus() {
         assert!(t.node_cpus(NodeId(id)).is_empty());
     }
     // The GPUs' locality is the CPU node of their package, never a memory-only node.
-    assert_eq!(t.gpus().iter().map(|g| g.numa_node.unwrap().0).collect::<Vec<_>>(), [0, 0, 8, 8]);
+    assert_eq!(
+        t.gpus()
+            .iter()
+            .map(|g| g.numa_node.unwrap().0)
+            .collect::<Vec<_>>(),
+        [0, 0, 8, 8]
+    );
 }
 
 #[test]
@@ -118,12 +165,19 @@ fn nvml_indices_are_kept() {
     assert_eq!(t.gpus().len(), 8);
     let indices: Vec<u32> = t.gpus().iter().map(|g| g.index.0).collect();
     assert_eq!(indices, (0..8).collect::<Vec<_>>());
-    assert!(t.gpus().iter().all(|g| g.uuid.is_some()), "NVML osdevs carry UUIDs");
+    assert!(
+        t.gpus().iter().all(|g| g.uuid.is_some()),
+        "NVML osdevs carry UUIDs"
+    );
 }
 
 #[test]
 fn xml_summaries() {
-    for name in ["eas-tioga.xml", "knl-snc4-flat-hwloc1.xml", "coral-lassen-hwloc1.xml"] {
+    for name in [
+        "eas-tioga.xml",
+        "knl-snc4-flat-hwloc1.xml",
+        "coral-lassen-hwloc1.xml",
+    ] {
         let text = numaplan(&["topo", "--topology", &format!("tests/data/xml/{name}")]).ok();
         insta::assert_snapshot!(name, text);
     }
@@ -135,7 +189,18 @@ fn truncated_xml_fails_with_one_clear_error_and_no_file() {
     let full = std::fs::read_to_string(repo().join("tests/data/xml/eas-tioga.xml")).unwrap();
     let truncated = dir.path().join("node.xml");
     std::fs::write(&truncated, &full[..full.len() / 2]).unwrap();
-    let run = numaplan_in(dir.path(), &["topo", "--topology", "node.xml", "--format", "yaml", "-o", "node.yaml"]);
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "topo",
+            "--topology",
+            "node.xml",
+            "--format",
+            "yaml",
+            "-o",
+            "node.yaml",
+        ],
+    );
     assert_eq!(run.code, 1);
     insta::assert_snapshot!(run.stderr, @r"
     error[E0305]: hwloc cannot import `node.xml`: the XML is malformed or truncated
@@ -143,6 +208,9 @@ fn truncated_xml_fails_with_one_clear_error_and_no_file() {
      = help: re-export the topology with `lstopo --of xml`
     ");
     assert!(!dir.path().join("node.yaml").exists());
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(leftovers.len(), 1, "only the input remains: {leftovers:?}");
 }

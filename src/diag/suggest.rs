@@ -1,7 +1,10 @@
 //! "did you mean": the closest candidate by edit distance, as just's `suggestion.rs` does.
 
 /// The candidate closest to `typed`, if it is close enough to be a plausible typo.
-pub fn did_you_mean<'a>(typed: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    typed: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (levenshtein(typed, c), c))

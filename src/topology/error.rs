@@ -16,11 +16,14 @@ pub enum TopologyError {
     },
     /// Not YAML, or not a fixture's shape.
     #[error("{}", error.message)]
-    Yaml { map: SourceMap, error: YamlError },
+    Yaml {
+        map: Box<SourceMap>,
+        error: YamlError,
+    },
     /// A fixture whose facts are wrong or contradict each other; `path` locates it.
     #[error("{message}")]
     Invalid {
-        map: SourceMap,
+        map: Box<SourceMap>,
         path: String,
         message: String,
         help: Option<String>,

@@ -13,8 +13,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::error::TopologyError;
 use super::model::{
-    Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Subject, Topology, TopologyParts,
-    Vendor,
+    Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Subject, Topology, TopologyParts, Vendor,
 };
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
@@ -215,7 +214,7 @@ pub fn load(file: &str, text: &str) -> Result<Topology, TopologyError> {
     let (raw, map) = yaml::parse::<FixtureFile>(file, text)
         .map_err(|(error, map)| TopologyError::Yaml { map, error })?;
     let invalid = |path: &str, message: String, help: Option<String>| TopologyError::Invalid {
-        map: map.clone(),
+        map: Box::new(map.clone()),
         path: path.to_string(),
         message,
         help,
@@ -271,12 +270,19 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
             NodeKindName::Memory => NodeKind::Memory,
         };
         if n.gpu.is_some() && n.kind != NodeKindName::GpuMemory {
-            return Err((at("gpu"), "`gpu` is only allowed on `kind: gpu-memory` nodes".into()));
+            return Err((
+                at("gpu"),
+                "`gpu` is only allowed on `kind: gpu-memory` nodes".into(),
+            ));
         }
         if kind.is_memory_only() && !n.l3_groups.is_empty() {
             return Err((
                 at("kind"),
-                format!("memory-only node {} ({}) cannot have cores", n.id, kind.name()),
+                format!(
+                    "memory-only node {} ({}) cannot have cores",
+                    n.id,
+                    kind.name()
+                ),
             ));
         }
         let package = PackageId(n.package.unwrap_or(0));
@@ -293,14 +299,21 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
                 let here = format!("{group_at}.threads[{t}]");
                 for cpu in row.iter() {
                     if let Some(first) = listed_at.insert(cpu, here.clone()) {
-                        return Err((here, format!("CPU {cpu} is listed twice: here and in `{first}`")));
+                        return Err((
+                            here,
+                            format!("CPU {cpu} is listed twice: here and in `{first}`"),
+                        ));
                     }
                 }
             }
             let Some(first) = rows.first() else {
-                return Err((format!("{group_at}.threads"), "an L3 group needs at least one thread row".into()));
+                return Err((
+                    format!("{group_at}.threads"),
+                    "an L3 group needs at least one thread row".into(),
+                ));
             };
-            let mut group_cores: Vec<CpuSet> = first.iter().map(|c| std::iter::once(c).collect()).collect();
+            let mut group_cores: Vec<CpuSet> =
+                first.iter().map(|c| std::iter::once(c).collect()).collect();
             for (t, row) in rows.iter().enumerate().skip(1) {
                 if row.len() > rows[t - 1].len() {
                     return Err((
@@ -405,7 +418,11 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
                     NicKindName::Slingshot => NicKind::Slingshot,
                     NicKindName::Ethernet => NicKind::Ethernet,
                 },
-                pci: n.pci.as_deref().map(|p| pci_at(format!("nics[{k}].pci"), p)).transpose()?,
+                pci: n
+                    .pci
+                    .as_deref()
+                    .map(|p| pci_at(format!("nics[{k}].pci"), p))
+                    .transpose()?,
                 numa_node: n.numa_node.map(NodeId),
                 package: package_for(n.package, n.numa_node),
                 pci_path: n.pci_path.clone(),
@@ -494,7 +511,8 @@ pub fn to_file(t: &Topology) -> FixtureFile {
                     let width = cores.first().map_or(0, |c| c.cpus.len());
                     let threads = (0..width)
                         .map(|t| {
-                            let row: CpuSet = cores.iter().filter_map(|c| c.cpus.iter().nth(t)).collect();
+                            let row: CpuSet =
+                                cores.iter().filter_map(|c| c.cpus.iter().nth(t)).collect();
                             CpuList(row.to_string())
                         })
                         .collect();
@@ -557,7 +575,10 @@ pub fn to_file(t: &Topology) -> FixtureFile {
             pci: g.pci.to_string(),
             uuid: g.uuid.clone(),
             numa_node: g.numa_node.map(|n| n.0),
-            package: g.package.filter(|p| Some(*p) != node_package(g.numa_node)).map(|p| p.0),
+            package: g
+                .package
+                .filter(|p| Some(*p) != node_package(g.numa_node))
+                .map(|p| p.0),
             pci_path: g.pci_path.clone(),
         })
         .collect();
@@ -575,7 +596,10 @@ pub fn to_file(t: &Topology) -> FixtureFile {
             },
             pci: n.pci.map(|p| p.to_string()),
             numa_node: n.numa_node.map(|x| x.0),
-            package: n.package.filter(|p| Some(*p) != node_package(n.numa_node)).map(|p| p.0),
+            package: n
+                .package
+                .filter(|p| Some(*p) != node_package(n.numa_node))
+                .map(|p| p.0),
             pci_path: n.pci_path.clone(),
         })
         .collect();
@@ -655,7 +679,10 @@ distances:
         match load("f.yaml", &text).unwrap_err() {
             TopologyError::Invalid { path, message, .. } => {
                 assert_eq!(path, "nodes[0].cpus");
-                assert_eq!(message, "node 0 lists CPUs 0-1,4-6 but its L3 groups hold 0-1,4-5");
+                assert_eq!(
+                    message,
+                    "node 0 lists CPUs 0-1,4-6 but its L3 groups hold 0-1,4-5"
+                );
             }
             other => panic!("unexpected {other:?}"),
         }

@@ -21,9 +21,7 @@ use hwlocality::object::types::{CacheType, OSDeviceType, ObjectType};
 use hwlocality::topology::builder::TypeFilter;
 
 use super::error::TopologyError;
-use super::model::{
-    Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Topology, TopologyParts, Vendor,
-};
+use super::model::{Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Topology, TopologyParts, Vendor};
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
@@ -42,7 +40,11 @@ pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, Topology
         .map_err(|e| rejected(e.to_string()))?
         .build()
         .map_err(|e| rejected(format!("{e} (the file is malformed or truncated)")))?;
-    let parts = convert(&topo, name, &format!("imported from the hwloc XML export `{file}`"));
+    let parts = convert(
+        &topo,
+        name,
+        &format!("imported from the hwloc XML export `{file}`"),
+    );
     Topology::build(parts).map_err(|error| TopologyError::Inconsistent {
         file: file.to_string(),
         error,
@@ -88,7 +90,11 @@ fn precheck_xml(file: &str, text: &str) -> Result<(), TopologyError> {
     }
     let head = &root[..root.find('>').unwrap_or(root.len())];
     if let Some(v) = attribute(head, "version") {
-        let major: u32 = v.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+        let major: u32 = v
+            .split('.')
+            .next()
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0);
         if major > 2 {
             return Err(TopologyError::XmlVersion {
                 file: file.to_string(),
@@ -282,9 +288,8 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
             [first, ..] if !is_root => Some(NodeId(*first)),
             _ => None,
         };
-        let package = package.or_else(|| {
-            node.and_then(|n| cores.values().find(|c| c.node == n).map(|c| c.package))
-        });
+        let package = package
+            .or_else(|| node.and_then(|n| cores.values().find(|c| c.node == n).map(|c| c.package)));
         (node, package)
     };
 

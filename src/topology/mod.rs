@@ -20,7 +20,10 @@ pub fn load_file(path: &Path) -> Result<Topology, TopologyError> {
     })?;
     let text = String::from_utf8(bytes).map_err(|_| TopologyError::Read {
         path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidData, "the file is not UTF-8 text"),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "the file is not UTF-8 text",
+        ),
     })?;
     let file = path.display().to_string();
     if text.trim_start().starts_with('<') {

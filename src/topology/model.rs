@@ -88,7 +88,9 @@ pub struct Core {
 impl Core {
     /// A core's key: its lowest sibling.
     pub fn key(&self) -> u32 {
-        self.cpus.first().expect("invariant: Topology::build rejects empty cores")
+        self.cpus
+            .first()
+            .expect("invariant: Topology::build rejects empty cores")
     }
 }
 
@@ -259,7 +261,10 @@ impl Topology {
                 None => {
                     return Err(model_error(
                         Subject::Core(key),
-                        format!("core {key} is in NUMA node {}, which is not defined", core.node),
+                        format!(
+                            "core {key} is in NUMA node {}, which is not defined",
+                            core.node
+                        ),
                     ));
                 }
                 Some(n) if n.kind.is_memory_only() => {
@@ -288,7 +293,10 @@ impl Topology {
             {
                 return Err(model_error(
                     Subject::Core(core.key()),
-                    format!("L3 group {} spans packages {} and {}", core.l3, p, core.package),
+                    format!(
+                        "L3 group {} spans packages {} and {}",
+                        core.l3, p, core.package
+                    ),
                 ));
             }
         }
@@ -306,7 +314,9 @@ impl Topology {
         let mut node_cpus: BTreeMap<NodeId, CpuSet> =
             nodes.iter().map(|n| (n.id, CpuSet::new())).collect();
         for core in &cores {
-            let set = node_cpus.get_mut(&core.node).expect("invariant: checked above");
+            let set = node_cpus
+                .get_mut(&core.node)
+                .expect("invariant: checked above");
             *set = set.union(&core.cpus);
         }
         for n in &nodes {
@@ -380,7 +390,11 @@ impl Topology {
                     format!("PCI address {} is used by two GPUs", g.pci),
                 ));
             }
-            check_locality(Subject::GpuLocality(g.index), &format!("GPU {}", g.index), g.numa_node)?;
+            check_locality(
+                Subject::GpuLocality(g.index),
+                &format!("GPU {}", g.index),
+                g.numa_node,
+            )?;
         }
         nics.sort_by(|a, b| natural_key(&a.name).cmp(&natural_key(&b.name)));
         for (i, nic) in nics.iter().enumerate() {
@@ -541,7 +555,12 @@ mod tests {
         TopologyParts {
             name: "t".into(),
             nodes: vec![node(1, NodeKind::Cpu), node(0, NodeKind::Cpu)],
-            cores: vec![core("3,7", 1, 9), core("0,4", 0, 5), core("1,5", 0, 5), core("2,6", 1, 9)],
+            cores: vec![
+                core("3,7", 1, 9),
+                core("0,4", 0, 5),
+                core("1,5", 0, 5),
+                core("2,6", 1, 9),
+            ],
             ..Default::default()
         }
     }
@@ -575,12 +594,27 @@ mod tests {
         );
         let mut p = parts();
         p.nodes.push(node(2, NodeKind::Cpu));
-        assert!(Topology::build(p).unwrap_err().message.contains("has no cores"));
+        assert!(
+            Topology::build(p)
+                .unwrap_err()
+                .message
+                .contains("has no cores")
+        );
         let mut p = parts();
         p.nodes[0].kind = NodeKind::Hbm;
-        assert!(Topology::build(p).unwrap_err().message.contains("memory-only"));
+        assert!(
+            Topology::build(p)
+                .unwrap_err()
+                .message
+                .contains("memory-only")
+        );
         let mut p = parts();
         p.allowed = Some("8".parse().unwrap());
-        assert!(Topology::build(p).unwrap_err().message.contains("not in the machine"));
+        assert!(
+            Topology::build(p)
+                .unwrap_err()
+                .message
+                .contains("not in the machine")
+        );
     }
 }

@@ -10,7 +10,8 @@ use crate::ids::NodeId;
 pub fn render(t: &Topology) -> String {
     let mut out = String::new();
     let all = t.all_cpus();
-    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let _ = writeln!(
         out,
         "{}: {}, {}, {}, {} (SMT {}), {}, {}, {}",
@@ -88,13 +89,18 @@ fn render_memory_nodes(out: &mut String, t: &Topology, nodes: &[&NumaNode]) {
     let mut lines: Vec<(Vec<NodeId>, String)> = Vec::new();
     for node in nodes.iter().filter(|n| n.kind.is_memory_only()) {
         let owner = match node.kind {
-            NodeKind::GpuMemory { gpu: Some(pci) } => match t.gpus().iter().find(|g| g.pci == pci) {
-                Some(g) => format!(" of GPU {} ({pci})", g.index),
-                None => format!(" of GPU {pci}"),
-            },
+            NodeKind::GpuMemory { gpu: Some(pci) } => {
+                match t.gpus().iter().find(|g| g.pci == pci) {
+                    Some(g) => format!(" of GPU {} ({pci})", g.index),
+                    None => format!(" of GPU {pci}"),
+                }
+            }
             _ => String::new(),
         };
-        let memory = node.memory_mib.map(|m| format!(", {}", format_mib(m))).unwrap_or_default();
+        let memory = node
+            .memory_mib
+            .map(|m| format!(", {}", format_mib(m)))
+            .unwrap_or_default();
         let text = format!("{}{owner}, no CPUs{memory}", node.kind.name());
         match lines.last_mut() {
             Some((ids, last)) if *last == text => ids.push(node.id),
@@ -120,7 +126,12 @@ fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
     let allowed_note = if allowed == cpus {
         String::new()
     } else {
-        format!(" ({} of {} allowed: {})", allowed.len(), cpus.len(), allowed)
+        format!(
+            " ({} of {} allowed: {})",
+            allowed.len(),
+            cpus.len(),
+            allowed
+        )
     };
     let _ = writeln!(
         out,
@@ -141,13 +152,22 @@ fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
         .filter(|s| !s.is_empty())
         .collect();
     let listed: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
-    let _ = writeln!(out, "    L3 groups ({}): {}", groups.len(), listed.join(" | "));
+    let _ = writeln!(
+        out,
+        "    L3 groups ({}): {}",
+        groups.len(),
+        listed.join(" | ")
+    );
     for g in t.gpus().iter().filter(|g| g.numa_node == Some(node.id)) {
         let memory_nodes = t.gpu_memory_nodes(g);
         let mem = if memory_nodes.is_empty() {
             String::new()
         } else {
-            let label = if memory_nodes.len() == 1 { "node" } else { "nodes" };
+            let label = if memory_nodes.len() == 1 {
+                "node"
+            } else {
+                "nodes"
+            };
             format!(", memory {label} {}", id_list(&memory_nodes))
         };
         let _ = writeln!(
@@ -191,7 +211,11 @@ fn render_distances(out: &mut String, t: &Topology) {
         .collect();
     let full = with_row.len() <= FULL_MATRIX_MAX_NODES;
     let is_cpu = |id: &NodeId| t.node(*id).is_some_and(|n| !n.kind.is_memory_only());
-    let columns: Vec<NodeId> = with_row.iter().copied().filter(|id| full || is_cpu(id)).collect();
+    let columns: Vec<NodeId> = with_row
+        .iter()
+        .copied()
+        .filter(|id| full || is_cpu(id))
+        .collect();
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     let row_of = |a: NodeId| -> Vec<String> {
         columns
@@ -223,7 +247,10 @@ fn render_distances(out: &mut String, t: &Topology) {
     if full {
         let _ = writeln!(out, "\ndistances:");
     } else {
-        let _ = writeln!(out, "\ndistances (to CPU nodes; memory-only nodes folded by identical rows):");
+        let _ = writeln!(
+            out,
+            "\ndistances (to CPU nodes; memory-only nodes folded by identical rows):"
+        );
     }
     let mut header = format!("  {:>label_width$}", "");
     for id in &columns {

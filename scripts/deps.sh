@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what numaplan needs to build and test on Debian 12 (the system libhwloc and friends,
+# cargo-insta). Idempotent: installs only what is missing. Needs root or sudo for apt.
+set -euo pipefail
+
+packages=(libhwloc-dev libudev-dev pkg-config hwloc)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "deps: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ "${1:-}" = "--test" ] && ! command -v cargo-insta >/dev/null; then
+  echo "deps: installing cargo-insta" >&2
+  cargo install cargo-insta --locked --quiet
+fi

@@ -1,0 +1,86 @@
+//! Tidy rules, as ordinary tests: no debugging leftovers, and data flows one way between modules.
+
+mod common;
+
+use std::path::Path;
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+fn sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(&common::repo().join("src"), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(common::repo())
+                .unwrap()
+                .display()
+                .to_string();
+            (rel, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn no_debugging_leftovers() {
+    let forbidden = [
+        concat!("dbg", "!("),
+        concat!("todo", "!("),
+        concat!("unimplemented", "!("),
+        concat!("FIX", "ME"),
+    ];
+    for (file, text) in sources() {
+        for word in forbidden {
+            assert!(!text.contains(word), "{file} contains `{word}`");
+        }
+    }
+}
+
+#[test]
+fn printing_and_exiting_only_in_main() {
+    for (file, text) in sources() {
+        if file == "src/main.rs" {
+            continue;
+        }
+        for word in ["println!", "eprintln!", "process::exit"] {
+            assert!(
+                !text.contains(word),
+                "{file} uses `{word}`: output goes through a Write handed down from main"
+            );
+        }
+    }
+}
+
+#[test]
+fn format_crates_stay_at_their_edges() {
+    // serde_yaml and yaml-rust2 only in src/yaml.rs; hwloc only in src/topology/hwloc.rs.
+    for (file, text) in sources() {
+        if file != "src/yaml.rs" {
+            assert!(
+                !text.contains("serde_yaml::") && !text.contains("yaml_rust2"),
+                "{file} uses a YAML crate directly"
+            );
+        }
+        if file != "src/topology/hwloc.rs" {
+            assert!(!text.contains("hwlocality::"), "{file} uses hwloc directly");
+        }
+    }
+}
+
+#[test]
+fn unsafe_code_is_absent() {
+    for (file, text) in sources() {
+        assert!(!text.contains(concat!("unsafe", " {")), "{file}");
+    }
+}
