@@ -1,0 +1,41 @@
+//! The README's example output is real: each `readme-excerpt` block must appear verbatim in the
+//! output of the command named in its marker.
+
+mod common;
+
+use common::{numaplan, repo};
+
+#[test]
+fn readme_excerpts_match_real_output() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let mut checked = 0;
+    for block in readme.split("<!-- readme-excerpt: ").skip(1) {
+        let (command, rest) = block.split_once(" -->").unwrap();
+        let body = rest.split("<!-- /readme-excerpt -->").next().unwrap();
+        let excerpt = body
+            .trim()
+            .trim_start_matches("```text")
+            .trim_end_matches("```")
+            .trim_matches('\n');
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let output = numaplan(&args).ok();
+        assert!(
+            output.contains(excerpt),
+            "README excerpt of `numaplan {command}` is stale:\n{excerpt}\n--- actual:\n{output}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 1);
+}
+
+#[test]
+fn readme_lists_every_fixture() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    for path in common::fixtures() {
+        let stem = path.file_stem().unwrap().to_str().unwrap();
+        assert!(
+            readme.contains(&format!("`{stem}`")),
+            "README does not list {stem}"
+        );
+    }
+}
