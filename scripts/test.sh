@@ -12,4 +12,4 @@ echo "== cargo clippy" >&2
 cargo clippy --all-targets --locked -- -D warnings
 echo "== cargo insta test" >&2
 # CI=true makes insta refuse to write snapshots; --unreferenced=reject fails on stale ones.
-CI=true cargo insta test --unreferenced=reject -- --locked
+CI=true cargo insta test --unreferenced=reject
