@@ -4,14 +4,18 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Cli, Command, SchemaKind, TopoArgs, TopoFormat};
+use crate::cli::{Cli, Command, CompileArgs, PlanFormat, SchemaKind, TopoArgs, TopoFormat};
 use crate::diag::codes;
 use crate::error::Error;
 use crate::output::write_atomic;
+use crate::plan_file::{self, Provenance};
+use crate::resolve::resolve;
+use crate::spec::load::load_file as load_spec;
 use crate::topology::{self, Topology, fixture, summary};
 
 pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<(), Error> {
     match cli.command {
+        Command::Compile(args) => compile(&args, stdout),
         Command::Topo(args) => topo(&args, stdout),
         Command::Schema { which } => emit(stdout, None, &schema(which)),
         Command::Codes { code } => codes_cmd(code.as_deref(), stdout),
@@ -24,6 +28,47 @@ pub fn load_topology(spec: &str) -> Result<Topology, Error> {
         "discover" => topology::hwloc::discover()?,
         path => topology::load_file(Path::new(path))?,
     })
+}
+
+fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
+    let loaded = load_spec(&args.spec)?;
+    let topology_arg = match (&args.topology, &loaded.spec.topology) {
+        (Some(t), _) => t.clone(),
+        (None, Some(t)) if t != "discover" => {
+            // Relative to the spec file, as users write it next to their job.
+            let base = args.spec.parent().unwrap_or(Path::new(""));
+            base.join(t).display().to_string()
+        }
+        _ => "discover".to_string(),
+    };
+    let t = load_topology(&topology_arg)?;
+    let plan = resolve(&loaded.spec, &t).map_err(|error| Error::Resolve {
+        error,
+        map: Box::new(loaded.map.clone()),
+    })?;
+    let fingerprint = fixture::fingerprint(&t);
+    let text = match args.format {
+        PlanFormat::Json => plan_file::render_json(&plan, &fingerprint),
+        PlanFormat::Yaml => {
+            let spec_file = args.spec.display().to_string();
+            let mut regenerate = format!("numaplan compile {spec_file}");
+            if let Some(t) = &args.topology {
+                regenerate.push_str(&format!(" --topology {t}"));
+            }
+            if let Some(o) = &args.output {
+                regenerate.push_str(&format!(" -o {}", o.display()));
+            }
+            plan_file::render_yaml(
+                &plan,
+                &Provenance {
+                    spec_file: &spec_file,
+                    topology_fingerprint: &fingerprint,
+                    regenerate: &regenerate,
+                },
+            )
+        }
+    };
+    emit(stdout, args.output.as_deref(), &text)
 }
 
 fn topo(args: &TopoArgs, stdout: &mut dyn Write) -> Result<(), Error> {
@@ -40,6 +85,8 @@ fn topo(args: &TopoArgs, stdout: &mut dyn Write) -> Result<(), Error> {
 pub fn schema(which: SchemaKind) -> String {
     let schema = match which {
         SchemaKind::Topology => schemars::schema_for!(fixture::FixtureFile),
+        SchemaKind::Job => schemars::schema_for!(crate::spec::raw::JobSpec),
+        SchemaKind::Plan => schemars::schema_for!(plan_file::PlanFile),
     };
     let mut s = serde_json::to_string_pretty(&schema).expect("invariant: schemas serialize");
     s.push('\n');

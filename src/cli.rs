@@ -20,6 +20,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Compile a job spec and a topology into a per-rank binding plan.
+    Compile(CompileArgs),
     /// Print a machine's topology: packages, NUMA nodes, cores, L3 groups, GPUs and NICs.
     Topo(TopoArgs),
     /// Print a JSON schema of one of numaplan's file formats.
@@ -29,6 +31,32 @@ pub enum Command {
     },
     /// List error codes, or explain one (`numaplan codes E0302`).
     Codes { code: Option<String> },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompileArgs {
+    /// The job spec (YAML).
+    #[arg(value_name = "JOB.yaml")]
+    pub spec: PathBuf,
+
+    /// The machine to plan for: a fixture, an hwloc XML export, or `discover`. Overrides the
+    /// spec's `topology:`; default: the spec's, else this machine.
+    #[arg(long, value_name = "PATH|discover")]
+    pub topology: Option<String>,
+
+    /// Plan format: YAML for people and diffs, JSON for scripts.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Yaml)]
+    pub format: PlanFormat,
+
+    /// Write the plan to FILE (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlanFormat {
+    Yaml,
+    Json,
 }
 
 #[derive(Debug, clap::Args)]
@@ -58,4 +86,8 @@ pub enum TopoFormat {
 pub enum SchemaKind {
     /// The topology fixture format (schemas/topology.schema.json).
     Topology,
+    /// The job spec format (schemas/job.schema.json).
+    Job,
+    /// The plan format (schemas/plan.schema.json).
+    Plan,
 }

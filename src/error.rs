@@ -6,13 +6,23 @@ use std::path::PathBuf;
 use crate::diag::codes::*;
 use crate::diag::suggest::did_you_mean;
 use crate::diag::{Diagnostic, SourceMap};
+use crate::resolve::{ResolveError, ResolveErrorKind};
+use crate::spec::SpecError;
 use crate::topology::TopologyError;
 use crate::yaml::{YamlError, YamlErrorKind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error(transparent)]
     Topology(#[from] TopologyError),
+    /// The plan cannot be met; `map` locates the spec keys involved.
+    #[error("{error}")]
+    Resolve {
+        error: ResolveError,
+        map: Box<SourceMap>,
+    },
     /// The output file could not be written.
     #[error("cannot write `{}`: {source}", path.display())]
     Output {
@@ -30,15 +40,43 @@ pub enum Error {
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Topology(TopologyError::Read { .. } | TopologyError::Discover { .. })
+            Error::Spec(SpecError::Read { .. })
+            | Error::Topology(TopologyError::Read { .. } | TopologyError::Discover { .. })
             | Error::Output { .. }
             | Error::Stdout(_) => 3,
             _ => 1,
         }
     }
 
-    pub fn diagnostic(&self) -> Diagnostic {
+    /// Every diagnostic of the error (a spec can have several problems).
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
         match self {
+            Error::Spec(SpecError::Invalid { map, problems }) => problems
+                .iter()
+                .map(|p| {
+                    Diagnostic::error(E0103_SPEC_INVALID, p.message.clone())
+                        .at(map, map.value(&p.path), p.label.clone())
+                        .help(p.help.clone())
+                })
+                .collect(),
+            other => vec![other.diagnostic()],
+        }
+    }
+
+    fn diagnostic(&self) -> Diagnostic {
+        match self {
+            Error::Spec(SpecError::Read { path, source }) => Diagnostic::error(
+                E0100_SPEC_READ,
+                format!("cannot read job spec `{}`: {source}", path.display()),
+            )
+            .help("check the path of the job spec"),
+            Error::Spec(SpecError::Yaml { map, error }) => {
+                yaml_error(map, error, "job spec", SPEC_CODES)
+            }
+            Error::Spec(SpecError::Invalid { .. }) => {
+                Diagnostic::error(E0103_SPEC_INVALID, self.to_string())
+            }
+            Error::Resolve { error, map } => resolve(error, map),
             Error::Topology(e) => topology(e),
             Error::Output { path, source } => Diagnostic::error(
                 E0400_OUTPUT_WRITE,
@@ -72,7 +110,7 @@ fn topology(e: &TopologyError) -> Diagnostic {
             format!("cannot read topology file `{}`: {source}", path.display()),
         )
         .help("check the path given to `--topology` or the spec's `topology:` key"),
-        TopologyError::Yaml { map, error } => yaml_error(map, error, "topology fixture"),
+        TopologyError::Yaml { map, error } => yaml_error(map, error, "topology fixture", FIXTURE_CODES),
         TopologyError::Invalid {
             map,
             path,
@@ -125,11 +163,30 @@ fn topology(e: &TopologyError) -> Diagnostic {
     }
 }
 
-/// A YAML document that is malformed (E0301) or of the wrong shape (E0302).
-fn yaml_error(map: &SourceMap, error: &YamlError, what: &str) -> Diagnostic {
+/// The codes of one YAML format: (malformed, wrong shape) and the schema that documents it.
+struct YamlCodes {
+    syntax: crate::diag::Code,
+    shape: crate::diag::Code,
+    schema: &'static str,
+}
+
+const FIXTURE_CODES: YamlCodes = YamlCodes {
+    syntax: E0301_YAML_SYNTAX,
+    shape: E0302_FIXTURE_INVALID,
+    schema: "schemas/topology.schema.json",
+};
+
+const SPEC_CODES: YamlCodes = YamlCodes {
+    syntax: E0101_SPEC_SYNTAX,
+    shape: E0102_SPEC_SHAPE,
+    schema: "schemas/job.schema.json",
+};
+
+/// A YAML document that is malformed or of the wrong shape.
+fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) -> Diagnostic {
     match error.kind {
         YamlErrorKind::Syntax => Diagnostic::error(
-            E0301_YAML_SYNTAX,
+            codes.syntax,
             format!("{what} is not well-formed YAML: {}", error.message),
         )
         .at(map, error.spot, "here")
@@ -158,12 +215,10 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str) -> Diagnostic {
                     } else {
                         spot
                     };
-                    let d = Diagnostic::error(
-                        E0302_FIXTURE_INVALID,
-                        format!("unknown {noun} `{typed}`{within}"),
-                    )
-                    .at(map, spot, format!("unknown {noun}"))
-                    .note(format!("expected one of {}", listed.join(", ")));
+                    let d =
+                        Diagnostic::error(codes.shape, format!("unknown {noun} `{typed}`{within}"))
+                            .at(map, spot, format!("unknown {noun}"))
+                            .note(format!("expected one of {}", listed.join(", ")));
                     return match did_you_mean(typed, expected.iter().copied()) {
                         Some(s) => d.help(format!("did you mean `{s}`?")),
                         None => d.help(format!("use one of the {noun}s listed above")),
@@ -180,7 +235,43 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str) -> Diagnostic {
             } else {
                 d
             };
-            d.help("`schemas/topology.schema.json` documents every key")
+            d.help(format!("`{}` documents every key", codes.schema))
         }
     }
+}
+
+/// A constraint the plan cannot meet, pointed at the spec key it concerns when the spec has it.
+fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
+    let code = match e.kind {
+        ResolveErrorKind::NotEnoughGpus { .. } => E0201_NOT_ENOUGH_GPUS,
+        ResolveErrorKind::UnknownGpu { .. } => E0202_UNKNOWN_GPU,
+        ResolveErrorKind::NodeWithoutCpus { .. } => E0203_NODE_WITHOUT_CPUS,
+        ResolveErrorKind::ExclusiveTooFew { .. } => E0204_EXCLUSIVE_TOO_FEW,
+        ResolveErrorKind::MinCores { .. } => E0205_MIN_CORES,
+        ResolveErrorKind::NoUniqueCore { .. } => E0206_NO_UNIQUE_CORE,
+        ResolveErrorKind::OverlappingNodeSets { .. } => E0207_OVERLAPPING_NODE_SETS,
+        ResolveErrorKind::NothingAllowed { .. } => E0208_NOTHING_ALLOWED,
+        ResolveErrorKind::UnknownMemoryNode { .. } => E0209_UNKNOWN_MEMORY_NODE,
+        ResolveErrorKind::PreferredManyNodes { .. } => E0210_PREFERRED_MANY_NODES,
+        ResolveErrorKind::UnplacedGpu { .. } => E0211_UNPLACED_GPU,
+    };
+    let spot = map.exact(&e.path);
+    let label = if spot.is_some() {
+        format!("`{}`", e.path)
+    } else {
+        String::new()
+    };
+    let mut d = match spot {
+        Some(_) => Diagnostic::error(code, e.kind.to_string()).at(map, spot, label),
+        None => Diagnostic::error(code, e.kind.to_string())
+            .in_file(map.file())
+            .note(format!(
+                "from `{}` (not set in the spec: its default applies)",
+                e.path
+            )),
+    };
+    for n in &e.notes {
+        d = d.note(n.clone());
+    }
+    d.help(e.help.clone())
 }

@@ -23,7 +23,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = lock.flush();
-            let _ = std::io::stderr().write_all(render(&e.diagnostic(), format).as_bytes());
+            let mut stderr = std::io::stderr().lock();
+            for d in e.diagnostics() {
+                let _ = stderr.write_all(render(&d, format).as_bytes());
+            }
             ExitCode::from(e.exit_code() as u8)
         }
     }

@@ -29,6 +29,16 @@ fn topology_schema_is_current() {
 }
 
 #[test]
+fn job_schema_is_current() {
+    check_generated("job", "schemas/job.schema.json");
+}
+
+#[test]
+fn plan_schema_is_current() {
+    check_generated("plan", "schemas/plan.schema.json");
+}
+
+#[test]
 fn schema_rejects_what_the_loader_rejects() {
     // A light structural check (no validator dependency): the schema forbids unknown keys
     // everywhere the loader does, and documents every key of the format.

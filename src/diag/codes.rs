@@ -13,6 +13,21 @@ impl fmt::Display for Code {
     }
 }
 
+pub const E0100_SPEC_READ: Code = Code("E0100");
+pub const E0101_SPEC_SYNTAX: Code = Code("E0101");
+pub const E0102_SPEC_SHAPE: Code = Code("E0102");
+pub const E0103_SPEC_INVALID: Code = Code("E0103");
+pub const E0201_NOT_ENOUGH_GPUS: Code = Code("E0201");
+pub const E0202_UNKNOWN_GPU: Code = Code("E0202");
+pub const E0203_NODE_WITHOUT_CPUS: Code = Code("E0203");
+pub const E0204_EXCLUSIVE_TOO_FEW: Code = Code("E0204");
+pub const E0205_MIN_CORES: Code = Code("E0205");
+pub const E0206_NO_UNIQUE_CORE: Code = Code("E0206");
+pub const E0207_OVERLAPPING_NODE_SETS: Code = Code("E0207");
+pub const E0208_NOTHING_ALLOWED: Code = Code("E0208");
+pub const E0209_UNKNOWN_MEMORY_NODE: Code = Code("E0209");
+pub const E0210_PREFERRED_MANY_NODES: Code = Code("E0210");
+pub const E0211_UNPLACED_GPU: Code = Code("E0211");
 pub const E0300_TOPOLOGY_READ: Code = Code("E0300");
 pub const E0301_YAML_SYNTAX: Code = Code("E0301");
 pub const E0302_FIXTURE_INVALID: Code = Code("E0302");
@@ -26,6 +41,80 @@ pub const E0401_UNKNOWN_CODE: Code = Code("E0401");
 
 /// Every code with its explanation, in order.
 pub const ALL: &[(Code, &str)] = &[
+    (
+        E0100_SPEC_READ,
+        "The job spec could not be read (missing, unreadable, or not UTF-8 text). Exit code 3.",
+    ),
+    (
+        E0101_SPEC_SYNTAX,
+        "The job spec is not well-formed YAML, or it is truncated. The message carries the \
+         parser's position.",
+    ),
+    (
+        E0102_SPEC_SHAPE,
+        "The job spec has an unknown key, an unknown value for an enumerated key, or a value of \
+         the wrong type. The message lists what is allowed and suggests the closest match; \
+         `schemas/job.schema.json` documents every key.",
+    ),
+    (
+        E0103_SPEC_INVALID,
+        "A value of the job spec is well-formed but not acceptable: a zero count, a malformed CPU \
+         or node list, `min_cores` above `max_cores`, an invalid environment variable name. Every \
+         such problem is reported before numaplan stops.",
+    ),
+    (
+        E0201_NOT_ENOUGH_GPUS,
+        "The ranks need more GPUs than are selected: ranks_per_node x gpus_per_rank exceeds the \
+         GPUs that `gpus:` selects on this topology.",
+    ),
+    (
+        E0202_UNKNOWN_GPU,
+        "`gpus:` lists a GPU index the topology does not have. `numaplan topo` shows the GPUs.",
+    ),
+    (
+        E0203_NODE_WITHOUT_CPUS,
+        "A compatibility policy (`node`, `socket`, `core-complex`) needs CPUs on the GPU's NUMA \
+         node, but it has none allowed (a CPU-less node, or a cgroup or `cpu.allowed` that \
+         excludes it). PyTorch crashes here; `policy: auto` falls back to the nearest node.",
+    ),
+    (
+        E0204_EXCLUSIVE_TOO_FEW,
+        "`policy: exclusive` splits a node's cores among the GPUs on it, and there are fewer \
+         cores than GPUs.",
+    ),
+    (
+        E0205_MIN_CORES,
+        "A rank would get fewer cores than `cpu.min_cores` (default 1): too many ranks for the \
+         node's usable cores after reserved cores and the allowed set are taken out.",
+    ),
+    (
+        E0206_NO_UNIQUE_CORE,
+        "`single-unique` gives each GPU a core no earlier GPU took, and a GPU's node ran out.",
+    ),
+    (
+        E0207_OVERLAPPING_NODE_SETS,
+        "The gpu_affinity policies need the NUMA node CPU sets of any two GPUs to be identical \
+         or disjoint; this topology has two that partly overlap.",
+    ),
+    (
+        E0208_NOTHING_ALLOWED,
+        "The allowed CPUs (the topology's, narrowed by `cpu.allowed`) leave the job or a rank \
+         without any CPU.",
+    ),
+    (
+        E0209_UNKNOWN_MEMORY_NODE,
+        "`memory.nodes` lists a NUMA node the topology does not have.",
+    ),
+    (
+        E0210_PREFERRED_MANY_NODES,
+        "`memory.policy: preferred` (MPOL_PREFERRED) takes a single node; use `interleave` to \
+         spread pages over several.",
+    ),
+    (
+        E0211_UNPLACED_GPU,
+        "A GPU has unknown NUMA locality, so `auto` places its rank like a CPU-only rank on a \
+         node no other rank uses, and none is left.",
+    ),
     (
         E0300_TOPOLOGY_READ,
         "The topology file could not be read (missing, unreadable, or not UTF-8 text).\n\

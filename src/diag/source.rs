@@ -54,6 +54,11 @@ impl SourceMap {
         }
     }
 
+    /// The value at exactly `path`, if the file has it.
+    pub fn exact(&self, path: &str) -> Option<Spot> {
+        self.values.get(path).copied()
+    }
+
     /// The key of the entry at `path` (falls back to its value).
     pub fn key(&self, path: &str) -> Option<Spot> {
         self.keys.get(path).copied().or_else(|| self.value(path))

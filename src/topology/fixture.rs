@@ -625,6 +625,20 @@ pub fn dump(t: &Topology) -> String {
     out
 }
 
+/// A content fingerprint of a topology: FNV-1a 64 of its canonical fixture text, so equal
+/// machines have equal fingerprints whatever their name or provenance.
+pub fn fingerprint(t: &Topology) -> String {
+    let mut content = to_file(t);
+    content.name.clear();
+    content.provenance.clear();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in yaml::emit(&content).bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
 /// The JSON form of the same structure (`numaplan topo --format json`).
 pub fn dump_json(t: &Topology) -> String {
     let mut s = serde_json::to_string_pretty(&to_file(t))

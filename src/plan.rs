@@ -1,0 +1,106 @@
+//! `Plan`: what the resolver produces and every emitter and launcher consumes. Per local rank:
+//! GPUs, home NUMA node, CPUs, memory policy, NICs and environment.
+
+use std::collections::BTreeMap;
+
+use crate::cpuset::CpuSet;
+use crate::ids::{GpuIndex, NodeId};
+use crate::pci_addr::PciAddr;
+use crate::spec::{MemPolicy, Policy};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub name: Option<String>,
+    pub command: Vec<String>,
+    pub topology: String,
+    pub policy: Policy,
+    pub nodes: u32,
+    pub ranks_per_node: u32,
+    pub ranks: Vec<RankBinding>,
+    /// Facts the reader should know (fallbacks, restrictions), in a stable order.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankBinding {
+    pub local_rank: u32,
+    pub gpus: Vec<PlannedGpu>,
+    /// The rank's home NUMA node (the node with CPUs it is placed on); `None` for a CPU-only
+    /// rank spanning several nodes.
+    pub numa_node: Option<NodeId>,
+    pub cpus: CpuSet,
+    /// Physical cores the CPUs belong to.
+    pub cores: u32,
+    pub memory: MemoryBinding,
+    pub nics: Vec<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedGpu {
+    pub index: GpuIndex,
+    pub pci: PciAddr,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryBinding {
+    pub policy: MemPolicy,
+    /// Empty for `MemPolicy::None`.
+    pub nodes: Vec<NodeId>,
+}
+
+/// Whether a plan may hand one CPU to two ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    Exclusive,
+    MayShare,
+}
+
+impl Policy {
+    /// Policies whose ranks never share a CPU (`exclusive`, `unique-*`, `auto`).
+    pub fn sharing(self) -> Sharing {
+        match self {
+            Policy::Exclusive
+            | Policy::UniqueContiguous
+            | Policy::UniqueInterleaved
+            | Policy::Auto => Sharing::Exclusive,
+            _ => Sharing::MayShare,
+        }
+    }
+}
+
+impl Plan {
+    /// Checks the plan's invariants against the CPUs it was allowed: every rank has CPUs, all
+    /// inside `allowed`; ranks of an exclusive policy share no CPU; local ranks are 0..n.
+    pub fn check(&self, allowed: &CpuSet) -> Result<(), String> {
+        let mut seen = CpuSet::new();
+        for (i, r) in self.ranks.iter().enumerate() {
+            if r.local_rank as usize != i {
+                return Err(format!("rank {i} is numbered {}", r.local_rank));
+            }
+            if r.cpus.is_empty() {
+                return Err(format!("rank {i} has no CPUs"));
+            }
+            if !r.cpus.is_subset(allowed) {
+                return Err(format!(
+                    "rank {i} has CPUs {} outside the allowed set",
+                    r.cpus.difference(allowed)
+                ));
+            }
+            if self.policy.sharing() == Sharing::Exclusive && r.cpus.intersects(&seen) {
+                return Err(format!(
+                    "rank {i} shares CPUs {} with an earlier rank",
+                    r.cpus.intersection(&seen)
+                ));
+            }
+            seen = seen.union(&r.cpus);
+            if (r.memory.policy == MemPolicy::None) != r.memory.nodes.is_empty() {
+                return Err(format!("rank {i}: memory policy and nodes disagree"));
+            }
+        }
+        if self.ranks.len() != self.ranks_per_node as usize {
+            return Err("ranks_per_node differs from the number of ranks".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,131 @@
+//! What every policy works on: the allowed cores of the machine in topology order, and the
+//! ranks with their GPUs.
+
+use crate::cpuset::CpuSet;
+use crate::ids::{L3Id, NodeId, PackageId};
+use crate::spec::{CpuSpec, Smt};
+use crate::topology::Topology;
+use crate::topology::model::Gpu;
+
+/// A core with at least one allowed CPU; `cpus` holds only its allowed siblings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ACore {
+    /// Position in the topology's core order (topology order).
+    pub order: usize,
+    /// Lowest sibling of the whole core (allowed or not).
+    pub key: u32,
+    pub cpus: CpuSet,
+    pub node: NodeId,
+    pub package: PackageId,
+    pub l3: L3Id,
+}
+
+/// One rank before placement.
+#[derive(Clone, Debug)]
+pub struct Unit<'t> {
+    pub local_rank: u32,
+    pub gpus: Vec<&'t Gpu>,
+}
+
+impl Unit<'_> {
+    /// The GPU whose locality decides the rank's placement (its first).
+    pub fn lead(&self) -> Option<&Gpu> {
+        self.gpus.first().copied()
+    }
+}
+
+/// A rank's CPUs and the node(s) they came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub cpus: CpuSet,
+    pub cores: u32,
+    /// The node the rank is placed on, when it is one.
+    pub home: Option<NodeId>,
+    /// Default memory nodes (the home node, or every node of a multi-node CPU-only rank).
+    pub memory_nodes: Vec<NodeId>,
+}
+
+pub struct Ctx<'t> {
+    pub topo: &'t Topology,
+    pub cpu: &'t CpuSpec,
+    pub allowed: CpuSet,
+    /// Allowed cores in topology order.
+    pub cores: Vec<ACore>,
+}
+
+impl<'t> Ctx<'t> {
+    pub fn new(topo: &'t Topology, cpu: &'t CpuSpec, allowed: CpuSet) -> Self {
+        let cores = topo
+            .cores()
+            .iter()
+            .enumerate()
+            .filter_map(|(order, c)| {
+                let cpus = c.cpus.intersection(&allowed);
+                (!cpus.is_empty()).then(|| ACore {
+                    order,
+                    key: c.key(),
+                    cpus,
+                    node: c.node,
+                    package: c.package,
+                    l3: c.l3,
+                })
+            })
+            .collect();
+        Ctx {
+            topo,
+            cpu,
+            allowed,
+            cores,
+        }
+    }
+
+    pub fn node_cores(&self, node: NodeId) -> Vec<&ACore> {
+        self.cores.iter().filter(|c| c.node == node).collect()
+    }
+
+    pub fn node_allowed(&self, node: NodeId) -> CpuSet {
+        self.topo.node_cpus(node).intersection(&self.allowed)
+    }
+
+    /// Nodes with allowed CPUs, in id order.
+    pub fn cpu_nodes(&self) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = self.cores.iter().map(|c| c.node).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// A GPU's package: its own, or that of its node.
+    pub fn gpu_package(&self, gpu: &Gpu) -> Option<PackageId> {
+        gpu.package
+            .or_else(|| gpu.numa_node.and_then(|n| self.topo.node_package(n)))
+    }
+
+    /// The CPUs of some cores after the `smt` option: every allowed sibling, or the lowest.
+    pub fn threads(&self, cores: &[&ACore]) -> CpuSet {
+        let mut set = CpuSet::new();
+        for c in cores {
+            match self.cpu.smt {
+                Smt::All => set = set.union(&c.cpus),
+                Smt::One => set.insert(c.cpus.first().expect("invariant: ACore is non-empty")),
+            }
+        }
+        set
+    }
+
+    /// The nearest node with allowed CPUs to `from` (itself if it has some): by NUMA distance,
+    /// then a node in `package` first, then the lowest id.
+    pub fn nearest_cpu_node(&self, from: NodeId, package: Option<PackageId>) -> Option<NodeId> {
+        let candidates = self.cpu_nodes();
+        if candidates.contains(&from) {
+            return Some(from);
+        }
+        candidates.into_iter().min_by_key(|n| {
+            (
+                self.topo.distance(from, *n).unwrap_or(u32::MAX),
+                self.topo.node_package(*n) != package,
+                *n,
+            )
+        })
+    }
+}

@@ -1,0 +1,62 @@
+//! `ResolveError`: the first constraint a plan cannot meet, with the numbers. Each kind has one
+//! E02xx code; `path` is the spec key it concerns (mapped to a line by the diagnostics), `notes`
+//! the topology facts behind it.
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kind}")]
+pub struct ResolveError {
+    pub kind: ResolveErrorKind,
+    /// The spec key the problem is about, e.g. `ranks_per_node` or `cpu.min_cores`.
+    pub path: String,
+    pub notes: Vec<String>,
+    pub help: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveErrorKind {
+    #[error(
+        "{ranks} ranks with {per_rank} GPU(s) each need {needed} GPUs, but {available} are selected"
+    )]
+    NotEnoughGpus {
+        ranks: u32,
+        per_rank: u32,
+        needed: u32,
+        available: u32,
+    },
+    #[error("GPU {index} does not exist on `{topology}`")]
+    UnknownGpu { index: u32, topology: String },
+    #[error("NUMA node {node} of GPU {gpu} has no allowed CPUs")]
+    NodeWithoutCpus { gpu: u32, node: u32 },
+    #[error("{peers} ranks need exclusive cores on NUMA node {node}, which has {cores}")]
+    ExclusiveTooFew { node: u32, cores: u32, peers: u32 },
+    #[error("{who} would get {got} cores, fewer than `min_cores: {min}`")]
+    MinCores { who: String, got: u32, min: u32 },
+    #[error("no unused core is left for GPU {gpu} under `single-unique`")]
+    NoUniqueCore { gpu: u32 },
+    #[error("GPUs {a} and {b} have overlapping but different NUMA node CPU sets")]
+    OverlappingNodeSets { a: u32, b: u32 },
+    #[error("the allowed CPUs leave {what} nothing")]
+    NothingAllowed { what: String },
+    #[error("memory node {node} does not exist on `{topology}`")]
+    UnknownMemoryNode { node: u32, topology: String },
+    #[error("`preferred` memory takes one node, but {count} are listed")]
+    PreferredManyNodes { count: usize },
+    #[error("GPU {gpu} has unknown NUMA locality and no node is left for it")]
+    UnplacedGpu { gpu: u32 },
+}
+
+impl ResolveError {
+    pub fn new(kind: ResolveErrorKind, path: &str, help: impl Into<String>) -> Self {
+        ResolveError {
+            kind,
+            path: path.to_string(),
+            notes: Vec::new(),
+            help: help.into(),
+        }
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+}

@@ -1,0 +1,338 @@
+//! `resolve(&Spec, &Topology) -> Plan`: pure and deterministic (no IO, clock or environment;
+//! BTreeMaps only). Selects GPUs, forms ranks, places CPUs by the policy's family, then adds
+//! memory policy, NIC and environment per rank.
+
+pub mod auto;
+pub mod context;
+pub mod error;
+pub mod gpu_affinity;
+pub mod nics;
+pub mod pytorch;
+
+use std::collections::BTreeMap;
+
+use context::{Ctx, Placement, Unit};
+pub use error::{ResolveError, ResolveErrorKind};
+
+use crate::plan::{MemoryBinding, Plan, PlannedGpu, RankBinding};
+use crate::spec::{Family, GpuChoice, MemPolicy, NicPolicy, Policy, Spec, Visibility};
+use crate::topology::Topology;
+use crate::topology::model::{Gpu, Vendor};
+
+pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
+    let mut warnings = Vec::new();
+    let allowed = match &spec.cpu.allowed {
+        Some(a) => topo.allowed().intersection(a),
+        None => topo.allowed().clone(),
+    };
+    if allowed.is_empty() {
+        return Err(ResolveError::new(
+            ResolveErrorKind::NothingAllowed {
+                what: "the job".into(),
+            },
+            "cpu.allowed",
+            "list CPUs of this machine in `cpu.allowed`",
+        )
+        .note(format!(
+            "topology `{}` has CPUs `{}`",
+            topo.name(),
+            topo.all_cpus()
+        )));
+    }
+    for node in topo.nodes().iter().filter(|n| !n.kind.is_memory_only()) {
+        let cpus = topo.node_cpus(node.id);
+        let usable = cpus.intersection(&allowed);
+        if usable.len() < cpus.len() {
+            warnings.push(format!(
+                "node {} has {} of {} CPUs allowed",
+                node.id,
+                usable.len(),
+                cpus.len()
+            ));
+        }
+    }
+
+    let gpus = select_gpus(spec, topo)?;
+    let units = form_ranks(spec, topo, &gpus, &allowed)?;
+    let ctx = Ctx::new(topo, &spec.cpu, allowed.clone());
+    let placements: Vec<Placement> = match spec.cpu.policy {
+        Policy::Auto => auto::place(&ctx, &units, &mut warnings)?,
+        Policy::Node => pytorch::place(&ctx, &units, pytorch::Mode::Node)?,
+        Policy::Socket => pytorch::place(&ctx, &units, pytorch::Mode::Socket)?,
+        Policy::Exclusive => pytorch::place(&ctx, &units, pytorch::Mode::Exclusive)?,
+        Policy::CoreComplex => pytorch::place(&ctx, &units, pytorch::Mode::CoreComplex)?,
+        Policy::All => gpu_affinity::place(&ctx, &units, gpu_affinity::Mode::All)?,
+        Policy::Single => gpu_affinity::place(&ctx, &units, gpu_affinity::Mode::Single)?,
+        Policy::SingleUnique => {
+            gpu_affinity::place(&ctx, &units, gpu_affinity::Mode::SingleUnique)?
+        }
+        Policy::UniqueContiguous => {
+            gpu_affinity::place(&ctx, &units, gpu_affinity::Mode::UniqueContiguous)?
+        }
+        Policy::UniqueInterleaved => {
+            gpu_affinity::place(&ctx, &units, gpu_affinity::Mode::UniqueInterleaved)?
+        }
+    };
+    for (u, p) in units.iter().zip(&placements) {
+        if p.cpus.is_empty() {
+            return Err(ResolveError::new(
+                ResolveErrorKind::NothingAllowed {
+                    what: format!("rank {}", u.local_rank),
+                },
+                "cpu.allowed",
+                "widen `cpu.allowed`, or run fewer ranks",
+            ));
+        }
+    }
+
+    let memory = memory_policy(spec, topo)?;
+    let anchors: Vec<nics::Anchor> = units
+        .iter()
+        .zip(&placements)
+        .map(|(u, p)| nics::Anchor {
+            gpu: u.lead(),
+            node: u.lead().and_then(|g| g.numa_node).or(p.home),
+            package: u
+                .lead()
+                .and_then(|g| ctx.gpu_package(g))
+                .or(p.home.and_then(|h| topo.node_package(h))),
+        })
+        .collect();
+    let chosen = match spec.nic {
+        NicPolicy::Closest => nics::choose(topo, &anchors),
+        NicPolicy::None => anchors.iter().map(|_| None).collect(),
+    };
+
+    let rpn = units.len() as u32;
+    let ranks = units
+        .iter()
+        .zip(placements)
+        .zip(chosen)
+        .map(|((u, p), nic)| {
+            let memory = MemoryBinding {
+                policy: memory.0,
+                nodes: match memory.0 {
+                    MemPolicy::None => Vec::new(),
+                    _ => memory.1.clone().unwrap_or_else(|| p.memory_nodes.clone()),
+                },
+            };
+            let mut env = BTreeMap::new();
+            let mut set = |k: &str, v: String| {
+                env.insert(k.to_string(), v);
+            };
+            set("LOCAL_RANK", u.local_rank.to_string());
+            set("LOCAL_WORLD_SIZE", rpn.to_string());
+            set("WORLD_SIZE", (rpn * spec.nodes).to_string());
+            set("MASTER_PORT", spec.port.to_string());
+            set("OMP_NUM_THREADS", p.cores.to_string());
+            if spec.nodes == 1 {
+                set("RANK", u.local_rank.to_string());
+                set("GROUP_RANK", "0".into());
+                set("NODE_RANK", "0".into());
+                set("MASTER_ADDR", spec.master_addr.clone());
+            }
+            if spec.visible == Visibility::Own {
+                for (vendor, var) in [
+                    (Vendor::Nvidia, "CUDA_VISIBLE_DEVICES"),
+                    (Vendor::Amd, "ROCR_VISIBLE_DEVICES"),
+                    (Vendor::Intel, "ZE_AFFINITY_MASK"),
+                ] {
+                    let ids: Vec<String> = u
+                        .gpus
+                        .iter()
+                        .filter(|g| g.vendor == vendor)
+                        .map(|g| g.index.to_string())
+                        .collect();
+                    if !ids.is_empty() {
+                        set(var, ids.join(","));
+                    }
+                }
+            }
+            if let Some(n) = nic {
+                for (k, v) in nics::env(n) {
+                    set(k, v);
+                }
+            }
+            for (k, v) in &spec.env {
+                set(k, v.clone());
+            }
+            RankBinding {
+                local_rank: u.local_rank,
+                gpus: u
+                    .gpus
+                    .iter()
+                    .map(|g| PlannedGpu {
+                        index: g.index,
+                        pci: g.pci,
+                    })
+                    .collect(),
+                numa_node: p.home,
+                cpus: p.cpus,
+                cores: p.cores,
+                memory,
+                nics: nic.map(|n| n.name.clone()).into_iter().collect(),
+                env,
+            }
+        })
+        .collect();
+
+    Ok(Plan {
+        name: spec.name.clone(),
+        command: spec.command.clone(),
+        topology: topo.name().to_string(),
+        policy: spec.cpu.policy,
+        nodes: spec.nodes,
+        ranks_per_node: rpn,
+        ranks,
+        warnings,
+    })
+}
+
+fn select_gpus<'t>(spec: &Spec, topo: &'t Topology) -> Result<Vec<&'t Gpu>, ResolveError> {
+    let all: Vec<&Gpu> = topo.gpus().iter().collect();
+    Ok(match &spec.gpus {
+        GpuChoice::All => all,
+        GpuChoice::None => Vec::new(),
+        GpuChoice::Count(n) => {
+            if *n as usize > all.len() {
+                return Err(ResolveError::new(
+                    ResolveErrorKind::NotEnoughGpus {
+                        ranks: *n,
+                        per_rank: 1,
+                        needed: *n,
+                        available: all.len() as u32,
+                    },
+                    "gpus",
+                    format!("ask for at most {} GPUs", all.len()),
+                )
+                .note(format!("topology `{}` has {} GPUs", topo.name(), all.len())));
+            }
+            all.into_iter().take(*n as usize).collect()
+        }
+        GpuChoice::List(list) => {
+            let mut out = Vec::new();
+            for (k, idx) in list.iter().enumerate() {
+                match topo.gpus().iter().find(|g| g.index == *idx) {
+                    Some(g) => out.push(g),
+                    None => {
+                        let have: Vec<String> =
+                            topo.gpus().iter().map(|g| g.index.to_string()).collect();
+                        return Err(ResolveError::new(
+                            ResolveErrorKind::UnknownGpu {
+                                index: idx.0,
+                                topology: topo.name().to_string(),
+                            },
+                            &format!("gpus[{k}]"),
+                            "list only GPUs the machine has",
+                        )
+                        .note(format!(
+                            "`{}` has GPUs {}",
+                            topo.name(),
+                            if have.is_empty() {
+                                "none".into()
+                            } else {
+                                have.join(", ")
+                            }
+                        )));
+                    }
+                }
+            }
+            out
+        }
+    })
+}
+
+fn form_ranks<'t>(
+    spec: &Spec,
+    topo: &'t Topology,
+    gpus: &[&'t Gpu],
+    allowed: &crate::cpuset::CpuSet,
+) -> Result<Vec<Unit<'t>>, ResolveError> {
+    let per = spec.gpus_per_rank;
+    if gpus.is_empty() {
+        let default = topo
+            .nodes()
+            .iter()
+            .filter(|n| topo.node_cpus(n.id).intersects(allowed))
+            .count() as u32;
+        let n = spec.ranks_per_node.unwrap_or(default.max(1));
+        return Ok((0..n)
+            .map(|i| Unit {
+                local_rank: i,
+                gpus: Vec::new(),
+            })
+            .collect());
+    }
+    let n = spec.ranks_per_node.unwrap_or(gpus.len() as u32 / per);
+    let needed = n * per;
+    if needed as usize > gpus.len() || n == 0 {
+        let path = if spec.ranks_per_node.is_some() {
+            "ranks_per_node"
+        } else {
+            "gpus_per_rank"
+        };
+        let listed: Vec<String> = gpus.iter().map(|g| g.index.to_string()).collect();
+        return Err(ResolveError::new(
+            ResolveErrorKind::NotEnoughGpus {
+                ranks: n.max(1),
+                per_rank: per,
+                needed: needed.max(per),
+                available: gpus.len() as u32,
+            },
+            path,
+            format!(
+                "set `ranks_per_node: {}` or less, or `gpus: none` for CPU-only ranks",
+                gpus.len() as u32 / per
+            ),
+        )
+        .note(format!(
+            "selected GPUs on `{}`: {}",
+            topo.name(),
+            listed.join(", ")
+        )));
+    }
+    Ok((0..n)
+        .map(|i| Unit {
+            local_rank: i,
+            gpus: gpus[(i * per) as usize..((i + 1) * per) as usize].to_vec(),
+        })
+        .collect())
+}
+
+/// The memory policy and its explicit nodes (`None`: each rank's home).
+fn memory_policy(
+    spec: &Spec,
+    topo: &Topology,
+) -> Result<(MemPolicy, Option<Vec<crate::ids::NodeId>>), ResolveError> {
+    let policy = spec
+        .memory
+        .policy
+        .unwrap_or(match spec.cpu.policy.family() {
+            Family::Auto => MemPolicy::Preferred,
+            Family::PyTorch | Family::GpuAffinity => MemPolicy::None,
+        });
+    if let Some(nodes) = &spec.memory.nodes {
+        for n in nodes {
+            if topo.node(*n).is_none() {
+                let have: Vec<String> = topo.nodes().iter().map(|n| n.id.to_string()).collect();
+                return Err(ResolveError::new(
+                    ResolveErrorKind::UnknownMemoryNode {
+                        node: n.0,
+                        topology: topo.name().to_string(),
+                    },
+                    "memory.nodes",
+                    "list NUMA nodes of the machine",
+                )
+                .note(format!("`{}` has nodes {}", topo.name(), have.join(", "))));
+            }
+        }
+        if policy == MemPolicy::Preferred && nodes.len() > 1 {
+            return Err(ResolveError::new(
+                ResolveErrorKind::PreferredManyNodes { count: nodes.len() },
+                "memory.nodes",
+                "use `policy: interleave` to spread over several nodes, or list one node",
+            ));
+        }
+    }
+    Ok((policy, spec.memory.nodes.clone()))
+}

@@ -1,0 +1,34 @@
+//! `SpecError`: every problem of a spec file, all collected before stopping.
+
+use crate::diag::SourceMap;
+use crate::yaml::YamlError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("cannot read job spec `{}`: {source}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// Not YAML, or not a spec's shape (unknown key, wrong type).
+    #[error("{}", error.message)]
+    Yaml {
+        map: Box<SourceMap>,
+        error: YamlError,
+    },
+    /// Values that are well-formed but not acceptable; every one found.
+    #[error("{} problems in the job spec", problems.len())]
+    Invalid {
+        map: Box<SourceMap>,
+        problems: Vec<SpecProblem>,
+    },
+}
+
+/// One bad value: where (a path such as `cpu.reserve`), what, and how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecProblem {
+    pub path: String,
+    pub message: String,
+    pub label: String,
+    pub help: String,
+}

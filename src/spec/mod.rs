@@ -1,0 +1,163 @@
+//! The job spec: `raw` (as written), `load` (YAML -> raw + positions), `validate` (raw -> `Spec`).
+//! `Spec` is what the resolver sees: ids, `CpuSet`s and enums, no strings standing for CPUs.
+
+pub mod error;
+pub mod load;
+pub mod raw;
+pub mod validate;
+
+use std::collections::BTreeMap;
+
+use crate::cpuset::CpuSet;
+use crate::ids::{GpuIndex, NodeId};
+
+pub use error::SpecError;
+
+/// A validated job spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub name: Option<String>,
+    pub command: Vec<String>,
+    pub topology: Option<String>,
+    pub nodes: u32,
+    pub ranks_per_node: Option<u32>,
+    pub gpus: GpuChoice,
+    pub gpus_per_rank: u32,
+    pub visible: Visibility,
+    pub cpu: CpuSpec,
+    pub memory: MemorySpec,
+    pub nic: NicPolicy,
+    pub env: BTreeMap<String, String>,
+    pub port: u16,
+    pub master_addr: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuChoice {
+    All,
+    None,
+    Count(u32),
+    List(Vec<GpuIndex>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Visibility {
+    All,
+    Own,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuSpec {
+    pub policy: Policy,
+    pub scope: Scope,
+    pub smt: Smt,
+    pub balance: Balance,
+    pub min_cores: u32,
+    pub max_cores: Option<u32>,
+    pub reserve: CpuSet,
+    pub reserve_per_l3: u32,
+    pub allowed: Option<CpuSet>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Auto,
+    Node,
+    Socket,
+    Exclusive,
+    CoreComplex,
+    All,
+    Single,
+    SingleUnique,
+    UniqueContiguous,
+    UniqueInterleaved,
+}
+
+/// The three policy families of POLICIES.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// `torchrun --numa-binding` compatible.
+    PyTorch,
+    /// NVIDIA `gpu_affinity` compatible.
+    GpuAffinity,
+    /// numaplan's own.
+    Auto,
+}
+
+impl Policy {
+    pub fn family(self) -> Family {
+        match self {
+            Policy::Auto => Family::Auto,
+            Policy::Node | Policy::Socket | Policy::Exclusive | Policy::CoreComplex => {
+                Family::PyTorch
+            }
+            _ => Family::GpuAffinity,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Auto => "auto",
+            Policy::Node => "node",
+            Policy::Socket => "socket",
+            Policy::Exclusive => "exclusive",
+            Policy::CoreComplex => "core-complex",
+            Policy::All => "all",
+            Policy::Single => "single",
+            Policy::SingleUnique => "single-unique",
+            Policy::UniqueContiguous => "unique-contiguous",
+            Policy::UniqueInterleaved => "unique-interleaved",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Node,
+    Socket,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Smt {
+    All,
+    One,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Balance {
+    Balanced,
+    Unbalanced,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemorySpec {
+    /// `None`: the family's default (preferred for `auto`, none for the compatibility families).
+    pub policy: Option<MemPolicy>,
+    /// `None`: the rank's home node(s).
+    pub nodes: Option<Vec<NodeId>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MemPolicy {
+    None,
+    Preferred,
+    Bind,
+    Interleave,
+}
+
+impl MemPolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemPolicy::None => "none",
+            MemPolicy::Preferred => "preferred",
+            MemPolicy::Bind => "bind",
+            MemPolicy::Interleave => "interleave",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NicPolicy {
+    Closest,
+    None,
+}

@@ -1,0 +1,240 @@
+//! The job spec exactly as the user writes it (serde + schemars). Strings are allowed here; they
+//! become ids and `CpuSet`s in `validate.rs`. `schemas/job.schema.json` is generated from
+//! `JobSpec`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+
+use crate::topology::fixture::CpuList;
+
+/// A numaplan job spec: what a distributed job wants from each node.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "numaplan job spec")]
+pub struct JobSpec {
+    /// The job's name (Slurm job name, log prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The program each rank runs, as an argv list. Needed only to launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// The topology to plan for (a fixture or hwloc XML, relative to this file); `--topology`
+    /// overrides it; default: this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
+    /// Number of nodes, all alike (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
+    /// Ranks on each node (default: one per selected GPU, or one per NUMA node with CPUs for
+    /// CPU-only jobs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks_per_node: Option<u32>,
+    /// Which GPUs to use: `all` (default), `none` (CPU-only ranks), a count, or a list of
+    /// indices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<GpuSelection>,
+    /// GPUs per rank (default 1); rank i takes the i-th run of that many selected GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_rank: Option<u32>,
+    /// GPU options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuOptions>,
+    /// CPU binding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuOptions>,
+    /// Memory policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryOptions>,
+    /// NIC choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<NicOptions>,
+    /// Extra environment for every rank; wins over numaplan's own variables.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Where ranks meet (torchrun's MASTER_ADDR / MASTER_PORT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rendezvous: Option<Rendezvous>,
+}
+
+/// `gpus:`: `all`, `none`, a count, or a list of GPU indices.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum GpuSelection {
+    /// `all` or `none`.
+    Keyword(GpuKeyword),
+    /// The first N GPUs.
+    Count(u32),
+    /// These GPU indices, in this order.
+    List(Vec<u32>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpuKeyword {
+    All,
+    None,
+}
+
+impl<'de> Deserialize<'de> for GpuSelection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = GpuSelection;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("`all`, `none`, a GPU count or a list of GPU indices")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<GpuSelection, E> {
+                match v {
+                    "all" => Ok(GpuSelection::Keyword(GpuKeyword::All)),
+                    "none" => Ok(GpuSelection::Keyword(GpuKeyword::None)),
+                    other => Err(E::unknown_variant(other, &["all", "none"])),
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<GpuSelection, E> {
+                u32::try_from(v)
+                    .map(GpuSelection::Count)
+                    .map_err(|_| E::custom(format!("{v} GPUs is out of range")))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<GpuSelection, E> {
+                Err(E::custom(format!("a GPU count cannot be negative ({v})")))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<GpuSelection, A::Error> {
+                let mut list = Vec::new();
+                while let Some(i) = seq.next_element::<u32>()? {
+                    list.push(i);
+                }
+                Ok(GpuSelection::List(list))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuOptions {
+    /// Which GPUs each rank sees: `all` (default, like torchrun) or `own` (sets
+    /// CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES / ZE_AFFINITY_MASK to the rank's GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visible: Option<VisibleName>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum VisibleName {
+    All,
+    Own,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpuOptions {
+    /// The binding policy (default `auto`); see POLICIES in the README.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyName>,
+    /// `node` (default) or `socket`: the CPUs a GPU may draw from (gpu_affinity modes, `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ScopeName>,
+    /// `all` (default): every SMT sibling of a rank's cores; `one`: one CPU per core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt: Option<SmtName>,
+    /// Give every rank the same number of cores (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balanced: Option<bool>,
+    /// Fail when a rank would get fewer cores (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cores: Option<u32>,
+    /// Give no rank more cores than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cores: Option<u32>,
+    /// CPUs whose whole cores are never handed out (cpulist, e.g. "0,64").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve: Option<CpuList>,
+    /// Leave the first N cores of every L3 group unused (LUMI/Frontier low-noise mode: 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve_per_l3: Option<u32>,
+    /// Restrict the plan to these CPUs, as a cgroup cpuset or `taskset` would (cpulist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<CpuList>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyName {
+    Auto,
+    Node,
+    Socket,
+    Exclusive,
+    CoreComplex,
+    All,
+    Single,
+    SingleUnique,
+    UniqueContiguous,
+    UniqueInterleaved,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScopeName {
+    Node,
+    Socket,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SmtName {
+    All,
+    One,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryOptions {
+    /// `preferred` (default for `auto`), `bind`, `interleave` or `none` (default for the
+    /// compatibility policies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<MemPolicyName>,
+    /// The NUMA nodes of the policy (node list, e.g. "0,2"); default: the rank's home node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<CpuList>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemPolicyName {
+    Preferred,
+    Bind,
+    Interleave,
+    None,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NicOptions {
+    /// `closest` (default): each rank gets the NIC nearest its GPU; `none`: no NIC variables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<NicPolicyName>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NicPolicyName {
+    Closest,
+    None,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rendezvous {
+    /// MASTER_PORT (default 29500, as torchrun).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// MASTER_ADDR for single-node plans (default 127.0.0.1); multi-node launchers set it from
+    /// the allocation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addr: Option<String>,
+}

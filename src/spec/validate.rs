@@ -1,0 +1,251 @@
+//! `raw::JobSpec` -> `Spec`: parse CPU and node lists, apply defaults, and collect every problem
+//! (with its path) before stopping.
+
+use super::error::SpecProblem;
+use super::raw::{self, JobSpec};
+use super::{
+    Balance, CpuSpec, GpuChoice, MemPolicy, MemorySpec, NicPolicy, Policy, Scope, Smt, Spec,
+    Visibility,
+};
+use crate::cpuset::CpuSet;
+use crate::ids::{GpuIndex, NodeId};
+use crate::topology::fixture::CpuList;
+
+/// torchrun's default MASTER_PORT.
+pub const DEFAULT_PORT: u16 = 29500;
+
+pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
+    let mut problems = Vec::new();
+    let mut problem = |path: &str, message: String, label: &str, help: &str| {
+        problems.push(SpecProblem {
+            path: path.to_string(),
+            message,
+            label: label.to_string(),
+            help: help.to_string(),
+        });
+    };
+
+    let positive = |value: Option<u32>, default: u32| value.unwrap_or(default);
+    let nodes = positive(raw.nodes, 1);
+    if nodes == 0 {
+        problem(
+            "nodes",
+            "`nodes` must be at least 1".into(),
+            "zero nodes",
+            "set `nodes: 1` or more",
+        );
+    }
+    if raw.ranks_per_node == Some(0) {
+        problem(
+            "ranks_per_node",
+            "`ranks_per_node` must be at least 1".into(),
+            "zero ranks",
+            "remove the key to get one rank per GPU",
+        );
+    }
+    let gpus_per_rank = positive(raw.gpus_per_rank, 1);
+    if gpus_per_rank == 0 {
+        problem(
+            "gpus_per_rank",
+            "`gpus_per_rank` must be at least 1".into(),
+            "zero GPUs",
+            "for CPU-only ranks write `gpus: none` instead",
+        );
+    }
+    let gpus = match &raw.gpus {
+        None | Some(raw::GpuSelection::Keyword(raw::GpuKeyword::All)) => GpuChoice::All,
+        Some(raw::GpuSelection::Keyword(raw::GpuKeyword::None)) => GpuChoice::None,
+        Some(raw::GpuSelection::Count(0)) => GpuChoice::None,
+        Some(raw::GpuSelection::Count(n)) => GpuChoice::Count(*n),
+        Some(raw::GpuSelection::List(list)) => {
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, g) in list.iter().enumerate() {
+                if !seen.insert(*g) {
+                    problem(
+                        &format!("gpus[{i}]"),
+                        format!("GPU {g} is listed twice"),
+                        "listed before",
+                        "list each GPU once",
+                    );
+                }
+            }
+            if list.is_empty() {
+                problem(
+                    "gpus",
+                    "the GPU list is empty".into(),
+                    "no GPUs",
+                    "write `gpus: none` for CPU-only ranks",
+                );
+            }
+            GpuChoice::List(list.iter().map(|g| GpuIndex(*g)).collect())
+        }
+    };
+
+    let cpu = raw.cpu.clone().unwrap_or_default();
+    let policy = match cpu.policy.unwrap_or(raw::PolicyName::Auto) {
+        raw::PolicyName::Auto => Policy::Auto,
+        raw::PolicyName::Node => Policy::Node,
+        raw::PolicyName::Socket => Policy::Socket,
+        raw::PolicyName::Exclusive => Policy::Exclusive,
+        raw::PolicyName::CoreComplex => Policy::CoreComplex,
+        raw::PolicyName::All => Policy::All,
+        raw::PolicyName::Single => Policy::Single,
+        raw::PolicyName::SingleUnique => Policy::SingleUnique,
+        raw::PolicyName::UniqueContiguous => Policy::UniqueContiguous,
+        raw::PolicyName::UniqueInterleaved => Policy::UniqueInterleaved,
+    };
+    let mut cpulist = |path: &str, value: &Option<CpuList>| -> Option<CpuSet> {
+        let text = value.as_ref()?;
+        match text.0.parse::<CpuSet>() {
+            Ok(set) => Some(set),
+            Err(e) => {
+                problem(
+                    path,
+                    format!("invalid CPU list `{}`: {e}", text.0),
+                    "not a cpulist",
+                    "write a list such as \"0,64\" or \"0-23,48-71\"",
+                );
+                None
+            }
+        }
+    };
+    let reserve = cpulist("cpu.reserve", &cpu.reserve).unwrap_or_default();
+    let allowed = cpulist("cpu.allowed", &cpu.allowed);
+    let memory_raw = raw.memory.clone().unwrap_or_default();
+    let memory_nodes = match &memory_raw.nodes {
+        None => None,
+        Some(text) => match text.0.parse::<CpuSet>() {
+            Ok(set) if set.is_empty() => {
+                problem(
+                    "memory.nodes",
+                    "the node list is empty".into(),
+                    "no nodes",
+                    "remove `nodes` to use each rank's home node",
+                );
+                None
+            }
+            Ok(set) => Some(set.iter().map(NodeId).collect::<Vec<_>>()),
+            Err(e) => {
+                problem(
+                    "memory.nodes",
+                    format!("invalid node list `{}`: {e}", text.0),
+                    "not a node list",
+                    "write a list such as \"0\" or \"0,2\"",
+                );
+                None
+            }
+        },
+    };
+    if let (Some(min), Some(max)) = (cpu.min_cores, cpu.max_cores)
+        && min > max
+    {
+        problem(
+            "cpu.min_cores",
+            format!("`min_cores` ({min}) is larger than `max_cores` ({max})"),
+            "larger than max_cores",
+            "lower `min_cores` or raise `max_cores`",
+        );
+    }
+    if cpu.max_cores == Some(0) {
+        problem(
+            "cpu.max_cores",
+            "`max_cores` must be at least 1".into(),
+            "zero cores",
+            "remove `max_cores` for no limit",
+        );
+    }
+    let memory_policy = memory_raw.policy.map(|p| match p {
+        raw::MemPolicyName::Preferred => MemPolicy::Preferred,
+        raw::MemPolicyName::Bind => MemPolicy::Bind,
+        raw::MemPolicyName::Interleave => MemPolicy::Interleave,
+        raw::MemPolicyName::None => MemPolicy::None,
+    });
+    if memory_policy == Some(MemPolicy::None) && memory_nodes.is_some() {
+        problem(
+            "memory.nodes",
+            "`memory.nodes` has no effect with `policy: none`".into(),
+            "ignored",
+            "remove `nodes`, or choose `preferred`, `bind` or `interleave`",
+        );
+    }
+    for key in raw.env.keys() {
+        let valid = !key.is_empty()
+            && !key.starts_with(|c: char| c.is_ascii_digit())
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            problem(
+                &format!("env.{key}"),
+                format!("`{key}` is not a valid environment variable name"),
+                "invalid name",
+                "use letters, digits and `_`, not starting with a digit",
+            );
+        }
+    }
+    let command = raw.command.clone().unwrap_or_default();
+    if raw.command.is_some() && command.is_empty() {
+        problem(
+            "command",
+            "`command` is empty".into(),
+            "no program",
+            "write the program and its arguments, e.g. [python, train.py]",
+        );
+    }
+    let rendezvous = raw.rendezvous.clone().unwrap_or_default();
+    if rendezvous.port == Some(0) {
+        problem(
+            "rendezvous.port",
+            "port 0 cannot be a rendezvous port".into(),
+            "port 0",
+            "use a fixed port such as 29500",
+        );
+    }
+
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    Ok(Spec {
+        name: raw.name.clone(),
+        command,
+        topology: raw.topology.clone(),
+        nodes,
+        ranks_per_node: raw.ranks_per_node,
+        gpus,
+        gpus_per_rank,
+        visible: match raw.gpu.as_ref().and_then(|g| g.visible) {
+            Some(raw::VisibleName::Own) => Visibility::Own,
+            _ => Visibility::All,
+        },
+        cpu: CpuSpec {
+            policy,
+            scope: match cpu.scope {
+                Some(raw::ScopeName::Socket) => Scope::Socket,
+                _ => Scope::Node,
+            },
+            smt: match cpu.smt {
+                Some(raw::SmtName::One) => Smt::One,
+                _ => Smt::All,
+            },
+            balance: if cpu.balanced.unwrap_or(true) {
+                Balance::Balanced
+            } else {
+                Balance::Unbalanced
+            },
+            min_cores: cpu.min_cores.unwrap_or(1),
+            max_cores: cpu.max_cores,
+            reserve,
+            reserve_per_l3: cpu.reserve_per_l3.unwrap_or(0),
+            allowed,
+        },
+        memory: MemorySpec {
+            policy: memory_policy,
+            nodes: memory_nodes,
+        },
+        nic: match raw.nic.as_ref().and_then(|n| n.policy) {
+            Some(raw::NicPolicyName::None) => NicPolicy::None,
+            _ => NicPolicy::Closest,
+        },
+        env: raw.env.clone(),
+        port: rendezvous.port.unwrap_or(DEFAULT_PORT),
+        master_addr: rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()),
+    })
+}
