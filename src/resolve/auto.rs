@@ -247,8 +247,9 @@ fn reserved_cores(ctx: &Ctx) -> BTreeSet<usize> {
     out
 }
 
-/// `scope: socket`: cores of a package's nodes that no rank calls home are dealt round-robin to
-/// the package's home nodes, nearest first, so nothing idles.
+/// `scope: socket`: the cores of a package's nodes that no rank calls home are dealt to the
+/// package's home nodes, nearest first, round-robin by whole L3 group (so a lent group is not
+/// split between ranks), and appended after each home's own cores, so nothing idles.
 fn lend_idle_nodes(
     ctx: &Ctx,
     sites: &mut [Site],
@@ -275,12 +276,16 @@ fn lend_idle_nodes(
                 sites[s].nodes[0],
             )
         });
-        for (i, core) in pool_of(idle).into_iter().enumerate() {
-            sites[targets[i % targets.len()]].pool.push(core);
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for core in pool_of(idle) {
+            match groups.last_mut() {
+                Some(g) if ctx.cores[g[0]].l3 == ctx.cores[core].l3 => g.push(core),
+                _ => groups.push(vec![core]),
+            }
         }
-    }
-    for s in sites.iter_mut() {
-        s.pool.sort_by_key(|&c| ctx.cores[c].order);
+        for (i, group) in groups.into_iter().enumerate() {
+            sites[targets[i % targets.len()]].pool.extend(group);
+        }
     }
 }
 

@@ -14,9 +14,7 @@ pub struct ResolveError {
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ResolveErrorKind {
-    #[error(
-        "{ranks} ranks with {per_rank} GPU(s) each need {needed} GPUs, but {available} are selected"
-    )]
+    #[error("{ranks} ranks need {needed} GPUs ({per_rank} per rank), but {available} are selected")]
     NotEnoughGpus {
         ranks: u32,
         per_rank: u32,
@@ -27,7 +25,7 @@ pub enum ResolveErrorKind {
     UnknownGpu { index: u32, topology: String },
     #[error("NUMA node {node} of GPU {gpu} has no allowed CPUs")]
     NodeWithoutCpus { gpu: u32, node: u32 },
-    #[error("{peers} ranks need exclusive cores on NUMA node {node}, which has {cores}")]
+    #[error("{peers} ranks need exclusive cores on NUMA node {node}, which has {cores} allowed")]
     ExclusiveTooFew { node: u32, cores: u32, peers: u32 },
     #[error("{who} would get {got} cores, fewer than `min_cores: {min}`")]
     MinCores { who: String, got: u32, min: u32 },

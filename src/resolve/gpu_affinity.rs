@@ -48,14 +48,23 @@ pub fn place(ctx: &Ctx, units: &[Unit], mode: Mode) -> Result<Vec<Placement>, Re
         for b in a + 1..units.len() {
             let overlap = nodes[a].iter().any(|c| nodes[b].contains(c));
             if overlap && nodes[a] != nodes[b] {
-                return Err(ResolveError::new(
+                let unknown: Vec<String> = [a, b]
+                    .iter()
+                    .filter(|&&i| units[i].lead().is_some_and(|g| g.numa_node.is_none()))
+                    .map(|&i| format!("GPU {} has unknown NUMA locality, so its node set is the whole machine", gpu_of(&units[i])))
+                    .collect();
+                let mut e = ResolveError::new(
                     ResolveErrorKind::OverlappingNodeSets {
                         a: gpu_of(&units[a]),
                         b: gpu_of(&units[b]),
                     },
                     "cpu.policy",
                     "use `policy: auto`, which does not need disjoint node sets",
-                ));
+                );
+                for n in unknown {
+                    e = e.note(n);
+                }
+                return Err(e);
             }
         }
     }

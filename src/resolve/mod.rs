@@ -89,13 +89,21 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     let anchors: Vec<nics::Anchor> = units
         .iter()
         .zip(&placements)
-        .map(|(u, p)| nics::Anchor {
-            gpu: u.lead(),
-            node: u.lead().and_then(|g| g.numa_node).or(p.home),
-            package: u
+        .map(|(u, p)| {
+            // A GPU rank sits at its GPU; a CPU-only rank at its (first) node.
+            let node = u
                 .lead()
-                .and_then(|g| ctx.gpu_package(g))
-                .or(p.home.and_then(|h| topo.node_package(h))),
+                .and_then(|g| g.numa_node)
+                .or(p.home)
+                .or(p.memory_nodes.first().copied());
+            nics::Anchor {
+                gpu: u.lead(),
+                node,
+                package: u
+                    .lead()
+                    .and_then(|g| ctx.gpu_package(g))
+                    .or(node.and_then(|n| topo.node_package(n))),
+            }
         })
         .collect();
     let chosen = match spec.nic {

@@ -36,11 +36,16 @@ pub fn place(ctx: &Ctx, units: &[Unit], mode: Mode) -> Result<Vec<Placement>, Re
                 "cpu.policy",
                 "use `policy: auto`, which falls back to the nearest node with CPUs",
             )
-            .note(format!(
-                "node {node} has CPUs `{}`; allowed here: `{}`",
-                ctx.topo.node_cpus(node),
-                ctx.node_allowed(node)
-            ))
+            .note(match ctx.node_allowed(node) {
+                a if a.is_empty() && ctx.topo.node_cpus(node).is_empty() => {
+                    format!("node {node} is memory-only: it has no CPUs")
+                }
+                a if a.is_empty() => format!(
+                    "node {node} has CPUs `{}`, none of them allowed",
+                    ctx.topo.node_cpus(node)
+                ),
+                a => format!("node {node} has allowed CPUs `{a}`"),
+            })
         };
         let cpus =
             match mode {

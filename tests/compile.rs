@@ -1,0 +1,90 @@
+//! `numaplan compile` on files: every example job and every case in tests/cases/compile gives
+//! one snapshot (the YAML plan, or the full diagnostic for `err_*` cases). A case's first line
+//! names its topology: `# topology: <name>`, looked up in tests/cases/topologies, then
+//! examples/topologies.
+
+mod common;
+
+use std::path::Path;
+
+use common::{numaplan, repo};
+use numaplan::topology::load_file;
+
+fn topology_of(case: &Path) -> String {
+    let text = std::fs::read_to_string(case).unwrap();
+    let name = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# topology: "))
+        .unwrap_or_else(|| panic!("{} must start with `# topology: <name>`", case.display()))
+        .trim()
+        .to_string();
+    for dir in ["tests/cases/topologies", "examples/topologies"] {
+        let p = format!("{dir}/{name}.yaml");
+        if repo().join(&p).exists() {
+            return p;
+        }
+    }
+    panic!("no topology `{name}` for {}", case.display());
+}
+
+fn rel(path: &Path) -> String {
+    path.strip_prefix(repo())
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn compile_cases() {
+    insta::glob!("cases/compile", "*.yaml", |path| {
+        let case = rel(path);
+        let topology = topology_of(path);
+        let is_error = path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("err_");
+        let run = numaplan(&["compile", &case, "--topology", &topology]);
+        let input = std::fs::read_to_string(path).unwrap();
+        if is_error {
+            assert_eq!(run.code, 1, "{case} must fail:\n{}", run.stdout);
+            assert!(run.stdout.is_empty(), "{case}: nothing on stdout");
+            insta::with_settings!({description => input}, { insta::assert_snapshot!(run.stderr) });
+        } else {
+            assert_eq!(run.code, 0, "{case}:\n{}", run.stderr);
+            check_plan(&case, &topology, &run.stdout);
+            insta::with_settings!({description => input}, { insta::assert_snapshot!(run.stdout) });
+        }
+    });
+}
+
+#[test]
+fn example_jobs() {
+    insta::glob!("../examples", "*.yaml", |path| {
+        let job = rel(path);
+        let run = numaplan(&["compile", &job]);
+        assert_eq!(run.code, 0, "{job}:\n{}", run.stderr);
+        insta::assert_snapshot!(run.stdout);
+    });
+}
+
+/// The JSON plan of the same compile satisfies the plan invariants.
+fn check_plan(case: &str, topology: &str, yaml: &str) {
+    let json = numaplan(&["compile", case, "--topology", topology, "--format", "json"]).ok();
+    let plan: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let from_yaml: serde_json::Value = serde_yaml::from_str(yaml).unwrap();
+    assert_eq!(plan, from_yaml, "{case}: YAML and JSON carry the same plan");
+    let t = load_file(&repo().join(topology)).unwrap();
+    let all = t.allowed().to_string();
+    for r in plan["ranks"].as_array().unwrap() {
+        let cpus: numaplan::cpuset::CpuSet = r["cpus"].as_str().unwrap().parse().unwrap();
+        assert!(!cpus.is_empty(), "{case}");
+        assert!(
+            cpus.is_subset(&all.parse().unwrap()),
+            "{case}: CPUs outside the machine"
+        );
+    }
+}
