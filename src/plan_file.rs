@@ -57,8 +57,7 @@ pub struct RankEntry {
     /// The GPUs' PCI addresses, in the same order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_pci: Vec<String>,
-    /// Home NUMA node; absent for a CPU-only rank spanning several nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Home NUMA node; null for a CPU-only rank spanning several nodes.
     pub numa_node: Option<u32>,
     /// CPUs as a cpulist, ascending ranges.
     pub cpus: String,

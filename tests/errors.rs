@@ -148,3 +148,44 @@ fn every_code_is_explained_and_listed() {
         assert!(text.starts_with(&format!("{code}: ")), "{text}");
     }
 }
+
+#[test]
+fn missing_job_spec_is_an_environment_error() {
+    let run = numaplan(&[
+        "compile",
+        "no/such/job.yaml",
+        "--topology",
+        "examples/topologies/lumi-g.yaml",
+    ]);
+    assert_eq!(run.code, 3);
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0100]: cannot read job spec `no/such/job.yaml`: No such file or directory (os error 2)
+     = help: check the path of the job spec
+    ");
+}
+
+#[test]
+fn failed_compile_leaves_the_previous_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("plan.yaml"), "previous\n").unwrap();
+    let job = repo().join("tests/cases/compile/err_min_cores.yaml");
+    let topo = repo().join("examples/topologies/aws-p4d.24xlarge.yaml");
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            job.to_str().unwrap(),
+            "--topology",
+            topo.to_str().unwrap(),
+            "-o",
+            "plan.yaml",
+        ],
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.is_empty());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("plan.yaml")).unwrap(),
+        "previous\n"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
