@@ -1,5 +1,5 @@
 //! The README's example output is real: each `readme-excerpt` block must appear verbatim in the
-//! output of the command named in its marker.
+//! output (stdout, then stderr) of the command named in its marker.
 
 mod common;
 
@@ -18,7 +18,8 @@ fn readme_excerpts_match_real_output() {
             .trim_end_matches("```")
             .trim_matches('\n');
         let args: Vec<&str> = command.split_whitespace().collect();
-        let output = numaplan(&args).ok();
+        let run = numaplan(&args);
+        let output = format!("{}{}", run.stdout, run.stderr);
         assert!(
             output.contains(excerpt),
             "README excerpt of `numaplan {command}` is stale:\n{excerpt}\n--- actual:\n{output}"
