@@ -543,12 +543,7 @@ pub fn to_file(t: &Topology) -> FixtureFile {
         })
         .collect();
 
-    let with_rows: Vec<NodeId> = t
-        .nodes()
-        .iter()
-        .map(|n| n.id)
-        .filter(|id| t.nodes().iter().any(|o| t.distance(*id, o.id).is_some()))
-        .collect();
+    let with_rows = t.nodes_with_distances();
     let distances = with_rows
         .iter()
         .map(|from| {

@@ -503,6 +503,13 @@ impl Topology {
         self.distances.get(&(from, to)).copied()
     }
 
+    /// Nodes that have a distance row, in id order.
+    pub fn nodes_with_distances(&self) -> Vec<NodeId> {
+        let mut ids: Vec<NodeId> = self.distances.keys().map(|(from, _)| *from).collect();
+        ids.dedup();
+        ids
+    }
+
     pub fn has_distances(&self) -> bool {
         !self.distances.is_empty()
     }

@@ -203,12 +203,7 @@ fn format_mib(mib: u64) -> String {
 const FULL_MATRIX_MAX_NODES: usize = 16;
 
 fn render_distances(out: &mut String, t: &Topology) {
-    let with_row: Vec<NodeId> = t
-        .nodes()
-        .iter()
-        .map(|n| n.id)
-        .filter(|a| t.nodes().iter().any(|b| t.distance(*a, b.id).is_some()))
-        .collect();
+    let with_row = t.nodes_with_distances();
     let full = with_row.len() <= FULL_MATRIX_MAX_NODES;
     let is_cpu = |id: &NodeId| t.node(*id).is_some_and(|n| !n.kind.is_memory_only());
     let columns: Vec<NodeId> = with_row
