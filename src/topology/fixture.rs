@@ -1,17 +1,14 @@
 //! numaplan's own topology file format (YAML), read and written here and nowhere else.
 //!
-//! The on-disk types (`FixtureFile` and its entries) derive serde and schemars; the schema in
-//! `schemas/topology.schema.json` is generated from them. `load` turns a file into a checked
+//! The on-disk types (`FixtureFile` and its entries) live in `fixture_file.rs`. `load` turns a
+//! file into a checked
 //! [`Topology`] and points every error at its line; `dump` writes one back, and
 //! `dump(load(dump(t))) == dump(t)` byte for byte.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::{Deserialize, Deserializer, Serialize};
-
 use super::error::TopologyError;
+pub use super::fixture_file::*;
 use super::model::{
     Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Subject, Topology, TopologyParts, Vendor,
 };
@@ -22,192 +19,6 @@ use crate::yaml;
 
 /// The format version written and accepted.
 pub const FORMAT_VERSION: u32 = 1;
-
-/// A numaplan topology fixture: one machine (one node of a cluster).
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(title = "numaplan topology fixture")]
-pub struct FixtureFile {
-    /// Format version of this file; always 1.
-    pub numaplan_topology: u32,
-    /// The machine's name, shown in summaries and recorded in plans.
-    pub name: String,
-    /// Where the data came from and what was inferred to fill gaps.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub provenance: String,
-    /// The CPUs plans may use (cpulist, e.g. "1-63"); default: every CPU. Narrows the machine as
-    /// a cgroup cpuset or `taskset` would.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allowed: Option<CpuList>,
-    /// NUMA nodes: CPU nodes with their L3 groups, and memory-only nodes.
-    pub nodes: Vec<NodeEntry>,
-    /// NUMA distances (as `numactl -H` prints them): for each node id, its distances to every
-    /// node that has a row here, in ascending node id order.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub distances: BTreeMap<u32, Vec<u32>>,
-    /// GPUs.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gpus: Vec<GpuEntry>,
-    /// Network interfaces used for collective communication.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub nics: Vec<NicEntry>,
-}
-
-/// A NUMA node.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NodeEntry {
-    /// The OS index (`/sys/devices/system/node/nodeN`).
-    pub id: u32,
-    /// The package (socket) it belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub package: Option<u32>,
-    /// `cpu` (default) or a memory-only kind, which owns no CPUs.
-    #[serde(default, skip_serializing_if = "NodeKindName::is_cpu")]
-    pub kind: NodeKindName,
-    /// For `kind: gpu-memory`: the PCI address of the GPU whose memory this is.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<String>,
-    /// Memory size in MiB.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory_mib: Option<u64>,
-    /// The node's CPUs (cpulist). Optional; when given it must equal the union of `l3_groups`,
-    /// which catches typos in hand-written fixtures.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<CpuList>,
-    /// The node's cores, grouped by the L3 cache they share.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub l3_groups: Vec<L3Entry>,
-}
-
-/// The cores of one L3 group within one node.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct L3Entry {
-    /// The L3 group; the same id in two nodes means the nodes share the cache (Intel SNC).
-    pub id: u32,
-    /// SMT thread rows: row t (a cpulist) gives hardware thread t of the first len(row t) cores.
-    /// Row 0 lists every core's first thread. `["48-51", "176-179"]` is four cores with two
-    /// threads each: {48,176}, {49,177}, {50,178}, {51,179}.
-    pub threads: Vec<CpuList>,
-}
-
-/// A GPU.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GpuEntry {
-    /// The index `nvidia-smi` / `rocm-smi` gives it.
-    pub index: u32,
-    pub vendor: VendorName,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// PCI address, `0000:07:00.0`.
-    pub pci: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uuid: Option<String>,
-    /// The NUMA node (with CPUs) of its PCI locality; absent = unknown locality.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub numa_node: Option<u32>,
-    /// The package it hangs under; default: the package of `numa_node`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub package: Option<u32>,
-    /// PCI ancestry, outermost first (host bridge, root port, switch ports); devices sharing an
-    /// element share that bridge.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pci_path: Vec<String>,
-}
-
-/// A network interface.
-#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NicEntry {
-    /// The device name: `mlx5_0`, `efa0`, `cxi0`, `hsn0`.
-    pub name: String,
-    pub kind: NicKindName,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pci: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub numa_node: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub package: Option<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pci_path: Vec<String>,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum NodeKindName {
-    #[default]
-    Cpu,
-    Hbm,
-    GpuMemory,
-    Cxl,
-    Nvm,
-    Spm,
-    Memory,
-}
-
-impl NodeKindName {
-    fn is_cpu(&self) -> bool {
-        *self == NodeKindName::Cpu
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum VendorName {
-    Nvidia,
-    Amd,
-    Intel,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum NicKindName {
-    Infiniband,
-    Roce,
-    Efa,
-    Slingshot,
-    Ethernet,
-}
-
-/// A cpulist as written in a file: a string (`"0-23,48-71"`) or, for one CPU, a bare number.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct CpuList(pub String);
-
-impl<'de> Deserialize<'de> for CpuList {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Text {
-            S(String),
-            N(u64),
-        }
-        match Text::deserialize(d) {
-            Ok(Text::S(s)) => Ok(CpuList(s)),
-            Ok(Text::N(n)) => Ok(CpuList(n.to_string())),
-            Err(_) => Err(serde::de::Error::custom(
-                "expected a CPU list such as \"0-23,48-71\"",
-            )),
-        }
-    }
-}
-
-impl JsonSchema for CpuList {
-    fn schema_name() -> Cow<'static, str> {
-        "CpuList".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": "A Linux cpulist such as \"0-23,48-71\" (a bare integer for one CPU).",
-            "type": ["string", "integer"],
-            "pattern": "^\\s*([0-9]+(-[0-9]+(:[0-9]+)?)?\\s*(,\\s*[0-9]+(-[0-9]+(:[0-9]+)?)?\\s*)*)?$",
-            "minimum": 0
-        })
-    }
-}
 
 /// Reads a fixture from its text.
 pub fn load(file: &str, text: &str) -> Result<Topology, TopologyError> {

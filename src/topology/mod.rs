@@ -1,8 +1,10 @@
 //! Topology: what the machine is. Sources: numaplan's YAML fixtures and hwloc XML exports,
 //! detected by content; the model they both produce; the text summary.
 
+pub mod devices;
 pub mod error;
 pub mod fixture;
+pub mod fixture_file;
 pub mod hwloc;
 pub mod model;
 pub mod summary;

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use super::devices::{Gpu, Nic, NicKind, Vendor};
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
@@ -92,79 +93,6 @@ impl Core {
             .first()
             .expect("invariant: Topology::build rejects empty cores")
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Vendor {
-    Nvidia,
-    Amd,
-    Intel,
-}
-
-impl Vendor {
-    pub fn name(self) -> &'static str {
-        match self {
-            Vendor::Nvidia => "nvidia",
-            Vendor::Amd => "amd",
-            Vendor::Intel => "intel",
-        }
-    }
-
-    pub fn from_pci_vendor(id: u16) -> Option<Vendor> {
-        match id {
-            0x10de => Some(Vendor::Nvidia),
-            0x1002 => Some(Vendor::Amd),
-            0x8086 => Some(Vendor::Intel),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Gpu {
-    pub index: GpuIndex,
-    pub vendor: Vendor,
-    pub model: Option<String>,
-    pub pci: PciAddr,
-    pub uuid: Option<String>,
-    /// The node of the GPU's PCI locality (a node with CPUs); `None` = unknown locality.
-    pub numa_node: Option<NodeId>,
-    /// The package its PCI device hangs under, where known.
-    pub package: Option<PackageId>,
-    /// PCI ancestry, outermost first: opaque bridge ids (host bridge, root port, switch ports).
-    pub pci_path: Vec<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum NicKind {
-    Infiniband,
-    Roce,
-    Efa,
-    Slingshot,
-    Ethernet,
-}
-
-impl NicKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            NicKind::Infiniband => "infiniband",
-            NicKind::Roce => "roce",
-            NicKind::Efa => "efa",
-            NicKind::Slingshot => "slingshot",
-            NicKind::Ethernet => "ethernet",
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Nic {
-    /// `mlx5_0`, `efa0`, `cxi0`, `hsn0`, `eth0`.
-    pub name: String,
-    pub kind: NicKind,
-    pub pci: Option<PciAddr>,
-    pub numa_node: Option<NodeId>,
-    pub package: Option<PackageId>,
-    pub pci_path: Vec<String>,
 }
 
 /// Everything a source knows, in any order; [`Topology::build`] checks and sorts it.
