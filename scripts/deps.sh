@@ -3,7 +3,7 @@
 # cargo-insta). Idempotent: installs only what is missing. Needs root or sudo for apt.
 set -euo pipefail
 
-packages=(libhwloc-dev libudev-dev pkg-config hwloc)
+packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

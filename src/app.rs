@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{Cli, Command, CompileArgs, PlanFormat, SchemaKind, TopoArgs, TopoFormat};
 use crate::diag::codes;
+use crate::emit;
 use crate::error::Error;
-use crate::output::write_atomic;
+use crate::output::{FileMode, write_atomic};
 use crate::plan_file::{self, Provenance};
 use crate::resolve::resolve;
 use crate::spec::load::load_file as load_spec;
@@ -47,28 +48,44 @@ fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         map: Box::new(loaded.map.clone()),
     })?;
     let fingerprint = fixture::fingerprint(&t);
-    let text = match args.format {
-        PlanFormat::Json => plan_file::render_json(&plan, &fingerprint),
-        PlanFormat::Yaml => {
-            let spec_file = args.spec.display().to_string();
-            let mut regenerate = format!("numaplan compile {spec_file}");
-            if let Some(t) = &args.topology {
-                regenerate.push_str(&format!(" --topology {t}"));
-            }
-            if let Some(o) = &args.output {
-                regenerate.push_str(&format!(" -o {}", o.display()));
-            }
-            plan_file::render_yaml(
-                &plan,
-                &Provenance {
-                    spec_file: &spec_file,
-                    topology_fingerprint: &fingerprint,
-                    regenerate: &regenerate,
-                },
-            )
+    let spec_file = args.spec.display().to_string();
+    let mut regenerate = format!("numaplan compile {spec_file}");
+    if let Some(t) = &args.topology {
+        regenerate.push_str(&format!(" --topology {t}"));
+    }
+    if let Some(kind) = args.emit {
+        regenerate.push_str(&format!(" --emit {}", kind.name()));
+    }
+    if let Some(o) = &args.output {
+        regenerate.push_str(&format!(" -o {}", o.display()));
+    }
+    let text = match (args.emit, args.format) {
+        (Some(kind), _) => {
+            let origin = emit::Origin {
+                spec_file: &spec_file,
+                fingerprint: &fingerprint,
+                regenerate: &regenerate,
+                cpus: t.all_cpus().len(),
+                numa_nodes: t.nodes().len(),
+                gpus: t.gpus().len(),
+            };
+            emit::render(&plan, kind, &origin)?
         }
+        (None, PlanFormat::Json) => plan_file::render_json(&plan, &fingerprint),
+        (None, PlanFormat::Yaml) => plan_file::render_yaml(
+            &plan,
+            &Provenance {
+                spec_file: &spec_file,
+                topology_fingerprint: &fingerprint,
+                regenerate: &regenerate,
+            },
+        ),
     };
-    emit(stdout, args.output.as_deref(), &text)
+    let mode = match args.emit {
+        Some(_) => FileMode::Executable,
+        None => FileMode::Data,
+    };
+    emit_as(stdout, args.output.as_deref(), &text, mode)
 }
 
 fn topo(args: &TopoArgs, stdout: &mut dyn Write) -> Result<(), Error> {
@@ -108,8 +125,17 @@ fn codes_cmd(code: Option<&str>, stdout: &mut dyn Write) -> Result<(), Error> {
 }
 
 fn emit(stdout: &mut dyn Write, output: Option<&Path>, text: &str) -> Result<(), Error> {
+    emit_as(stdout, output, text, FileMode::Data)
+}
+
+fn emit_as(
+    stdout: &mut dyn Write,
+    output: Option<&Path>,
+    text: &str,
+    mode: FileMode,
+) -> Result<(), Error> {
     match output {
-        Some(path) => write_atomic(path, text.as_bytes()).map_err(|source| Error::Output {
+        Some(path) => write_atomic(path, text.as_bytes(), mode).map_err(|source| Error::Output {
             path: PathBuf::from(path),
             source,
         }),

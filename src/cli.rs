@@ -51,6 +51,10 @@ pub struct CompileArgs {
     /// Write the plan to FILE (atomically) instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Emit a launch script for the plan instead of the plan itself.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub emit: Option<crate::emit::EmitKind>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

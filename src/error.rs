@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::diag::codes::*;
 use crate::diag::suggest::did_you_mean;
 use crate::diag::{Diagnostic, SourceMap};
+use crate::emit::EmitError;
 use crate::resolve::{ResolveError, ResolveErrorKind};
 use crate::spec::SpecError;
 use crate::topology::TopologyError;
@@ -15,6 +16,8 @@ use crate::yaml::{YamlError, YamlErrorKind};
 pub enum Error {
     #[error(transparent)]
     Spec(#[from] SpecError),
+    #[error(transparent)]
+    Emit(#[from] EmitError),
     #[error(transparent)]
     Topology(#[from] TopologyError),
     /// The plan cannot be met; `map` locates the spec keys involved.
@@ -77,6 +80,16 @@ impl Error {
                 Diagnostic::error(E0103_SPEC_INVALID, self.to_string())
             }
             Error::Resolve { error, map } => resolve(error, map),
+            Error::Emit(EmitError::MissingCommand) => Diagnostic::error(
+                E0402_MISSING_COMMAND,
+                "the job spec has no `command`, which a launch script needs",
+            )
+            .help("add the program each rank runs, e.g. `command: [python, train.py]`"),
+            Error::Emit(e @ EmitError::Template { .. }) => Diagnostic::error(
+                E0403_INTERNAL,
+                e.to_string(),
+            )
+            .help("this is a bug in numaplan; please file an issue with the job spec and topology"),
             Error::Topology(e) => topology(e),
             Error::Output { path, source } => Diagnostic::error(
                 E0400_OUTPUT_WRITE,

@@ -5,6 +5,7 @@ pub mod app;
 pub mod cli;
 pub mod cpuset;
 pub mod diag;
+pub mod emit;
 pub mod error;
 pub mod ids;
 pub mod output;

@@ -84,3 +84,23 @@ fn unsafe_code_is_absent() {
         assert!(!text.contains(concat!("unsafe", " {")), "{file}");
     }
 }
+
+#[test]
+fn every_template_file_is_embedded() {
+    let names: Vec<&str> = numaplan::emit::templates::TEMPLATES
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    for e in std::fs::read_dir(common::repo().join("templates")).unwrap() {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        assert!(
+            names.contains(&name.as_str()),
+            "templates/{name} is not in emit::templates::TEMPLATES"
+        );
+    }
+    // Loading the environment parses every embedded template.
+    let env = numaplan::emit::templates::environment();
+    for name in names {
+        assert!(env.get_template(name).is_ok(), "{name}");
+    }
+}

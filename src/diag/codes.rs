@@ -38,6 +38,8 @@ pub const E0306_TOPOLOGY_INCONSISTENT: Code = Code("E0306");
 pub const E0307_DISCOVER: Code = Code("E0307");
 pub const E0400_OUTPUT_WRITE: Code = Code("E0400");
 pub const E0401_UNKNOWN_CODE: Code = Code("E0401");
+pub const E0402_MISSING_COMMAND: Code = Code("E0402");
+pub const E0403_INTERNAL: Code = Code("E0403");
 
 /// Every code with its explanation, in order.
 pub const ALL: &[(Code, &str)] = &[
@@ -172,6 +174,16 @@ pub const ALL: &[(Code, &str)] = &[
     (
         E0401_UNKNOWN_CODE,
         "`numaplan codes CODE` was given a code that does not exist; `numaplan codes` lists all.",
+    ),
+    (
+        E0402_MISSING_COMMAND,
+        "A launch script (`--emit`) runs the spec's `command` in every rank; the spec has none. \
+         Plans (`compile` without `--emit`) do not need it.",
+    ),
+    (
+        E0403_INTERNAL,
+        "An embedded template failed to render. This is a bug in numaplan: please report it with \
+         the job spec and topology.",
     ),
 ];
 

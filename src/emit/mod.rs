@@ -1,0 +1,54 @@
+//! Emitters: a plan rendered as a launch script from the embedded templates. Imports only
+//! `plan`, `ids`, `cpuset` and the spec's plain enums.
+
+pub mod context;
+pub mod templates;
+
+use crate::plan::Plan;
+pub use context::Origin;
+
+/// What to emit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EmitKind {
+    /// A single-node bash launcher (numactl).
+    Bash,
+}
+
+impl EmitKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EmitKind::Bash => "bash",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmitError {
+    /// A launch needs the program to run.
+    #[error("the job spec has no `command`, which a launch script needs")]
+    MissingCommand,
+    /// A template failed to render: a bug in numaplan.
+    #[error("template `{name}` failed to render: {detail}")]
+    Template { name: &'static str, detail: String },
+}
+
+pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, EmitError> {
+    if plan.command.is_empty() {
+        return Err(EmitError::MissingCommand);
+    }
+    let env = templates::environment();
+    let (name, rendered) = match kind {
+        EmitKind::Bash => {
+            let name = "bash.sh.j2";
+            (
+                name,
+                env.get_template(name)
+                    .and_then(|t| t.render(minijinja::value::Serde(context::bash(plan, origin)))),
+            )
+        }
+    };
+    rendered.map_err(|e| EmitError::Template {
+        name,
+        detail: format!("{e:#}"),
+    })
+}

@@ -1,0 +1,54 @@
+//! The embedded templates and the minijinja environment that renders them: strict undefined
+//! variables, trailing newlines kept, and the `sh` filter, through which every interpolated
+//! value passes.
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::{Environment, UndefinedBehavior};
+
+/// Every file of `templates/`, embedded in the binary. A test fails when a file is missing here.
+pub const TEMPLATES: &[(&str, &str)] =
+    &[("bash.sh.j2", include_str!("../../templates/bash.sh.j2"))];
+
+pub fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_syntax(
+        SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .build()
+            .expect("invariant: the default delimiters are valid"),
+    );
+    env.add_filter("sh", sh);
+    for (name, source) in TEMPLATES {
+        env.add_template(name, source)
+            .expect("invariant: embedded templates parse (a test renders each)");
+    }
+    env
+}
+
+/// Quotes a value for bash: single quotes, with `'` written as `'\''`. Safe for spaces, `$`,
+/// backticks, globs, newlines and any UTF-8.
+pub fn sh(value: String) -> String {
+    if !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,+@%".contains(&b))
+    {
+        return value;
+    }
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sh;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(sh("plain-1.0".into()), "plain-1.0");
+        assert_eq!(sh("".into()), "''");
+        assert_eq!(sh("a b".into()), "'a b'");
+        assert_eq!(sh("it's".into()), r"'it'\''s'");
+        assert_eq!(sh("$(touch pwned)`x`*".into()), "'$(touch pwned)`x`*'");
+    }
+}

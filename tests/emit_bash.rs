@@ -1,0 +1,271 @@
+//! `--emit bash`: the launcher for every example (snapshot, `bash -n`, shellcheck), and the
+//! launcher run for real on this machine: bindings read back from /proc, quoting byte for byte,
+//! failure handling and signal forwarding.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{numaplan, numaplan_in, repo};
+
+fn rel(path: &Path) -> String {
+    path.strip_prefix(repo())
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+fn shellcheck(script: &Path) {
+    let out = Command::new("shellcheck")
+        .arg(script)
+        .output()
+        .expect("shellcheck is installed by scripts/deps.sh");
+    assert!(
+        out.status.success(),
+        "shellcheck {}:\n{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn every_example_gets_a_clean_launcher() {
+    let dir = tempfile::tempdir().unwrap();
+    insta::glob!("../examples", "*.yaml", |path| {
+        let job = rel(path);
+        let script = numaplan(&["compile", &job, "--emit", "bash"]).ok();
+        let file = dir.path().join("launch.sh");
+        std::fs::write(&file, &script).unwrap();
+        let syntax = Command::new("bash").arg("-n").arg(&file).output().unwrap();
+        assert!(
+            syntax.status.success(),
+            "{job}: {}",
+            String::from_utf8_lossy(&syntax.stderr)
+        );
+        shellcheck(&file);
+        insta::assert_snapshot!(script);
+    });
+}
+
+#[test]
+fn a_launch_needs_a_command() {
+    let run = numaplan(&[
+        "compile",
+        "tests/cases/compile/lumi_max_cores.yaml",
+        "--topology",
+        "examples/topologies/lumi-g.yaml",
+        "--emit",
+        "bash",
+    ]);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0402]: the job spec has no `command`, which a launch script needs
+     = help: add the program each rank runs, e.g. `command: [python, train.py]`
+    ");
+}
+
+/// Writes `job.yaml` into a temp dir, compiles it for this machine, returns (dir, script, plan).
+fn launcher(job: &str) -> (tempfile::TempDir, PathBuf, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "job.yaml",
+            "--topology",
+            "discover",
+            "--emit",
+            "bash",
+            "-o",
+            "launch.sh",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let plan = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "job.yaml",
+            "--topology",
+            "discover",
+            "--format",
+            "json",
+        ],
+    )
+    .ok();
+    let script = dir.path().join("launch.sh");
+    shellcheck(&script);
+    (dir, script, serde_json::from_str(&plan).unwrap())
+}
+
+/// A rank program in bash that records what it got into `out-$LOCAL_RANK.*` files.
+const PROBE: &str = r#"command:
+  - bash
+  - -c
+  - |
+    out="$0/out-$LOCAL_RANK"
+    grep Cpus_allowed_list /proc/self/status | cut -f2 > "$out.cpus"
+    head -1 /proc/self/numa_maps | cut -d' ' -f2 > "$out.policy"
+    env > "$out.env"
+    printf '%s\0' "$@" > "$out.argv"
+"#;
+
+#[test]
+fn ranks_run_with_the_planned_cpus_memory_and_environment() {
+    let job = format!(
+        "{PROBE}  - {{dir}}\ngpus: none\nranks_per_node: 2\nmemory: {{policy: bind}}\nenv: {{EXTRA: yes}}\n"
+    );
+    let (dir, script, plan) = launcher(&job.replace("{dir}", "PLACEHOLDER"));
+    // The rank writes next to the script: pass the directory as $0 via the command's argv.
+    let text = std::fs::read_to_string(&script)
+        .unwrap()
+        .replace("PLACEHOLDER", dir.path().to_str().unwrap());
+    std::fs::write(&script, text).unwrap();
+    let status = Command::new(&script).arg("--no-prefix").status().unwrap();
+    assert!(status.success());
+    for r in plan["ranks"].as_array().unwrap() {
+        let rank = r["local_rank"].as_u64().unwrap();
+        let read = |ext: &str| {
+            std::fs::read_to_string(dir.path().join(format!("out-{rank}.{ext}"))).unwrap()
+        };
+        assert_eq!(
+            read("cpus").trim(),
+            r["cpus"].as_str().unwrap(),
+            "rank {rank} CPUs"
+        );
+        let nodes = r["memory"]["nodes"].as_str().unwrap();
+        assert_eq!(
+            read("policy").trim(),
+            format!("bind:{nodes}"),
+            "rank {rank} memory policy"
+        );
+        let env = read("env");
+        for (k, v) in r["env"].as_object().unwrap() {
+            let line = format!("{k}={}", v.as_str().unwrap());
+            assert!(env.lines().any(|l| l == line), "rank {rank} lacks {line}");
+        }
+    }
+}
+
+#[test]
+fn arguments_and_environment_arrive_byte_for_byte() {
+    let nasty = [
+        "a b",
+        "it's",
+        "\"q\"",
+        "$(touch pwned)",
+        "`touch pwned`",
+        "line1\nline2",
+        "*",
+        "naïve → ünïcode",
+        "",
+    ];
+    let yaml_list: Vec<String> = nasty
+        .iter()
+        .map(|s| serde_json::to_string(s).unwrap())
+        .collect();
+    let job = format!(
+        "command: [bash, -c, 'printf \"%s\\0\" \"$@\" > \"$OUT/args-$LOCAL_RANK\"; printf \"%s\" \"$NASTY\" > \"$OUT/env-$LOCAL_RANK\"', probe, {}]\ngpus: none\nranks_per_node: 1\nenv: {{NASTY: {}}}\n",
+        yaml_list.join(", "),
+        serde_json::to_string(&nasty.join("|")).unwrap()
+    );
+    let (dir, script, _) = launcher(&job);
+    let extra = "--lr 3e-4 'quoted' $HOME";
+    let status = Command::new(&script)
+        .args(["--no-prefix", "--", extra])
+        .env("OUT", dir.path())
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let args = std::fs::read(dir.path().join("args-0")).unwrap();
+    let mut expected: Vec<u8> = Vec::new();
+    for a in nasty.iter().chain([&extra]) {
+        expected.extend_from_slice(a.as_bytes());
+        expected.push(0);
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&args),
+        String::from_utf8_lossy(&expected)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("env-0")).unwrap(),
+        nasty.join("|")
+    );
+    assert!(!dir.path().join("pwned").exists());
+}
+
+fn wait_for(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+const SUPERVISED: &str = r#"command:
+  - bash
+  - -c
+  - |
+    trap 'echo term > "$OUT/term-$LOCAL_RANK"; exit 143' TERM
+    touch "$OUT/ready-$LOCAL_RANK"
+    if [ "$LOCAL_RANK" = "$FAIL_RANK" ]; then exit 3; fi
+    sleep 60 & wait
+gpus: none
+ranks_per_node: 2
+"#;
+
+#[test]
+fn a_failing_rank_stops_the_others_and_sets_the_exit_status() {
+    let (dir, script, _) = launcher(SUPERVISED);
+    let out = Command::new(&script)
+        .env("OUT", dir.path())
+        .env("FAIL_RANK", "1")
+        .env("NUMAPLAN_GRACE", "5")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("numaplan: rank 1 exited with status 3; stopping the other ranks"),
+        "{stderr}"
+    );
+    assert!(dir.path().join("term-0").exists(), "rank 0 got TERM");
+}
+
+#[test]
+fn sigterm_to_the_launcher_reaches_every_rank() {
+    let (dir, script, _) = launcher(SUPERVISED);
+    let mut child = Command::new(&script)
+        .env("OUT", dir.path())
+        .env("FAIL_RANK", "none")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&dir.path().join("ready-0"));
+    wait_for(&dir.path().join("ready-1"));
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "the ranks' status");
+    for rank in 0..2 {
+        assert!(
+            dir.path().join(format!("term-{rank}")).exists(),
+            "rank {rank} got TERM"
+        );
+    }
+}
