@@ -269,3 +269,43 @@ fn sigterm_to_the_launcher_reaches_every_rank() {
         );
     }
 }
+
+#[test]
+fn a_node_unlike_the_plan_is_refused_and_numactl_errors_name_the_rank() {
+    // A plan for a LUMI-G node, run on this (much smaller) machine.
+    let dir = tempfile::tempdir().unwrap();
+    let job = repo().join("examples/lumi-g.yaml");
+    let script = dir.path().join("launch.sh");
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            job.to_str().unwrap(),
+            "--emit",
+            "bash",
+            "-o",
+            "launch.sh",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let refused = Command::new(&script).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("the plan expects 128"), "{stderr}");
+    assert!(
+        stderr.contains("does not look like topology lumi-g; rerun with --force"),
+        "{stderr}"
+    );
+    // Forced, numactl cannot bind to CPUs this machine lacks: the launch stops, naming a rank.
+    let forced = Command::new(&script)
+        .args(["--force", "--no-prefix"])
+        .env("NUMAPLAN_GRACE", "2")
+        .output()
+        .unwrap();
+    assert_ne!(forced.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&forced.stderr);
+    assert!(
+        stderr.contains("numaplan: rank ") && stderr.contains("exited with status"),
+        "{stderr}"
+    );
+}
