@@ -4,6 +4,8 @@
 set -euo pipefail
 
 packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck)
+# The real-Slurm tests (as root only: the daemons run as root).
+[ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command that runs every check: formatting, clippy, and the whole test suite through
-# cargo-insta (which refuses unreviewed or unreferenced snapshots). Installs what it needs first.
+# cargo-insta (which refuses unreviewed or unreferenced snapshots), with a one-node Slurm
+# running for the sbatch tests when this machine can host one (root). Installs what it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,18 @@ echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "== cargo clippy" >&2
 cargo clippy --all-targets --locked -- -D warnings
+
+# A real Slurm (slurmctld, slurmd, munge) on localhost for tests/emit_sbatch.rs.
+if [ "$(id -u)" -eq 0 ]; then
+  export SLURM_LOCAL_DIR=${SLURM_LOCAL_DIR:-/tmp/numaplan-slurm}
+  tests/slurm/slurm-local.sh start
+  trap 'tests/slurm/slurm-local.sh stop' EXIT
+  eval "$(tests/slurm/slurm-local.sh env)"
+  export NUMAPLAN_SLURM=1
+else
+  echo "== not root: the real-Slurm tests are skipped" >&2
+fi
+
 echo "== cargo insta test" >&2
 # CI=true makes insta refuse to write snapshots; --unreferenced=reject fails on stale ones.
 CI=true cargo insta test --unreferenced=reject

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
 use crate::pci_addr::PciAddr;
-use crate::spec::{MemPolicy, Policy};
+use crate::spec::{MemPolicy, Policy, SlurmSpec};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -19,6 +19,10 @@ pub struct Plan {
     pub ranks: Vec<RankBinding>,
     /// Facts the reader should know (fallbacks, restrictions), in a stable order.
     pub warnings: Vec<String>,
+    /// MASTER_PORT, for launchers that set the rendezvous per node.
+    pub port: u16,
+    /// Batch-file settings for `--emit sbatch`.
+    pub slurm: SlurmSpec,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -83,3 +83,170 @@ pub fn bash(plan: &Plan, origin: &Origin) -> BashContext {
             .collect(),
     }
 }
+
+#[derive(Serialize)]
+pub struct SbatchContext {
+    version: &'static str,
+    regenerate: String,
+    spec_file: String,
+    topology: String,
+    fingerprint: String,
+    job_name: String,
+    nodes: u32,
+    ranks_per_node: u32,
+    exclusive: bool,
+    /// 0: no GPUs to ask for.
+    gpus_per_node: usize,
+    partition: String,
+    account: String,
+    time: String,
+    extra: Vec<String>,
+    command: Vec<String>,
+    port: String,
+    cpus_per_task: usize,
+    /// `[verbose,]mask_cpu:0x..,0x..`.
+    cpu_bind: String,
+    /// `[prefer,]map_mem:..` / `mask_mem:..`, or "" for none.
+    mem_bind: String,
+    /// A numactl `--interleave=` option when the plan interleaves (Slurm cannot), else "".
+    interleave: String,
+    ranks: Vec<SbatchRank>,
+}
+
+#[derive(Serialize)]
+pub struct SbatchRank {
+    rank: String,
+    /// The plan's variables, without the per-task ones Slurm provides.
+    env: Vec<EnvVar>,
+}
+
+#[derive(Serialize)]
+pub struct EnvVar {
+    name: String,
+    value: String,
+}
+
+/// Variables the batch file sets from Slurm's own per-task values or once per job.
+const FROM_SLURM: &[&str] = &[
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+];
+
+/// A CPU set as the hexadecimal mask Slurm's `mask_cpu` takes (`0x3`).
+fn hex_mask(set: &crate::cpuset::CpuSet) -> String {
+    let Some(last) = set.last() else {
+        return "0x0".into();
+    };
+    let words = last as usize / 64 + 1;
+    let mut w = vec![0u64; words];
+    for cpu in set.iter() {
+        w[cpu as usize / 64] |= 1 << (cpu % 64);
+    }
+    let mut out = format!("0x{:x}", w[words - 1]);
+    for word in w[..words - 1].iter().rev() {
+        out.push_str(&format!("{word:016x}"));
+    }
+    out
+}
+
+pub fn sbatch(plan: &Plan, origin: &Origin) -> SbatchContext {
+    let masks: Vec<String> = plan.ranks.iter().map(|r| hex_mask(&r.cpus)).collect();
+    let verbose = if plan.slurm.verbose { "verbose," } else { "" };
+    let policies: Vec<MemPolicy> = plan.ranks.iter().map(|r| r.memory.policy).collect();
+    let single_nodes = plan.ranks.iter().all(|r| r.memory.nodes.len() == 1);
+    let nodes_of = |r: &crate::plan::RankBinding| node_list(&r.memory.nodes);
+    let policy = policies.first().copied().unwrap_or(MemPolicy::None);
+    let (mem_bind, interleave) = match policy {
+        MemPolicy::None => (String::new(), String::new()),
+        MemPolicy::Preferred | MemPolicy::Bind if single_nodes => {
+            let map: Vec<String> = plan.ranks.iter().map(nodes_of).collect();
+            let prefer = if policy == MemPolicy::Preferred {
+                "prefer,"
+            } else {
+                ""
+            };
+            (
+                format!("{verbose}{prefer}map_mem:{}", map.join(",")),
+                String::new(),
+            )
+        }
+        MemPolicy::Preferred | MemPolicy::Bind => {
+            let masks: Vec<String> = plan
+                .ranks
+                .iter()
+                .map(|r| hex_mask(&r.memory.nodes.iter().map(|n| n.0).collect()))
+                .collect();
+            (
+                format!("{verbose}mask_mem:{}", masks.join(",")),
+                String::new(),
+            )
+        }
+        MemPolicy::Interleave => (
+            String::new(),
+            format!(
+                "--interleave={}",
+                plan.ranks.first().map(nodes_of).unwrap_or_default()
+            ),
+        ),
+    };
+    SbatchContext {
+        version: env!("CARGO_PKG_VERSION"),
+        regenerate: origin.regenerate.to_string(),
+        spec_file: origin.spec_file.to_string(),
+        topology: plan.topology.clone(),
+        fingerprint: origin.fingerprint.to_string(),
+        job_name: plan.name.clone().unwrap_or_else(|| "numaplan".into()),
+        nodes: plan.nodes,
+        ranks_per_node: plan.ranks_per_node,
+        exclusive: plan.slurm.exclusive,
+        gpus_per_node: plan.ranks.iter().map(|r| r.gpus.len()).sum(),
+        partition: plan.slurm.partition.clone().unwrap_or_default(),
+        account: plan.slurm.account.clone().unwrap_or_default(),
+        time: plan.slurm.time.clone().unwrap_or_default(),
+        extra: plan.slurm.extra.clone(),
+        command: plan.command.clone(),
+        port: plan.port.to_string(),
+        cpus_per_task: plan.ranks.iter().map(|r| r.cpus.len()).max().unwrap_or(1),
+        cpu_bind: format!("{verbose}mask_cpu:{}", masks.join(",")),
+        mem_bind,
+        interleave,
+        ranks: plan
+            .ranks
+            .iter()
+            .map(|r| SbatchRank {
+                rank: r.local_rank.to_string(),
+                env: r
+                    .env
+                    .iter()
+                    .filter(|(k, _)| !FROM_SLURM.contains(&k.as_str()))
+                    .map(|(k, v)| EnvVar {
+                        name: k.clone(),
+                        value: v.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hex_mask;
+
+    #[test]
+    fn masks() {
+        assert_eq!(hex_mask(&"0".parse().unwrap()), "0x1");
+        assert_eq!(hex_mask(&"49-55".parse().unwrap()), "0xfe000000000000");
+        assert_eq!(hex_mask(&"0-1".parse().unwrap()), "0x3");
+        assert_eq!(hex_mask(&"64".parse().unwrap()), "0x10000000000000000");
+        assert_eq!(
+            hex_mask(&"48-55,176-183".parse().unwrap()),
+            "0xff000000000000000000000000000000ff000000000000"
+        );
+    }
+}

@@ -12,12 +12,15 @@ pub use context::Origin;
 pub enum EmitKind {
     /// A single-node bash launcher (numactl).
     Bash,
+    /// A Slurm batch file: one srun step that binds every task.
+    Sbatch,
 }
 
 impl EmitKind {
     pub fn name(self) -> &'static str {
         match self {
             EmitKind::Bash => "bash",
+            EmitKind::Sbatch => "sbatch",
         }
     }
 }
@@ -37,15 +40,18 @@ pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, Em
         return Err(EmitError::MissingCommand);
     }
     let env = templates::environment();
+    let render = |name: &'static str, ctx: minijinja::Value| {
+        (name, env.get_template(name).and_then(|t| t.render(ctx)))
+    };
     let (name, rendered) = match kind {
-        EmitKind::Bash => {
-            let name = "bash.sh.j2";
-            (
-                name,
-                env.get_template(name)
-                    .and_then(|t| t.render(minijinja::value::Serde(context::bash(plan, origin)))),
-            )
-        }
+        EmitKind::Bash => render(
+            "bash.sh.j2",
+            minijinja::Value::from(minijinja::value::Serde(context::bash(plan, origin))),
+        ),
+        EmitKind::Sbatch => render(
+            "slurm.sbatch.j2",
+            minijinja::Value::from(minijinja::value::Serde(context::sbatch(plan, origin))),
+        ),
     };
     rendered.map_err(|e| EmitError::Template {
         name,

@@ -6,8 +6,13 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::{Environment, UndefinedBehavior};
 
 /// Every file of `templates/`, embedded in the binary. A test fails when a file is missing here.
-pub const TEMPLATES: &[(&str, &str)] =
-    &[("bash.sh.j2", include_str!("../../templates/bash.sh.j2"))];
+pub const TEMPLATES: &[(&str, &str)] = &[
+    ("bash.sh.j2", include_str!("../../templates/bash.sh.j2")),
+    (
+        "slurm.sbatch.j2",
+        include_str!("../../templates/slurm.sbatch.j2"),
+    ),
+];
 
 pub fn environment() -> Environment<'static> {
     let mut env = Environment::new();
@@ -29,11 +34,14 @@ pub fn environment() -> Environment<'static> {
 /// Quotes a value for bash: single quotes, with `'` written as `'\''`. Safe for spaces, `$`,
 /// backticks, globs, newlines and any UTF-8.
 pub fn sh(value: String) -> String {
-    if !value.is_empty()
+    // Plain words stay readable; `=` only where shellcheck cannot mistake it for `==`.
+    let plain = !value.is_empty()
         && value
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,+@%".contains(&b))
-    {
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:,+@%=".contains(&b))
+        && !value.starts_with('=')
+        && !value.contains("==");
+    if plain {
         return value;
     }
     format!("'{}'", value.replace('\'', r"'\''"))
@@ -46,6 +54,12 @@ mod tests {
     #[test]
     fn quoting() {
         assert_eq!(sh("plain-1.0".into()), "plain-1.0");
+        assert_eq!(sh("=hsn0".into()), "'=hsn0'");
+        assert_eq!(sh("RANK=0".into()), "RANK=0");
+        assert_eq!(
+            sh("NCCL_SOCKET_IFNAME==hsn0".into()),
+            "'NCCL_SOCKET_IFNAME==hsn0'"
+        );
         assert_eq!(sh("".into()), "''");
         assert_eq!(sh("a b".into()), "'a b'");
         assert_eq!(sh("it's".into()), r"'it'\''s'");

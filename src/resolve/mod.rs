@@ -193,6 +193,8 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         ranks_per_node: rpn,
         ranks,
         warnings,
+        port: spec.port,
+        slurm: spec.slurm.clone(),
     })
 }
 

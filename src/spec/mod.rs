@@ -30,6 +30,18 @@ pub struct Spec {
     pub env: BTreeMap<String, String>,
     pub port: u16,
     pub master_addr: String,
+    pub slurm: SlurmSpec,
+}
+
+/// Settings of the Slurm batch file, passed through to the plan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlurmSpec {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub time: Option<String>,
+    pub exclusive: bool,
+    pub extra: Vec<String>,
+    pub verbose: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -58,6 +58,31 @@ pub struct JobSpec {
     /// Where ranks meet (torchrun's MASTER_ADDR / MASTER_PORT).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendezvous: Option<Rendezvous>,
+    /// Options of the Slurm batch file (`--emit sbatch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmOptions>,
+}
+
+/// `#SBATCH` settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmOptions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// Time limit, as Slurm writes it (`01:00:00`, `2-00:00:00`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// Ask for whole nodes (default true): other jobs' processes would break the binding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive: Option<bool>,
+    /// Extra `#SBATCH` options, one per entry (`--qos=high`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra: Vec<String>,
+    /// Make `srun --cpu-bind` verbose, so the job's log shows what Slurm applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbose: Option<bool>,
 }
 
 /// `gpus:`: `all`, `none`, a count, or a list of GPU indices.

@@ -4,8 +4,8 @@
 use super::error::SpecProblem;
 use super::raw::{self, JobSpec};
 use super::{
-    Balance, CpuSpec, GpuChoice, MemPolicy, MemorySpec, NicPolicy, Policy, Scope, Smt, Spec,
-    Visibility,
+    Balance, CpuSpec, GpuChoice, MemPolicy, MemorySpec, NicPolicy, Policy, Scope, SlurmSpec, Smt,
+    Spec, Visibility,
 };
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
@@ -200,6 +200,35 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         );
     }
 
+    let slurm = raw.slurm.clone().unwrap_or_default();
+    for (i, line) in slurm.extra.iter().enumerate() {
+        if !line.starts_with('-') || line.contains('\n') {
+            problem(
+                &format!("slurm.extra[{i}]"),
+                format!("`{line}` is not an sbatch option"),
+                "not an option",
+                "write one option per entry, e.g. \"--qos=high\"",
+            );
+        }
+    }
+    for (key, value) in [
+        ("slurm.partition", &slurm.partition),
+        ("slurm.account", &slurm.account),
+        ("slurm.time", &slurm.time),
+    ] {
+        if value
+            .as_deref()
+            .is_some_and(|v| v.is_empty() || v.contains(char::is_whitespace))
+        {
+            problem(
+                key,
+                format!("`{key}` cannot be empty or contain spaces"),
+                "invalid",
+                "write a single Slurm word",
+            );
+        }
+    }
+
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -247,5 +276,13 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         env: raw.env.clone(),
         port: rendezvous.port.unwrap_or(DEFAULT_PORT),
         master_addr: rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()),
+        slurm: SlurmSpec {
+            partition: slurm.partition,
+            account: slurm.account,
+            time: slurm.time,
+            exclusive: slurm.exclusive.unwrap_or(true),
+            extra: slurm.extra,
+            verbose: slurm.verbose.unwrap_or(false),
+        },
     })
 }

@@ -1,0 +1,235 @@
+//! `--emit sbatch`: the batch file for every example (snapshot, `bash -n`, shellcheck), and,
+//! when `NUMAPLAN_SLURM=1` (scripts/test.sh starts a one-node Slurm from tests/slurm first),
+//! a generated file submitted with `sbatch` whose tasks report what Slurm really applied.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{numaplan, numaplan_in, repo};
+
+#[test]
+fn every_example_gets_a_clean_batch_file() {
+    let dir = tempfile::tempdir().unwrap();
+    insta::glob!("../examples", "*.yaml", |path| {
+        let job = path
+            .strip_prefix(repo())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let script = numaplan(&["compile", &job, "--emit", "sbatch"]).ok();
+        let file = dir.path().join("job.sbatch");
+        std::fs::write(&file, &script).unwrap();
+        let syntax = Command::new("bash").arg("-n").arg(&file).output().unwrap();
+        assert!(
+            syntax.status.success(),
+            "{job}: {}",
+            String::from_utf8_lossy(&syntax.stderr)
+        );
+        let sc = Command::new("shellcheck")
+            .arg(&file)
+            .output()
+            .expect("shellcheck is installed by scripts/deps.sh");
+        assert!(
+            sc.status.success(),
+            "{job}:\n{}",
+            String::from_utf8_lossy(&sc.stdout)
+        );
+        insta::assert_snapshot!(script);
+    });
+}
+
+#[test]
+fn lumi_masks_are_the_user_guides() {
+    let script = numaplan(&["compile", "examples/lumi-g.yaml", "--emit", "sbatch"]).ok();
+    // LUMI user guide: CPU_BIND="mask_cpu:fe000000000000,fe00000000000000,fe0000,fe000000,fe,fe00,fe00000000,fe0000000000"
+    assert!(script.contains(
+        "--cpu-bind=mask_cpu:0xfe000000000000,0xfe00000000000000,0xfe0000,0xfe000000,0xfe,0xfe00,0xfe00000000,0xfe0000000000"
+    ));
+}
+
+fn slurm_enabled() -> bool {
+    std::env::var("NUMAPLAN_SLURM").as_deref() == Ok("1")
+}
+
+/// Submits `file` and waits (bounded) for it to complete; returns its output file's text.
+fn run_job(file: &Path, output: &Path) -> String {
+    let submitted = Command::new("sbatch")
+        .arg("--parsable")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        submitted.status.success(),
+        "sbatch: {}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    let id = String::from_utf8_lossy(&submitted.stdout)
+        .trim()
+        .to_string();
+    let start = Instant::now();
+    loop {
+        let show = Command::new("scontrol")
+            .args(["show", "job", "-o", &id])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&show.stdout).to_string();
+        if text.contains("JobState=COMPLETED") {
+            break;
+        }
+        for bad in [
+            "FAILED",
+            "CANCELLED",
+            "TIMEOUT",
+            "NODE_FAIL",
+            "OUT_OF_MEMORY",
+        ] {
+            assert!(
+                !text.contains(&format!("JobState={bad}")),
+                "job {id} ended {bad}:\n{}",
+                std::fs::read_to_string(output).unwrap_or_default()
+            );
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "job {id} did not finish: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::read_to_string(output).unwrap()
+}
+
+#[test]
+fn sbatch_binds_every_task_as_planned() {
+    if !slurm_enabled() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("job.out");
+    let job = format!(
+        r#"name: numaplan-binding
+command:
+  - bash
+  - -c
+  - 'echo "TASK $LOCAL_RANK $RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT $(grep Cpus_allowed_list /proc/self/status | cut -f2) $(head -1 /proc/self/numa_maps | cut -d" " -f2)"'
+gpus: none
+ranks_per_node: 2
+memory: {{policy: bind}}
+rendezvous: {{port: 29511}}
+slurm: {{verbose: true, time: "00:02:00", extra: ["--output={}"]}}
+"#,
+        out.display()
+    );
+    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+    let compiled = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "job.yaml",
+            "--topology",
+            "discover",
+            "--emit",
+            "sbatch",
+            "-o",
+            "job.sbatch",
+        ],
+    );
+    assert_eq!(compiled.code, 0, "{}", compiled.stderr);
+    let plan: serde_json::Value = serde_json::from_str(
+        &numaplan_in(
+            dir.path(),
+            &[
+                "compile",
+                "job.yaml",
+                "--topology",
+                "discover",
+                "--format",
+                "json",
+            ],
+        )
+        .ok(),
+    )
+    .unwrap();
+    let text = run_job(&dir.path().join("job.sbatch"), &out);
+    let master = Command::new("scontrol")
+        .args(["show", "hostnames", "localhost"])
+        .output()
+        .unwrap();
+    let master = String::from_utf8_lossy(&master.stdout).trim().to_string();
+    for r in plan["ranks"].as_array().unwrap() {
+        let local = r["local_rank"].as_u64().unwrap();
+        let expected = format!(
+            "TASK {local} {local} 2 {master} 29511 {} bind:{}",
+            r["cpus"].as_str().unwrap(),
+            r["memory"]["nodes"].as_str().unwrap()
+        );
+        assert!(
+            text.lines().any(|l| l == expected),
+            "missing `{expected}` in:\n{text}"
+        );
+    }
+    assert!(
+        text.contains("cpu-bind=MASK"),
+        "--cpu-bind=verbose shows what Slurm applied:\n{text}"
+    );
+}
+
+#[test]
+fn sbatch_passes_arguments_and_environment_byte_for_byte() {
+    if !slurm_enabled() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("job.out");
+    let nasty = [
+        "a b",
+        "it's",
+        "\"q\"",
+        "$(touch pwned)",
+        "`touch pwned`",
+        "line1\nline2",
+        "*",
+        "naïve → ünïcode",
+    ];
+    let list: Vec<String> = nasty
+        .iter()
+        .map(|s| serde_json::to_string(s).unwrap())
+        .collect();
+    let job = format!(
+        "command: [bash, -c, 'printf \"%s\\0\" \"$@\" > \"{dir}/args-$LOCAL_RANK\"; printf \"%s\" \"$NASTY\" > \"{dir}/env-$LOCAL_RANK\"', probe, {args}]\ngpus: none\nranks_per_node: 1\nenv: {{NASTY: {env}}}\nslurm: {{time: \"00:02:00\", extra: [\"--output={out}\"]}}\n",
+        dir = dir.path().display(),
+        args = list.join(", "),
+        env = serde_json::to_string(&nasty.join("|")).unwrap(),
+        out = out.display(),
+    );
+    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+    let compiled = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "job.yaml",
+            "--topology",
+            "discover",
+            "--emit",
+            "sbatch",
+            "-o",
+            "job.sbatch",
+        ],
+    );
+    assert_eq!(compiled.code, 0, "{}", compiled.stderr);
+    run_job(&dir.path().join("job.sbatch"), &out);
+    let mut expected = Vec::new();
+    for a in nasty {
+        expected.extend_from_slice(a.as_bytes());
+        expected.push(0);
+    }
+    assert_eq!(std::fs::read(dir.path().join("args-0")).unwrap(), expected);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("env-0")).unwrap(),
+        nasty.join("|")
+    );
+    assert!(!dir.path().join("pwned").exists());
+}
