@@ -309,3 +309,98 @@ fn a_node_unlike_the_plan_is_refused_and_numactl_errors_name_the_rank() {
         "{stderr}"
     );
 }
+
+#[test]
+fn dry_run_prints_each_rank_and_starts_nothing() {
+    let (dir, script, plan) =
+        launcher("command: [touch, started]\ngpus: none\nranks_per_node: 2\n");
+    let out = Command::new(&script)
+        .arg("--dry-run")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for r in plan["ranks"].as_array().unwrap() {
+        let prefix = format!("[{}] setsid env ", r["local_rank"]);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            line.contains(&format!("--physcpubind={}", r["cpus"].as_str().unwrap())),
+            "{line}"
+        );
+        assert!(line.ends_with(" touch started"), "{line}");
+    }
+    assert!(!dir.path().join("started").exists());
+}
+
+#[test]
+fn output_lines_are_prefixed_with_the_rank_and_none_is_lost() {
+    let (dir, script, _) = launcher(
+        "command: [bash, -c, 'for i in $(seq 1 200); do echo \"line $i of $LOCAL_RANK\"; done; printf \"tail-$LOCAL_RANK\"']\ngpus: none\nranks_per_node: 2\n",
+    );
+    let out = Command::new(&script)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for rank in 0..2 {
+        for i in 1..=200 {
+            let line = format!("[{rank}] line {i} of {rank}");
+            assert!(text.lines().any(|l| l == line), "missing `{line}`");
+        }
+        assert!(
+            text.lines().any(|l| l == format!("[{rank}] tail-{rank}")),
+            "a last line without newline is kept whole:\n{text}"
+        );
+    }
+    assert!(
+        text.lines()
+            .all(|l| l.starts_with("[0] ") || l.starts_with("[1] ")),
+        "no mixed lines:\n{text}"
+    );
+}
+
+#[test]
+fn without_numactl_taskset_binds_and_says_memory_is_not_applied() {
+    let (dir, script, plan) = launcher(
+        "command: [bash, -c, 'grep Cpus_allowed_list /proc/self/status | cut -f2 > \"cpus-$LOCAL_RANK\"']\ngpus: none\nranks_per_node: 2\n",
+    );
+    // A PATH with every tool the launcher uses, except numactl.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for tool in [
+        "bash", "getconf", "find", "wc", "grep", "awk", "setsid", "env", "taskset", "kill",
+        "sleep", "cut",
+    ] {
+        let found = Command::new("bash")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap();
+        let path = String::from_utf8_lossy(&found.stdout).trim().to_string();
+        assert!(!path.is_empty(), "{tool} is installed");
+        std::os::unix::fs::symlink(path, bin.join(tool)).unwrap();
+    }
+    let out = Command::new(&script)
+        .env("PATH", &bin)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("numactl not found: binding CPUs with taskset; memory policy is not applied")
+    );
+    for r in plan["ranks"].as_array().unwrap() {
+        let got =
+            std::fs::read_to_string(dir.path().join(format!("cpus-{}", r["local_rank"]))).unwrap();
+        assert_eq!(got.trim(), r["cpus"].as_str().unwrap());
+    }
+}
