@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{numaplan, repo};
+use common::{numaplan, rel, repo};
 use numaplan::topology::load_file;
 
 fn topology_of(case: &Path) -> String {
@@ -26,14 +26,6 @@ fn topology_of(case: &Path) -> String {
         }
     }
     panic!("no topology `{name}` for {}", case.display());
-}
-
-fn rel(path: &Path) -> String {
-    path.strip_prefix(repo())
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string()
 }
 
 #[test]

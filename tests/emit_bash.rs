@@ -8,15 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{numaplan, numaplan_in, repo};
-
-fn rel(path: &Path) -> String {
-    path.strip_prefix(repo())
-        .unwrap()
-        .to_str()
-        .unwrap()
-        .to_string()
-}
+use common::{numaplan, numaplan_in, rel, repo};
 
 fn shellcheck(script: &Path) {
     let out = Command::new("shellcheck")
@@ -153,27 +145,7 @@ fn ranks_run_with_the_planned_cpus_memory_and_environment() {
 
 #[test]
 fn arguments_and_environment_arrive_byte_for_byte() {
-    let nasty = [
-        "a b",
-        "it's",
-        "\"q\"",
-        "$(touch pwned)",
-        "`touch pwned`",
-        "line1\nline2",
-        "*",
-        "naïve → ünïcode",
-        "",
-    ];
-    let yaml_list: Vec<String> = nasty
-        .iter()
-        .map(|s| serde_json::to_string(s).unwrap())
-        .collect();
-    let job = format!(
-        "command: [bash, -c, 'printf \"%s\\0\" \"$@\" > \"$OUT/args-$LOCAL_RANK\"; printf \"%s\" \"$NASTY\" > \"$OUT/env-$LOCAL_RANK\"', probe, {}]\ngpus: none\nranks_per_node: 1\nenv: {{NASTY: {}}}\n",
-        yaml_list.join(", "),
-        serde_json::to_string(&nasty.join("|")).unwrap()
-    );
-    let (dir, script, _) = launcher(&job);
+    let (dir, script, _) = launcher(&common::quoting_job(""));
     let extra = "--lr 3e-4 'quoted' $HOME";
     let status = Command::new(&script)
         .args(["--no-prefix", "--", extra])
@@ -183,18 +155,14 @@ fn arguments_and_environment_arrive_byte_for_byte() {
         .unwrap();
     assert!(status.success());
     let args = std::fs::read(dir.path().join("args-0")).unwrap();
-    let mut expected: Vec<u8> = Vec::new();
-    for a in nasty.iter().chain([&extra]) {
-        expected.extend_from_slice(a.as_bytes());
-        expected.push(0);
-    }
+    let expected = common::nul_joined(common::NASTY.iter().copied().chain([extra]));
     assert_eq!(
         String::from_utf8_lossy(&args),
         String::from_utf8_lossy(&expected)
     );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("env-0")).unwrap(),
-        nasty.join("|")
+        common::NASTY.join("|")
     );
     assert!(!dir.path().join("pwned").exists());
 }

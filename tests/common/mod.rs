@@ -51,3 +51,49 @@ pub fn fixtures() -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// Arguments and environment values that break naive shell quoting.
+pub const NASTY: &[&str] = &[
+    "a b",
+    "it's",
+    "\"q\"",
+    "$(touch pwned)",
+    "`touch pwned`",
+    "line1\nline2",
+    "*",
+    "naïve → ünïcode",
+    "",
+];
+
+/// A job spec (plus `extra` YAML lines) whose single rank writes its arguments NUL-separated to
+/// `$OUT/args-<rank>` and the variable `NASTY` (all of `NASTY` joined by `|`) to `$OUT/env-<rank>`.
+pub fn quoting_job(extra: &str) -> String {
+    let args: Vec<String> = NASTY
+        .iter()
+        .map(|s| serde_json::to_string(s).unwrap())
+        .collect();
+    format!(
+        "command: [bash, -c, 'printf \"%s\\0\" \"$@\" > \"$OUT/args-$LOCAL_RANK\"; printf \"%s\" \"$NASTY\" > \"$OUT/env-$LOCAL_RANK\"', probe, {}]\ngpus: none\nranks_per_node: 1\nenv: {{NASTY: {}}}\n{extra}",
+        args.join(", "),
+        serde_json::to_string(&NASTY.join("|")).unwrap()
+    )
+}
+
+/// What `printf '%s\0' ARGS...` writes.
+pub fn nul_joined<'a>(args: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for a in args {
+        out.extend_from_slice(a.as_bytes());
+        out.push(0);
+    }
+    out
+}
+
+/// A path relative to the repository, as tests pass them to numaplan.
+pub fn rel(path: &Path) -> String {
+    path.strip_prefix(repo())
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string()
+}
