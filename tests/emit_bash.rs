@@ -59,39 +59,13 @@ fn a_launch_needs_a_command() {
     ");
 }
 
-/// Writes `job.yaml` into a temp dir, compiles it for this machine, returns (dir, script, plan).
+/// Compiles `job` for this machine into `launch.sh` in a temp dir; returns (dir, script, plan).
 fn launcher(job: &str) -> (tempfile::TempDir, PathBuf, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
-    let run = numaplan_in(
-        dir.path(),
-        &[
-            "compile",
-            "job.yaml",
-            "--topology",
-            "discover",
-            "--emit",
-            "bash",
-            "-o",
-            "launch.sh",
-        ],
-    );
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let plan = numaplan_in(
-        dir.path(),
-        &[
-            "compile",
-            "job.yaml",
-            "--topology",
-            "discover",
-            "--format",
-            "json",
-        ],
-    )
-    .ok();
+    let plan = common::emit_here(dir.path(), job, "bash", "launch.sh");
     let script = dir.path().join("launch.sh");
     shellcheck(&script);
-    (dir, script, serde_json::from_str(&plan).unwrap())
+    (dir, script, plan)
 }
 
 /// A rank program in bash that records what it got into `out-$LOCAL_RANK.*` files.

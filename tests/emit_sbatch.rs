@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{numaplan, numaplan_in, repo};
+use common::{numaplan, repo};
 
 #[test]
 fn every_example_gets_a_clean_batch_file() {
@@ -125,36 +125,7 @@ slurm: {{verbose: true, time: "00:02:00", extra: ["--output={}"]}}
 "#,
         out.display()
     );
-    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
-    let compiled = numaplan_in(
-        dir.path(),
-        &[
-            "compile",
-            "job.yaml",
-            "--topology",
-            "discover",
-            "--emit",
-            "sbatch",
-            "-o",
-            "job.sbatch",
-        ],
-    );
-    assert_eq!(compiled.code, 0, "{}", compiled.stderr);
-    let plan: serde_json::Value = serde_json::from_str(
-        &numaplan_in(
-            dir.path(),
-            &[
-                "compile",
-                "job.yaml",
-                "--topology",
-                "discover",
-                "--format",
-                "json",
-            ],
-        )
-        .ok(),
-    )
-    .unwrap();
+    let plan = common::emit_here(dir.path(), &job, "sbatch", "job.sbatch");
     let text = run_job(&dir.path().join("job.sbatch"), &out, dir.path());
     let master = Command::new("scontrol")
         .args(["show", "hostnames", "localhost"])
@@ -190,21 +161,7 @@ fn sbatch_passes_arguments_and_environment_byte_for_byte() {
         "slurm: {{time: \"00:02:00\", extra: [\"--output={}\"]}}\n",
         out.display()
     ));
-    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
-    let compiled = numaplan_in(
-        dir.path(),
-        &[
-            "compile",
-            "job.yaml",
-            "--topology",
-            "discover",
-            "--emit",
-            "sbatch",
-            "-o",
-            "job.sbatch",
-        ],
-    );
-    assert_eq!(compiled.code, 0, "{}", compiled.stderr);
+    common::emit_here(dir.path(), &job, "sbatch", "job.sbatch");
     // sbatch exports the submitter's environment (OUT) to the tasks.
     run_job(&dir.path().join("job.sbatch"), &out, dir.path());
     assert_eq!(

@@ -97,3 +97,14 @@ pub fn rel(path: &Path) -> String {
         .unwrap()
         .to_string()
 }
+
+/// Writes `job` as `dir/job.yaml`, emits it for this machine (`--topology discover --emit KIND
+/// -o output`) and returns the plan of the same compile as JSON.
+pub fn emit_here(dir: &Path, job: &str, kind: &str, output: &str) -> serde_json::Value {
+    std::fs::write(dir.join("job.yaml"), job).unwrap();
+    let args = ["compile", "job.yaml", "--topology", "discover"];
+    let run = numaplan_in(dir, &[&args[..], &["--emit", kind, "-o", output]].concat());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let plan = numaplan_in(dir, &[&args[..], &["--format", "json"]].concat()).ok();
+    serde_json::from_str(&plan).unwrap()
+}
