@@ -3,7 +3,8 @@
 # cargo-insta). Idempotent: installs only what is missing. Needs root or sudo for apt.
 set -euo pipefail
 
-packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck)
+# librsvg2-bin: rsvg-convert renders `explain --format svg` in a test.
+packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck librsvg2-bin)
 # The real-Slurm tests (as root only: the daemons run as root).
 [ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge)
 missing=()

@@ -22,6 +22,11 @@ pub struct Cli {
 pub enum Command {
     /// Compile a job spec and a topology into a per-rank binding plan.
     Compile(CompileArgs),
+    /// Compare two plans rank by rank: CPUs, cores and L3 groups moved, GPUs, NIC, memory.
+    Diff(DiffArgs),
+    /// Explain a plan: a table per rank, the warnings, quality figures and a picture of the
+    /// machine with every core marked by its rank.
+    Explain(ExplainArgs),
     /// Print a machine's topology: packages, NUMA nodes, cores, L3 groups, GPUs and NICs.
     Topo(TopoArgs),
     /// Print a JSON schema of one of numaplan's file formats.
@@ -55,6 +60,83 @@ pub struct CompileArgs {
     /// Emit a launch script for the plan instead of the plan itself.
     #[arg(long, value_enum, value_name = "KIND")]
     pub emit: Option<crate::emit::EmitKind>,
+
+    /// Compare with the file `-o` names instead of writing it: exit 0 when it is up to date,
+    /// else print a unified diff and exit 1 (for a repository's CI, like `cargo fmt --check`).
+    #[arg(long, requires = "output")]
+    pub check: bool,
+}
+
+/// Where a plan comes from: a plan file, a job spec (compiled on the fly), or `git:REV:PATH`
+/// for either one in git history.
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The plan before: a plan file, a job spec, or `git:REV:PATH` (e.g. `git:HEAD:plan.yaml`).
+    #[arg(value_name = "OLD")]
+    pub old: String,
+
+    /// The plan after, in the same forms.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+
+    /// The machine of both sides, for cores, L3 groups and quality figures (a job spec names its
+    /// own; a plan file does not).
+    #[arg(long, value_name = "PATH|discover")]
+    pub topology: Option<String>,
+
+    /// The machine of OLD only (overrides `--topology`).
+    #[arg(long, value_name = "PATH|discover")]
+    pub old_topology: Option<String>,
+
+    /// The machine of NEW only (overrides `--topology`).
+    #[arg(long, value_name = "PATH|discover")]
+    pub new_topology: Option<String>,
+
+    /// Text for people, JSON for bots.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// A job spec, a plan file (needs `--topology`), or `git:REV:PATH`.
+    #[arg(value_name = "JOB.yaml|PLAN.yaml")]
+    pub input: String,
+
+    /// The machine (a job spec names its own; a plan file needs this).
+    #[arg(long, value_name = "PATH|discover")]
+    pub topology: Option<String>,
+
+    /// Text for the terminal, or an SVG picture for a pull request or docs.
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
+    pub format: ExplainFormat,
+
+    /// Colour the text: `auto` colours a terminal unless `NO_COLOR` is set.
+    #[arg(long, value_enum, default_value_t = ColourChoice::Auto)]
+    pub color: ColourChoice,
+
+    /// Write to FILE (atomically) instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    Text,
+    Svg,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColourChoice {
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -7,6 +7,7 @@ use crate::diag::codes::*;
 use crate::diag::suggest::did_you_mean;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::emit::EmitError;
+use crate::plan_file::PlanFileError;
 use crate::resolve::{ResolveError, ResolveErrorKind};
 use crate::spec::SpecError;
 use crate::topology::TopologyError;
@@ -35,6 +36,28 @@ pub enum Error {
     /// Standard output could not be written (e.g. a closed pipe).
     #[error("cannot write to standard output: {0}")]
     Stdout(std::io::Error),
+    /// `compile --check`: the file on disk differs from what would be written.
+    #[error("`{}` is {}", path.display(), if *missing { "missing" } else { "out of date" })]
+    Stale {
+        path: PathBuf,
+        missing: bool,
+        regenerate: String,
+    },
+    /// A plan file that cannot be read back.
+    #[error(transparent)]
+    PlanFile(#[from] PlanFileError),
+    /// An input of `diff` or `explain` could not be read.
+    #[error("cannot read `{}`: {source}", path.display())]
+    InputRead {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// `git:REV:PATH` that git cannot show.
+    #[error("cannot read `{arg}` from git: {detail}")]
+    Git { arg: String, detail: String },
+    /// `explain` of a plan file, which does not carry its machine.
+    #[error("`{input}` is a plan, which does not say what machine it is for")]
+    NeedsTopology { input: String },
     /// `numaplan codes X` with an unknown X.
     #[error("unknown error code `{0}`")]
     UnknownCode(String),
@@ -46,6 +69,7 @@ impl Error {
             Error::Spec(SpecError::Read { .. })
             | Error::Topology(TopologyError::Read { .. } | TopologyError::Discover { .. })
             | Error::Output { .. }
+            | Error::InputRead { .. }
             | Error::Stdout(_) => 3,
             _ => 1,
         }
@@ -101,6 +125,23 @@ impl Error {
                 E0400_OUTPUT_WRITE,
                 format!("cannot write to standard output: {e}"),
             ),
+            Error::PlanFile(PlanFileError::Yaml { map, error }) => {
+                yaml_error(map, error, "plan", PLAN_CODES)
+            }
+            Error::PlanFile(PlanFileError::Invalid { map, path, message }) => {
+                Diagnostic::error(E0406_PLAN_INVALID, format!("invalid plan: {message}"))
+                    .at(map, map.value(path), format!("in `{path}`"))
+                    .help("regenerate the plan with the command in its header")
+            }
+            Error::InputRead { .. } => Diagnostic::error(E0407_INPUT_READ, self.to_string())
+                .help("check the path; `git:REV:PATH` reads a file from git history"),
+            Error::Git { .. } => Diagnostic::error(E0408_GIT, self.to_string()).help(
+                "write `git:REV:PATH` with PATH from the repository root, or `./PATH` from the current directory",
+            ),
+            Error::NeedsTopology { input } => Diagnostic::error(E0409_NEEDS_TOPOLOGY, self.to_string())
+                .help(format!("pass the machine's fixture: `--topology FILE`, or explain the job spec that `{input}` was compiled from")),
+            Error::Stale { regenerate, .. } => Diagnostic::error(E0404_STALE, self.to_string())
+                .help(format!("regenerate it with `{regenerate}`")),
             Error::UnknownCode(code) => {
                 let known: Vec<&str> = ALL.iter().map(|(c, _)| c.0).collect();
                 let d =
@@ -189,6 +230,12 @@ const FIXTURE_CODES: YamlCodes = YamlCodes {
     schema: "schemas/topology.schema.json",
 };
 
+const PLAN_CODES: YamlCodes = YamlCodes {
+    syntax: E0405_PLAN_SYNTAX,
+    shape: E0406_PLAN_INVALID,
+    schema: "schemas/plan.schema.json",
+};
+
 const SPEC_CODES: YamlCodes = YamlCodes {
     syntax: E0101_SPEC_SYNTAX,
     shape: E0102_SPEC_SHAPE,
@@ -238,11 +285,8 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
                     };
                 }
             }
-            let d = Diagnostic::error(
-                E0302_FIXTURE_INVALID,
-                format!("invalid {what}{within}: {detail}"),
-            )
-            .at(map, spot, "here");
+            let d = Diagnostic::error(codes.shape, format!("invalid {what}{within}: {detail}"))
+                .at(map, spot, "here");
             let d = if detail.starts_with("missing field") {
                 d.note("a truncated file also ends before its required keys")
             } else {

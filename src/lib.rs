@@ -13,6 +13,7 @@ pub mod pci_addr;
 pub mod plan;
 pub mod plan_file;
 pub mod resolve;
+pub mod review;
 pub mod spec;
 pub mod topology;
 pub mod yaml;

@@ -17,6 +17,8 @@ pub struct Plan {
     pub nodes: u32,
     pub ranks_per_node: u32,
     pub ranks: Vec<RankBinding>,
+    /// CPUs the spec set aside (`cpu.reserve`, `cpu.reserve_per_l3`) that no rank may use.
+    pub reserved: CpuSet,
     /// Facts the reader should know (fallbacks, restrictions), in a stable order.
     pub warnings: Vec<String>,
     /// MASTER_PORT, for launchers that set the rendezvous per node.
@@ -81,6 +83,12 @@ impl Plan {
         for (i, r) in self.ranks.iter().enumerate() {
             if r.local_rank as usize != i {
                 return Err(format!("rank {i} is numbered {}", r.local_rank));
+            }
+            if r.cpus.intersects(&self.reserved) {
+                return Err(format!(
+                    "rank {i} has reserved CPUs {}",
+                    r.cpus.intersection(&self.reserved)
+                ));
             }
             if r.cpus.is_empty() {
                 return Err(format!("rank {i} has no CPUs"));

@@ -8,8 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
-use crate::plan::Plan;
-use crate::yaml;
+use crate::diag::SourceMap;
+use crate::ids::{GpuIndex, NodeId};
+use crate::plan::{MemoryBinding, Plan, PlannedGpu, RankBinding};
+use crate::spec::{MemPolicy, Policy, SlurmSpec};
+use crate::yaml::{self, YamlError};
 
 /// The plan format version written.
 pub const FORMAT_VERSION: u32 = 1;
@@ -32,6 +35,9 @@ pub struct PlanFile {
     /// Nodes of the job, all alike.
     pub nodes: u32,
     pub ranks_per_node: u32,
+    /// CPUs the spec reserved (`cpu.reserve`, `cpu.reserve_per_l3`), which no rank uses.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reserved_cpus: String,
     /// One entry per local rank.
     pub ranks: Vec<RankEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -98,6 +104,7 @@ pub fn to_file(plan: &Plan, fingerprint: &str) -> PlanFile {
         policy: plan.policy.name().to_string(),
         nodes: plan.nodes,
         ranks_per_node: plan.ranks_per_node,
+        reserved_cpus: plan.reserved.to_string(),
         ranks: plan
             .ranks
             .iter()
@@ -145,4 +152,162 @@ pub fn render_json(plan: &Plan, fingerprint: &str) -> String {
         .expect("invariant: plan types always serialize");
     s.push('\n');
     s
+}
+
+/// A plan file that cannot be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    /// Not YAML/JSON, or not a plan's shape.
+    #[error("{}", error.message)]
+    Yaml {
+        map: Box<SourceMap>,
+        error: YamlError,
+    },
+    /// A value no plan has (a bad CPU list, an unknown policy); `path` is like `ranks.3.cpus`.
+    #[error("{message}")]
+    Invalid {
+        map: Box<SourceMap>,
+        path: String,
+        message: String,
+    },
+}
+
+/// A plan read back from a file: the plan and the fingerprint of the topology it was made for.
+pub struct LoadedPlan {
+    pub plan: Plan,
+    pub fingerprint: String,
+}
+
+/// Reads a plan file (YAML or JSON, which is YAML too) back into a `Plan`.
+pub fn load(file: &str, text: &str) -> Result<LoadedPlan, PlanFileError> {
+    let (f, map) = yaml::parse::<PlanFile>(file, text)
+        .map_err(|(error, map)| PlanFileError::Yaml { map, error })?;
+    match from_file(&f) {
+        Ok(plan) => Ok(LoadedPlan {
+            plan,
+            fingerprint: f.topology.fingerprint,
+        }),
+        Err((path, message)) => Err(PlanFileError::Invalid {
+            map: Box::new(map),
+            path,
+            message,
+        }),
+    }
+}
+
+/// Whether a YAML/JSON text is a plan (rather than a job spec): plans start with their format
+/// key.
+pub fn looks_like_plan(text: &str) -> bool {
+    text.lines()
+        .map(str::trim_start)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .take(2)
+        .any(|l| l.starts_with("numaplan_plan:") || l.starts_with("\"numaplan_plan\""))
+}
+
+type Problem = (String, String);
+
+fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
+    if f.numaplan_plan != FORMAT_VERSION {
+        return Err((
+            "numaplan_plan".into(),
+            format!(
+                "plan format version {} is not {FORMAT_VERSION}, the one this numaplan reads",
+                f.numaplan_plan
+            ),
+        ));
+    }
+    let policy = Policy::ALL
+        .into_iter()
+        .find(|p| p.name() == f.policy)
+        .ok_or_else(|| {
+            (
+                "policy".to_string(),
+                format!("unknown policy `{}`", f.policy),
+            )
+        })?;
+    let cpus = |path: String, text: &str| -> Result<CpuSet, Problem> {
+        text.parse::<CpuSet>()
+            .map_err(|e| (path, format!("`{text}` is not a CPU list: {e}")))
+    };
+    let reserved = cpus("reserved_cpus".into(), &f.reserved_cpus)?;
+    let mut ranks = Vec::new();
+    for (i, r) in f.ranks.iter().enumerate() {
+        let at = |key: &str| format!("ranks.{i}.{key}");
+        if r.gpu_pci.len() != r.gpus.len() && !r.gpu_pci.is_empty() {
+            return Err((
+                at("gpu_pci"),
+                "`gpu_pci` and `gpus` differ in length".into(),
+            ));
+        }
+        let gpus = r
+            .gpus
+            .iter()
+            .enumerate()
+            .map(|(j, &g)| {
+                let pci = match r.gpu_pci.get(j) {
+                    Some(text) => {
+                        text.parse()
+                            .map_err(|e: crate::pci_addr::PciAddrParseError| {
+                                (at("gpu_pci"), e.to_string())
+                            })?
+                    }
+                    None => {
+                        return Err((at("gpu_pci"), "each GPU needs its PCI address".to_string()));
+                    }
+                };
+                Ok(PlannedGpu {
+                    index: GpuIndex(g),
+                    pci,
+                })
+            })
+            .collect::<Result<Vec<_>, Problem>>()?;
+        let mem_policy = MemPolicy::ALL
+            .into_iter()
+            .find(|p| p.name() == r.memory.policy)
+            .ok_or_else(|| {
+                (
+                    at("memory.policy"),
+                    format!("unknown memory policy `{}`", r.memory.policy),
+                )
+            })?;
+        let mem_nodes = cpus(at("memory.nodes"), &r.memory.nodes)?;
+        ranks.push(RankBinding {
+            local_rank: r.local_rank,
+            gpus,
+            numa_node: r.numa_node.map(NodeId),
+            cpus: cpus(at("cpus"), &r.cpus)?,
+            cores: r.cores,
+            memory: MemoryBinding {
+                policy: mem_policy,
+                nodes: mem_nodes.iter().map(NodeId).collect(),
+            },
+            nics: r.nics.clone(),
+            env: r.env.clone(),
+        });
+    }
+    let port = ranks
+        .first()
+        .and_then(|r| r.env.get("MASTER_PORT"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(crate::spec::validate::DEFAULT_PORT);
+    let plan = Plan {
+        name: f.name.clone(),
+        command: f.command.clone(),
+        topology: f.topology.name.clone(),
+        policy,
+        nodes: f.nodes,
+        ranks_per_node: f.ranks_per_node,
+        ranks,
+        reserved,
+        warnings: f.warnings.clone(),
+        port,
+        slurm: SlurmSpec::default(),
+    };
+    let allowed = plan
+        .ranks
+        .iter()
+        .fold(CpuSet::new(), |a, r| a.union(&r.cpus));
+    plan.check(&allowed).map_err(|e| ("ranks".to_string(), e))?;
+    Ok(plan)
 }

@@ -40,6 +40,12 @@ pub const E0400_OUTPUT_WRITE: Code = Code("E0400");
 pub const E0401_UNKNOWN_CODE: Code = Code("E0401");
 pub const E0402_MISSING_COMMAND: Code = Code("E0402");
 pub const E0403_INTERNAL: Code = Code("E0403");
+pub const E0404_STALE: Code = Code("E0404");
+pub const E0405_PLAN_SYNTAX: Code = Code("E0405");
+pub const E0406_PLAN_INVALID: Code = Code("E0406");
+pub const E0407_INPUT_READ: Code = Code("E0407");
+pub const E0408_GIT: Code = Code("E0408");
+pub const E0409_NEEDS_TOPOLOGY: Code = Code("E0409");
 
 /// Every code with its explanation, in order.
 pub const ALL: &[(Code, &str)] = &[
@@ -184,6 +190,42 @@ pub const ALL: &[(Code, &str)] = &[
         E0403_INTERNAL,
         "An embedded template failed to render. This is a bug in numaplan: please report it with \
          the job spec and topology.",
+    ),
+    (
+        E0404_STALE,
+        "`compile --check` found that the file on disk is not what the spec and topology compile \
+         to now (or that it does not exist). The unified diff on standard output shows the \
+         difference; run the command in the help line to regenerate the file, review the diff \
+         and commit it.",
+    ),
+    (
+        E0405_PLAN_SYNTAX,
+        "A plan file given to `diff` or `explain` is not well-formed YAML or JSON, or is \
+         truncated. Regenerate it with the command in its header.",
+    ),
+    (
+        E0406_PLAN_INVALID,
+        "A plan file is well-formed but is not a valid plan: an unknown key, a missing key, a \
+         malformed CPU list, an unknown policy, ranks that break the plan's own rules (two ranks \
+         of an exclusive policy on one CPU). `schemas/plan.schema.json` documents the format; \
+         regenerate the file rather than editing it.",
+    ),
+    (
+        E0407_INPUT_READ,
+        "A file given to `diff` or `explain` could not be read. Exit code 3.",
+    ),
+    (
+        E0408_GIT,
+        "`git:REV:PATH` names a file in git history, read with `git show REV:PATH`; git could not \
+         show it (an unknown revision, a path not in that revision, not a git repository). PATH \
+         is taken from the repository root, or from the current directory when it starts with \
+         `./`.",
+    ),
+    (
+        E0409_NEEDS_TOPOLOGY,
+        "`explain` draws the plan on its machine, and a plan file records only the machine's \
+         name and fingerprint. Pass the topology with `--topology FILE`, or explain the job \
+         spec, which names its topology.",
     ),
 ];
 

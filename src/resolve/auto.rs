@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::context::{ACore, Ctx, Placement, Unit};
 use super::error::{ResolveError, ResolveErrorKind};
+use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId};
 use crate::spec::{Balance, Scope};
 
@@ -227,6 +228,13 @@ fn deal(ctx: &Ctx, pool: &[usize], ranks: usize, share: u32) -> Vec<Vec<usize>> 
     (0..ranks)
         .map(|r| pool[r * share..(r + 1) * share].to_vec())
         .collect()
+}
+
+/// The CPUs of the cores `auto` never hands out (see `reserved_cores`).
+pub fn reserved_cpus(ctx: &Ctx) -> CpuSet {
+    reserved_cores(ctx)
+        .into_iter()
+        .fold(CpuSet::new(), |acc, i| acc.union(&ctx.topo.cores()[i].cpus))
 }
 
 /// Cores never handed out: whole cores holding a CPU of `cpu.reserve`, and the first

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use context::{Ctx, Placement, Unit};
 pub use error::{ResolveError, ResolveErrorKind};
 
+use crate::cpuset::CpuSet;
 use crate::plan::{MemoryBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{Family, GpuChoice, MemPolicy, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
@@ -85,6 +86,11 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         }
     }
 
+    // Only `auto` honours `cpu.reserve` and `cpu.reserve_per_l3`.
+    let reserved = match spec.cpu.policy {
+        Policy::Auto => auto::reserved_cpus(&ctx),
+        _ => CpuSet::new(),
+    };
     let memory = memory_policy(spec, topo)?;
     let anchors: Vec<nics::Anchor> = units
         .iter()
@@ -192,6 +198,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         nodes: spec.nodes,
         ranks_per_node: rpn,
         ranks,
+        reserved,
         warnings,
         port: spec.port,
         slurm: spec.slurm.clone(),

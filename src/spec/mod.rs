@@ -97,6 +97,19 @@ pub enum Family {
 }
 
 impl Policy {
+    pub const ALL: [Policy; 10] = [
+        Policy::Auto,
+        Policy::Node,
+        Policy::Socket,
+        Policy::Exclusive,
+        Policy::CoreComplex,
+        Policy::All,
+        Policy::Single,
+        Policy::SingleUnique,
+        Policy::UniqueContiguous,
+        Policy::UniqueInterleaved,
+    ];
+
     pub fn family(self) -> Family {
         match self {
             Policy::Auto => Family::Auto,
@@ -158,6 +171,13 @@ pub enum MemPolicy {
 }
 
 impl MemPolicy {
+    pub const ALL: [MemPolicy; 4] = [
+        MemPolicy::None,
+        MemPolicy::Preferred,
+        MemPolicy::Bind,
+        MemPolicy::Interleave,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             MemPolicy::None => "none",

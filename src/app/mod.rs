@@ -1,5 +1,7 @@
 //! One function per subcommand: load, then print or write. Returns data to `main`, never prints
-//! errors itself.
+//! errors itself. `review` holds `diff` and `explain`.
+
+mod review;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,14 +11,17 @@ use crate::diag::codes;
 use crate::emit;
 use crate::error::Error;
 use crate::output::{FileMode, write_atomic};
+use crate::plan::Plan;
 use crate::plan_file::{self, Provenance};
 use crate::resolve::resolve;
-use crate::spec::load::load_file as load_spec;
+use crate::spec::load::{LoadedSpec, load_file as load_spec};
 use crate::topology::{self, Topology, fixture, summary};
 
 pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<(), Error> {
     match cli.command {
         Command::Compile(args) => compile(&args, stdout),
+        Command::Diff(args) => review::diff(&args, stdout),
+        Command::Explain(args) => review::explain(&args, stdout),
         Command::Topo(args) => topo(&args, stdout),
         Command::Schema { which } => emit(stdout, None, &schema(which)),
         Command::Codes { code } => codes_cmd(code.as_deref(), stdout),
@@ -31,15 +36,24 @@ pub fn load_topology(spec: &str) -> Result<Topology, Error> {
     })
 }
 
-fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
-    let loaded = load_spec(&args.spec)?;
-    let topology_arg = match (&args.topology, &loaded.spec.topology) {
-        (Some(t), _) => t.clone(),
-        (None, Some(t)) if t != "discover" => {
-            // Relative to the spec file, as users write it next to their job.
-            let base = args.spec.parent().unwrap_or(Path::new(""));
-            base.join(t).display().to_string()
-        }
+/// A spec compiled: the plan, the topology it is for, and that topology's fingerprint.
+pub(crate) struct Compiled {
+    pub plan: Plan,
+    pub topology: Topology,
+    pub fingerprint: String,
+}
+
+/// Loads the topology (`--topology`, else the spec's `topology:` relative to `spec_dir`, else
+/// this machine) and resolves the spec on it.
+pub(crate) fn compile_loaded(
+    loaded: &LoadedSpec,
+    spec_dir: &Path,
+    topology: Option<&str>,
+) -> Result<Compiled, Error> {
+    let topology_arg = match (topology, &loaded.spec.topology) {
+        (Some(t), _) => t.to_string(),
+        // Relative to the spec file, as users write it next to their job.
+        (None, Some(t)) if t != "discover" => spec_dir.join(t).display().to_string(),
         _ => "discover".to_string(),
     };
     let t = load_topology(&topology_arg)?;
@@ -47,7 +61,24 @@ fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         error,
         map: Box::new(loaded.map.clone()),
     })?;
-    let fingerprint = fixture::fingerprint(&t);
+    Ok(Compiled {
+        fingerprint: fixture::fingerprint(&t),
+        plan,
+        topology: t,
+    })
+}
+
+fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
+    let loaded = load_spec(&args.spec)?;
+    let Compiled {
+        plan,
+        topology: t,
+        fingerprint,
+    } = compile_loaded(
+        &loaded,
+        args.spec.parent().unwrap_or(Path::new("")),
+        args.topology.as_deref(),
+    )?;
     let spec_file = args.spec.display().to_string();
     let mut regenerate = format!("numaplan compile {spec_file}");
     if let Some(t) = &args.topology {
@@ -81,11 +112,51 @@ fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
             },
         ),
     };
-    let mode = match args.emit {
-        Some(_) => FileMode::Executable,
-        None => FileMode::Data,
+    match (args.check, &args.output) {
+        (true, Some(path)) => check(stdout, path, &text, regenerate),
+        _ => {
+            let mode = match args.emit {
+                Some(_) => FileMode::Executable,
+                None => FileMode::Data,
+            };
+            emit_as(stdout, args.output.as_deref(), &text, mode)
+        }
+    }
+}
+
+/// `--check`: compares `text` with the file at `path`, writing nothing; prints a unified diff
+/// (old file -> what would be written) on a difference.
+fn check(stdout: &mut dyn Write, path: &Path, text: &str, regenerate: String) -> Result<(), Error> {
+    let on_disk = match std::fs::read_to_string(path) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(Error::Output {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
     };
-    emit_as(stdout, args.output.as_deref(), &text, mode)
+    if let Some(old) = &on_disk {
+        if old == text {
+            return Ok(());
+        }
+        let name = path.display().to_string();
+        let diff = similar::TextDiff::from_lines(old.as_str(), text)
+            .unified_diff()
+            .context_radius(3)
+            .header(
+                &format!("{name} (on disk)"),
+                &format!("{name} (compiled now)"),
+            )
+            .to_string();
+        stdout.write_all(diff.as_bytes()).map_err(Error::Stdout)?;
+    }
+    Err(Error::Stale {
+        path: path.to_path_buf(),
+        missing: on_disk.is_none(),
+        regenerate,
+    })
 }
 
 fn topo(args: &TopoArgs, stdout: &mut dyn Write) -> Result<(), Error> {
@@ -124,7 +195,7 @@ fn codes_cmd(code: Option<&str>, stdout: &mut dyn Write) -> Result<(), Error> {
     emit(stdout, None, &text)
 }
 
-fn emit(stdout: &mut dyn Write, output: Option<&Path>, text: &str) -> Result<(), Error> {
+pub(crate) fn emit(stdout: &mut dyn Write, output: Option<&Path>, text: &str) -> Result<(), Error> {
     emit_as(stdout, output, text, FileMode::Data)
 }
 

@@ -1,0 +1,353 @@
+//! `numaplan diff`: what a change does to placement, per rank, in words a reviewer reads.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::quality::{self, Quality};
+use super::{cores_of, id_list};
+use crate::plan::{MemoryBinding, Plan, RankBinding};
+use crate::topology::Topology;
+
+/// One side of a diff: a plan, where it came from, and its topology when known.
+pub struct Side<'a> {
+    pub label: &'a str,
+    pub plan: &'a Plan,
+    pub fingerprint: &'a str,
+    pub topology: Option<&'a Topology>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub old: String,
+    pub new: String,
+    /// Changes to the plan as a whole (policy, node count, topology, warnings).
+    pub plan: Vec<Change>,
+    /// Ranks with at least one change, ascending.
+    pub ranks: Vec<RankChanges>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Change {
+    pub field: String,
+    pub old: String,
+    pub new: String,
+    /// What the change means (cores and L3 groups moved), when the topology tells.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RankChanges {
+    pub rank: u32,
+    pub changes: Vec<Change>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub ranks_changed: u32,
+    pub ranks: u32,
+    /// Sum over ranks of max(cores gained, cores lost); `None` without both topologies.
+    pub cores_moved: Option<u32>,
+    pub quality_old: Option<Quality>,
+    pub quality_new: Option<Quality>,
+}
+
+pub fn diff(old: &Side, new: &Side) -> Report {
+    let mut plan = Vec::new();
+    let mut field = |name: &str, a: String, b: String| {
+        if a != b {
+            plan.push(Change {
+                field: name.into(),
+                old: a,
+                new: b,
+                detail: None,
+            });
+        }
+    };
+    field("name", opt(&old.plan.name), opt(&new.plan.name));
+    field(
+        "command",
+        old.plan.command.join(" "),
+        new.plan.command.join(" "),
+    );
+    field(
+        "policy",
+        old.plan.policy.name().into(),
+        new.plan.policy.name().into(),
+    );
+    field(
+        "nodes",
+        old.plan.nodes.to_string(),
+        new.plan.nodes.to_string(),
+    );
+    field(
+        "ranks_per_node",
+        old.plan.ranks_per_node.to_string(),
+        new.plan.ranks_per_node.to_string(),
+    );
+    field(
+        "topology",
+        format!("{} ({})", old.plan.topology, old.fingerprint),
+        format!("{} ({})", new.plan.topology, new.fingerprint),
+    );
+    field(
+        "reserved CPUs",
+        old.plan.reserved.to_string(),
+        new.plan.reserved.to_string(),
+    );
+    for w in &old.plan.warnings {
+        if !new.plan.warnings.contains(w) {
+            field("warning", w.clone(), String::new());
+        }
+    }
+    for w in &new.plan.warnings {
+        if !old.plan.warnings.contains(w) {
+            field("warning", String::new(), w.clone());
+        }
+    }
+
+    let topologies = old.topology.zip(new.topology);
+    let count = old.plan.ranks.len().max(new.plan.ranks.len());
+    let mut ranks = Vec::new();
+    let mut cores_moved = 0;
+    for i in 0..count {
+        let changes = match (old.plan.ranks.get(i), new.plan.ranks.get(i)) {
+            (Some(a), Some(b)) => {
+                let (changes, moved) = rank_changes(a, b, topologies);
+                cores_moved += moved;
+                changes
+            }
+            (Some(a), None) => vec![presence(a, false)],
+            (None, Some(b)) => vec![presence(b, true)],
+            (None, None) => Vec::new(),
+        };
+        if !changes.is_empty() {
+            ranks.push(RankChanges {
+                rank: i as u32,
+                changes,
+            });
+        }
+    }
+    Report {
+        old: old.label.to_string(),
+        new: new.label.to_string(),
+        summary: Summary {
+            ranks_changed: ranks.len() as u32,
+            ranks: count as u32,
+            cores_moved: topologies.map(|_| cores_moved),
+            quality_old: old.topology.map(|t| quality::measure(old.plan, t)),
+            quality_new: new.topology.map(|t| quality::measure(new.plan, t)),
+        },
+        plan,
+        ranks,
+    }
+}
+
+fn opt(s: &Option<String>) -> String {
+    s.clone().unwrap_or_default()
+}
+
+fn presence(r: &RankBinding, added: bool) -> Change {
+    let what = format!("CPUs {}", r.cpus);
+    let (old, new) = if added {
+        ("absent".to_string(), what)
+    } else {
+        (what, "absent".to_string())
+    };
+    Change {
+        field: "rank".into(),
+        old,
+        new,
+        detail: None,
+    }
+}
+
+/// The changes of one rank, and how many cores it moved.
+fn rank_changes(
+    a: &RankBinding,
+    b: &RankBinding,
+    topologies: Option<(&Topology, &Topology)>,
+) -> (Vec<Change>, u32) {
+    let mut out = Vec::new();
+    let mut moved = 0;
+    let mut push = |field: &str, old: String, new: String, detail: Option<String>| {
+        if old != new {
+            out.push(Change {
+                field: field.into(),
+                old,
+                new,
+                detail,
+            });
+        }
+    };
+    let gpus = |r: &RankBinding| {
+        let v: Vec<String> = r.gpus.iter().map(|g| g.index.to_string()).collect();
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join(",")
+        }
+    };
+    push("GPUs", gpus(a), gpus(b), None);
+    let node = |r: &RankBinding| r.numa_node.map_or("none".into(), |n| n.to_string());
+    push("home node", node(a), node(b), None);
+    if a.cpus != b.cpus {
+        let detail = topologies.map(|(ta, tb)| {
+            let (text, m) = cpu_detail(ta, a, tb, b);
+            moved = m;
+            text
+        });
+        push("CPUs", a.cpus.to_string(), b.cpus.to_string(), detail);
+    }
+    let nics = |r: &RankBinding| {
+        if r.nics.is_empty() {
+            "none".into()
+        } else {
+            r.nics.join(",")
+        }
+    };
+    push("NIC", nics(a), nics(b), None);
+    push("memory", memory(&a.memory), memory(&b.memory), None);
+    let keys: BTreeSet<&String> = a.env.keys().chain(b.env.keys()).collect();
+    for k in keys {
+        let get = |r: &RankBinding| r.env.get(k).map_or("(unset)".to_string(), |v| v.clone());
+        push(&format!("env {k}"), get(a), get(b), None);
+    }
+    (out, moved)
+}
+
+/// `preferred:1`, `interleave:0-3`, `none`.
+pub fn memory(m: &MemoryBinding) -> String {
+    if m.nodes.is_empty() {
+        return m.policy.name().into();
+    }
+    format!(
+        "{}:{}",
+        m.policy.name(),
+        id_list(m.nodes.iter().map(|n| n.0))
+    )
+}
+
+/// "4 cores moved from L3 group 3 to 4", and the number of cores moved.
+fn cpu_detail(ta: &Topology, a: &RankBinding, tb: &Topology, b: &RankBinding) -> (String, u32) {
+    // Cores are compared by their lowest CPU, which names the same core on both sides when the
+    // machine is the same.
+    let keys = |t: &Topology, r: &RankBinding| -> BTreeMap<u32, u32> {
+        cores_of(t, &r.cpus)
+            .into_iter()
+            .map(|i| (t.cores()[i].key(), t.cores()[i].l3.0))
+            .collect()
+    };
+    let (ka, kb) = (keys(ta, a), keys(tb, b));
+    let lost: BTreeMap<u32, u32> = ka
+        .iter()
+        .filter(|(k, _)| !kb.contains_key(k))
+        .map(|(k, v)| (*k, *v))
+        .collect();
+    let gained: BTreeMap<u32, u32> = kb
+        .iter()
+        .filter(|(k, _)| !ka.contains_key(k))
+        .map(|(k, v)| (*k, *v))
+        .collect();
+    let ids = |m: &BTreeMap<u32, u32>| id_list(m.values().copied());
+    let groups = |m: &BTreeMap<u32, u32>| {
+        let n = m.values().collect::<BTreeSet<_>>().len();
+        format!(
+            "{} {}",
+            if n == 1 { "L3 group" } else { "L3 groups" },
+            ids(m)
+        )
+    };
+    let cores = |n: usize| {
+        if n == 1 {
+            "1 core".to_string()
+        } else {
+            format!("{n} cores")
+        }
+    };
+    let moved = lost.len().max(gained.len()) as u32;
+    let text = match (lost.len(), gained.len()) {
+        (0, 0) => {
+            let per = |r: &RankBinding| r.cpus.len() / r.cores.max(1) as usize;
+            format!("same cores, {} -> {} threads per core", per(a), per(b))
+        }
+        (l, g) if l == g => format!(
+            "{} moved from {} to {}",
+            cores(l),
+            groups(&lost),
+            ids(&gained)
+        ),
+        (0, g) => format!("{} added in {}", cores(g), groups(&gained)),
+        (l, 0) => format!("{} dropped from {}", cores(l), groups(&lost)),
+        (l, g) => format!(
+            "{} dropped from {}, {} added in {}",
+            cores(l),
+            groups(&lost),
+            cores(g),
+            groups(&gained)
+        ),
+    };
+    (text, moved)
+}
+
+impl Report {
+    pub fn is_empty(&self) -> bool {
+        self.plan.is_empty() && self.ranks.is_empty()
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut out = format!("--- {}\n+++ {}\n", self.old, self.new);
+        for c in &self.plan {
+            out.push_str(&format!("plan: {}\n", change_text(c)));
+        }
+        for r in &self.ranks {
+            let parts: Vec<String> = r.changes.iter().map(change_text).collect();
+            out.push_str(&format!("rank {}: {}\n", r.rank, parts.join(", ")));
+        }
+        if self.is_empty() {
+            out.push_str("no change\n");
+        }
+        out.push_str(&format!("summary: {}\n", self.summary.line()));
+        out
+    }
+}
+
+fn change_text(c: &Change) -> String {
+    let body = match (c.old.is_empty(), c.new.is_empty()) {
+        (true, _) => format!("{} + {}", c.field, c.new),
+        (_, true) => format!("{} - {}", c.field, c.old),
+        _ => format!("{} {} -> {}", c.field, c.old, c.new),
+    };
+    match &c.detail {
+        Some(d) => format!("{body} ({d})"),
+        None => body,
+    }
+}
+
+impl Summary {
+    pub fn line(&self) -> String {
+        let mut s = format!("{} of {} ranks changed", self.ranks_changed, self.ranks);
+        if let Some(m) = self.cores_moved {
+            s.push_str(&format!(", {m} cores moved"));
+        }
+        match (&self.quality_old, &self.quality_new) {
+            (Some(a), Some(b)) => s.push_str(&format!(
+                "; NUMA-local {} -> {}, shared cores {} -> {}, cores per rank {}-{} -> {}-{}, remote NICs {} -> {}",
+                quality::percent(a.numa_local),
+                quality::percent(b.numa_local),
+                a.shared_cores,
+                b.shared_cores,
+                a.min_cores,
+                a.max_cores,
+                b.min_cores,
+                b.max_cores,
+                a.remote_nics,
+                b.remote_nics
+            )),
+            _ => s.push_str("; pass --topology for cores, L3 groups and quality figures"),
+        }
+        s
+    }
+}

@@ -1,0 +1,172 @@
+//! The picture as an SVG file (`explain --format svg`): the same model as the terminal drawing,
+//! cores as coloured squares numbered by rank.
+
+use std::fmt::Write as _;
+
+use super::picture::{LEGEND, Mark, Picture, rank_rgb};
+
+const CELL: u32 = 18;
+const GAP: u32 = 2;
+const GROUP_GAP: u32 = 8;
+const LINE: u32 = 16;
+const PAD: u32 = 10;
+
+pub fn render(p: &Picture, title: &str) -> String {
+    let row_width = |groups: &[Vec<Mark>]| -> u32 {
+        let cells: u32 = groups.iter().map(|g| g.len() as u32).sum();
+        44 + cells * (CELL + GAP) + groups.len() as u32 * GROUP_GAP
+    };
+    let nodes = p.packages.iter().flat_map(|pk| &pk.nodes);
+    let inner = nodes
+        .clone()
+        .flat_map(|n| n.rows.iter().map(|r| row_width(&r.groups)))
+        .chain(nodes.clone().flat_map(|n| {
+            n.devices
+                .iter()
+                .chain([&n.label])
+                .map(|d| text_width(d) + 16)
+        }))
+        .chain([text_width(LEGEND)])
+        .max()
+        .unwrap_or(200);
+    let width = inner + 4 * PAD;
+
+    let mut body = String::new();
+    let mut y = PAD;
+    let _ = writeln!(
+        body,
+        r#"<text x="{PAD}" y="{}" class="title">{}</text>"#,
+        y + 14,
+        esc(title)
+    );
+    y += 24;
+    let _ = writeln!(
+        body,
+        r#"<text x="{PAD}" y="{}" class="small">{}</text>"#,
+        y + 10,
+        esc(LEGEND)
+    );
+    y += 22;
+    for pk in &p.packages {
+        let top = y;
+        y += LINE + 6;
+        for n in &pk.nodes {
+            let node_top = y;
+            y += LINE + 4;
+            for row in &n.rows {
+                let mut x = 2 * PAD + 8;
+                let _ = writeln!(
+                    body,
+                    r#"<text x="{x}" y="{}" class="small">{}</text>"#,
+                    y + 13,
+                    row.first_cpu
+                );
+                x += 36;
+                for group in &row.groups {
+                    let gw = group.len() as u32 * (CELL + GAP) + GAP;
+                    let _ = writeln!(
+                        body,
+                        r##"<rect x="{}" y="{}" width="{gw}" height="{}" rx="3" fill="#eef0f4" stroke="#9aa3b5"/>"##,
+                        x - GAP,
+                        y - GAP,
+                        CELL + 2 * GAP
+                    );
+                    for mark in group {
+                        cell(&mut body, x, y, *mark);
+                        x += CELL + GAP;
+                    }
+                    x += GROUP_GAP;
+                }
+                y += CELL + 2 * GAP + 2;
+            }
+            for d in &n.devices {
+                let _ = writeln!(
+                    body,
+                    r#"<text x="{}" y="{}">{}</text>"#,
+                    2 * PAD + 8,
+                    y + 12,
+                    esc(d)
+                );
+                y += LINE;
+            }
+            y += 6;
+            let _ = writeln!(
+                body,
+                r##"<rect x="{}" y="{node_top}" width="{}" height="{}" rx="4" fill="none" stroke="#4a5368"/>"##,
+                2 * PAD,
+                inner,
+                y - node_top
+            );
+            let _ = writeln!(
+                body,
+                r#"<text x="{}" y="{}" class="label">{}</text>"#,
+                2 * PAD + 6,
+                node_top + 15,
+                esc(&n.label)
+            );
+            y += 6;
+        }
+        y += 4;
+        let _ = writeln!(
+            body,
+            r##"<rect x="{PAD}" y="{top}" width="{}" height="{}" rx="6" fill="none" stroke="#1f2533" stroke-width="1.5"/>"##,
+            inner + 2 * PAD,
+            y - top
+        );
+        let _ = writeln!(
+            body,
+            r#"<text x="{}" y="{}" class="label">{}</text>"#,
+            PAD + 6,
+            top + 16,
+            esc(&pk.label)
+        );
+        y += 10;
+    }
+    for d in &p.unplaced {
+        let _ = writeln!(
+            body,
+            r#"<text x="{PAD}" y="{}">no NUMA node: {}</text>"#,
+            y + 12,
+            esc(d)
+        );
+        y += LINE;
+    }
+    let height = y + PAD;
+    format!(
+        r##"<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="DejaVu Sans Mono, monospace" font-size="12">
+<style>.title {{ font-size: 15px; font-weight: bold; }} .label {{ font-weight: bold; }} .small {{ font-size: 10px; fill: #555; }} .cell {{ font-size: 10px; text-anchor: middle; }}</style>
+<rect width="100%" height="100%" fill="#ffffff"/>
+{body}</svg>
+"##
+    )
+}
+
+fn cell(out: &mut String, x: u32, y: u32, mark: Mark) {
+    let (fill, text, ink) = match mark {
+        Mark::Rank(r) => (rank_rgb(r), r.to_string(), "#000000"),
+        Mark::Shared => ("#b0b0b0".into(), "*".into(), "#000000"),
+        Mark::Reserved => ("#d8d8d8".into(), "r".into(), "#555555"),
+        Mark::NotAllowed => ("#404040".into(), "×".into(), "#ffffff"),
+        Mark::Idle => ("#ffffff".into(), String::new(), "#000000"),
+    };
+    let _ = writeln!(
+        out,
+        r##"<rect x="{x}" y="{y}" width="{CELL}" height="{CELL}" fill="{fill}" stroke="#777777"/><text x="{}" y="{}" class="cell" fill="{ink}">{}</text>"##,
+        x + CELL / 2,
+        y + 13,
+        esc(&text)
+    );
+}
+
+/// Approximate width of monospace text at 12px.
+fn text_width(s: &str) -> u32 {
+    s.chars().count() as u32 * 7 + 8
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
