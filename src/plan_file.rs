@@ -233,7 +233,7 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
     let reserved = cpus("reserved_cpus".into(), &f.reserved_cpus)?;
     let mut ranks = Vec::new();
     for (i, r) in f.ranks.iter().enumerate() {
-        let at = |key: &str| format!("ranks.{i}.{key}");
+        let at = |key: &str| format!("ranks[{i}].{key}");
         if r.gpu_pci.len() != r.gpus.len() && !r.gpu_pci.is_empty() {
             return Err((
                 at("gpu_pci"),

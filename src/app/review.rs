@@ -80,6 +80,14 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     emit(stdout, args.output.as_deref(), &text)
 }
 
+/// `plan.yaml on nvidia-dgx-a100`: diffs across machines say which side is on which.
+fn label(arg: &str, topology: Option<&Topology>) -> String {
+    match topology {
+        Some(t) => format!("{arg} on {}", t.name()),
+        None => arg.to_string(),
+    }
+}
+
 fn side(s: &Subject) -> plan_diff::Side<'_> {
     plan_diff::Side {
         label: &s.label,
@@ -112,7 +120,7 @@ fn load_subject(arg: &str, topology: Option<&str>) -> Result<Subject, Error> {
             None => None,
         };
         return Ok(Subject {
-            label: arg.to_string(),
+            label: label(arg, topology.as_ref()),
             plan: loaded.plan,
             fingerprint: loaded.fingerprint,
             topology,
@@ -126,7 +134,7 @@ fn load_subject(arg: &str, topology: Option<&str>) -> Result<Subject, Error> {
         fingerprint,
     } = compile_loaded(&loaded, &spec_dir, topology)?;
     Ok(Subject {
-        label: arg.to_string(),
+        label: label(arg, Some(&topology)),
         plan,
         fingerprint,
         topology: Some(topology),

@@ -30,6 +30,7 @@ pub struct Report {
 
 #[derive(Debug, Serialize)]
 pub struct Change {
+    /// The plan file's key (`cpus`, `numa_node`, `env.OMP_NUM_THREADS`, `policy`).
     pub field: String,
     pub old: String,
     pub new: String,
@@ -93,7 +94,7 @@ pub fn diff(old: &Side, new: &Side) -> Report {
         format!("{} ({})", new.plan.topology, new.fingerprint),
     );
     field(
-        "reserved CPUs",
+        "reserved_cpus",
         old.plan.reserved.to_string(),
         new.plan.reserved.to_string(),
     );
@@ -190,16 +191,16 @@ fn rank_changes(
             v.join(",")
         }
     };
-    push("GPUs", gpus(a), gpus(b), None);
+    push("gpus", gpus(a), gpus(b), None);
     let node = |r: &RankBinding| r.numa_node.map_or("none".into(), |n| n.to_string());
-    push("home node", node(a), node(b), None);
+    push("numa_node", node(a), node(b), None);
     if a.cpus != b.cpus {
         let detail = topologies.map(|(ta, tb)| {
             let (text, m) = cpu_detail(ta, a, tb, b);
             moved = m;
             text
         });
-        push("CPUs", a.cpus.to_string(), b.cpus.to_string(), detail);
+        push("cpus", a.cpus.to_string(), b.cpus.to_string(), detail);
     }
     let nics = |r: &RankBinding| {
         if r.nics.is_empty() {
@@ -208,12 +209,12 @@ fn rank_changes(
             r.nics.join(",")
         }
     };
-    push("NIC", nics(a), nics(b), None);
+    push("nics", nics(a), nics(b), None);
     push("memory", memory(&a.memory), memory(&b.memory), None);
     let keys: BTreeSet<&String> = a.env.keys().chain(b.env.keys()).collect();
     for k in keys {
         let get = |r: &RankBinding| r.env.get(k).map_or("(unset)".to_string(), |v| v.clone());
-        push(&format!("env {k}"), get(a), get(b), None);
+        push(&format!("env.{k}"), get(a), get(b), None);
     }
     (out, moved)
 }
@@ -315,10 +316,18 @@ impl Report {
 }
 
 fn change_text(c: &Change) -> String {
+    let field = match c.field.as_str() {
+        "reserved_cpus" => "reserved CPUs".to_string(),
+        "gpus" => "GPUs".into(),
+        "numa_node" => "home node".into(),
+        "cpus" => "CPUs".into(),
+        "nics" => "NIC".into(),
+        other => other.replacen("env.", "env ", 1),
+    };
     let body = match (c.old.is_empty(), c.new.is_empty()) {
-        (true, _) => format!("{} + {}", c.field, c.new),
-        (_, true) => format!("{} - {}", c.field, c.old),
-        _ => format!("{} {} -> {}", c.field, c.old, c.new),
+        (true, _) => format!("{field} + {}", c.new),
+        (_, true) => format!("{field} - {}", c.old),
+        _ => format!("{field} {} -> {}", c.old, c.new),
     };
     match &c.detail {
         Some(d) => format!("{body} ({d})"),

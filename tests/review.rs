@@ -1,0 +1,472 @@
+//! Reviewing plans in pull requests: `compile --check` as a repository's CI runs it, `diff`
+//! between plans, specs and git history, and `explain` (text and SVG).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{numaplan, numaplan_in, repo};
+
+const DGX: &str = "examples/topologies/nvidia-dgx-a100.yaml";
+const MOVED: &str = "tests/cases/topologies/nvidia-dgx-a100-gpu3-moved.yaml";
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A repository with a job spec, its topology, and the committed plan and launcher.
+fn repository() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("machines")).unwrap();
+    std::fs::copy(repo().join(DGX), dir.path().join("machines/dgx.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "name: train\ncommand: [python, train.py]\ntopology: machines/dgx.yaml\ncpu: {policy: exclusive}\n",
+    )
+    .unwrap();
+    numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
+    numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "--emit", "bash", "-o", "launch.sh"],
+    )
+    .ok();
+    git(dir.path(), &["init", "-q"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "-qm", "plan"]);
+    dir
+}
+
+fn snapshot_of(path: &Path) -> (Vec<u8>, std::time::SystemTime) {
+    (
+        std::fs::read(path).unwrap(),
+        std::fs::metadata(path).unwrap().modified().unwrap(),
+    )
+}
+
+#[test]
+fn check_passes_on_current_files_and_writes_nothing() {
+    let dir = repository();
+    let before = [
+        snapshot_of(&dir.path().join("plan.yaml")),
+        snapshot_of(&dir.path().join("launch.sh")),
+    ];
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let run = numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "-o", "plan.yaml", "--check"],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "job.yaml",
+            "--emit",
+            "bash",
+            "-o",
+            "launch.sh",
+            "--check",
+        ],
+    );
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (0, "", "")
+    );
+    let after = [
+        snapshot_of(&dir.path().join("plan.yaml")),
+        snapshot_of(&dir.path().join("launch.sh")),
+    ];
+    assert_eq!(before, after, "--check must not touch the files");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains("numaplan"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn check_fails_with_a_diff_after_the_spec_changes() {
+    let dir = repository();
+    let job = dir.path().join("job.yaml");
+    let text = std::fs::read_to_string(&job)
+        .unwrap()
+        .replace("exclusive", "node");
+    std::fs::write(&job, text).unwrap();
+    let before = snapshot_of(&dir.path().join("plan.yaml"));
+    let run = numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "-o", "plan.yaml", "--check"],
+    );
+    assert_eq!(run.code, 1);
+    assert_eq!(before, snapshot_of(&dir.path().join("plan.yaml")));
+    insta::assert_snapshot!(
+        "check_plan_stale",
+        format!("{}\n--- stderr\n{}", run.stdout, run.stderr)
+    );
+
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "job.yaml",
+            "--emit",
+            "bash",
+            "-o",
+            "launch.sh",
+            "--check",
+        ],
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stdout
+            .starts_with("--- launch.sh (on disk)\n+++ launch.sh (compiled now)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with('+') && l.contains("48-63,176-191"))
+            && run
+                .stdout
+                .lines()
+                .any(|l| l.starts_with('-') && l.contains("48-55,176-183")),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr
+            .contains("regenerate it with `numaplan compile job.yaml --emit bash -o launch.sh`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn check_of_a_missing_file_fails_and_creates_nothing() {
+    let dir = repository();
+    let run = numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "-o", "other.yaml", "--check"],
+    );
+    assert_eq!(run.code, 1);
+    assert!(!dir.path().join("other.yaml").exists());
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0404]: `other.yaml` is missing
+     = help: regenerate it with `numaplan compile job.yaml -o other.yaml`
+    ");
+}
+
+/// The way a repository's CI runs it: a shell step over every committed plan.
+#[test]
+fn check_in_a_ci_step() {
+    let dir = repository();
+    let script = format!(
+        "set -e\nfor f in plan.yaml; do {bin} compile job.yaml -o \"$f\" --check; done\n{bin} compile job.yaml --emit bash -o launch.sh --check\necho clean\n",
+        bin = env!("CARGO_BIN_EXE_numaplan")
+    );
+    let out = Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "clean\n");
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        std::fs::read_to_string(dir.path().join("job.yaml"))
+            .unwrap()
+            .replace("exclusive", "socket"),
+    )
+    .unwrap();
+    let out = Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the CI step fails on a stale plan"
+    );
+}
+
+#[test]
+fn diffs() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "node_to_exclusive",
+            &[
+                "tests/cases/diff/dgx-a100-node.yaml",
+                "tests/cases/diff/dgx-a100-exclusive.yaml",
+            ],
+        ),
+        (
+            "reserve_per_l3_on_lumi",
+            &[
+                "tests/cases/diff/lumi-g.yaml",
+                "tests/cases/diff/lumi-g-reserved.yaml",
+            ],
+        ),
+        (
+            "gpu_moved",
+            &[
+                "examples/dgx-a100-llama.yaml",
+                "examples/dgx-a100-llama.yaml",
+                "--new-topology",
+                MOVED,
+            ],
+        ),
+        ("same", &["examples/lumi-g.yaml", "examples/lumi-g.yaml"]),
+        (
+            "reserve_per_l3_json",
+            &[
+                "tests/cases/diff/lumi-g.yaml",
+                "tests/cases/diff/lumi-g-reserved.yaml",
+                "--format",
+                "json",
+            ],
+        ),
+    ];
+    for (name, args) in cases {
+        let mut all = vec!["diff"];
+        all.extend_from_slice(args);
+        let run = numaplan(&all);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        insta::with_settings!({description => all.join(" ")}, {
+            insta::assert_snapshot!(format!("diff_{name}"), run.stdout);
+        });
+    }
+}
+
+#[test]
+fn diff_json_is_structured() {
+    let run = numaplan(&[
+        "diff",
+        "tests/cases/diff/dgx-a100-node.yaml",
+        "tests/cases/diff/dgx-a100-exclusive.yaml",
+        "--format",
+        "json",
+    ])
+    .ok();
+    let v: serde_json::Value = serde_json::from_str(&run).unwrap();
+    assert_eq!(v["summary"]["ranks_changed"], 8);
+    assert_eq!(v["summary"]["cores_moved"], 64);
+    assert_eq!(v["summary"]["quality_old"]["shared_cores"], 64);
+    assert_eq!(v["summary"]["quality_new"]["shared_cores"], 0);
+    assert_eq!(v["plan"][0]["field"], "policy");
+    assert_eq!(v["ranks"][0]["changes"][0]["field"], "cpus");
+    assert_eq!(
+        v["ranks"][0]["changes"][0]["detail"],
+        "8 cores dropped from L3 groups 14-15"
+    );
+}
+
+/// Plan files from git history against the working tree, and a spec against a plan.
+#[test]
+fn diff_against_git_history() {
+    let dir = repository();
+    let job = dir.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        std::fs::read_to_string(&job)
+            .unwrap()
+            .replace("exclusive", "node"),
+    )
+    .unwrap();
+    numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "diff",
+            "git:HEAD:plan.yaml",
+            "plan.yaml",
+            "--topology",
+            "machines/dgx.yaml",
+        ],
+    )
+    .ok();
+    insta::assert_snapshot!("diff_git_plan", run);
+    // A spec from history compiles against its topology, found relative to the spec.
+    let run = numaplan_in(dir.path(), &["diff", "git:HEAD:job.yaml", "job.yaml"]).ok();
+    assert!(run.contains("plan: policy exclusive -> node"), "{run}");
+    // Without a topology, plans still diff rank by rank.
+    let run = numaplan_in(dir.path(), &["diff", "git:HEAD:plan.yaml", "plan.yaml"]).ok();
+    assert!(
+        run.contains("rank 0: CPUs 48-55,176-183 -> 48-63,176-191"),
+        "{run}"
+    );
+    assert!(
+        run.ends_with("pass --topology for cores, L3 groups and quality figures\n"),
+        "{run}"
+    );
+}
+
+#[test]
+fn diff_and_explain_errors() {
+    let dir = repository();
+    std::fs::write(
+        dir.path().join("broken.yaml"),
+        "numaplan_plan: 1\nname: x\nranks: [\n",
+    )
+    .unwrap();
+    let plan = std::fs::read_to_string(dir.path().join("plan.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("bad-cpus.yaml"),
+        plan.replacen("cpus: 48-55,176-183", "cpus: 48-55,oops", 1),
+    )
+    .unwrap();
+    let cases: &[(&str, &[&str], i32)] = &[
+        ("plan_syntax", &["diff", "broken.yaml", "plan.yaml"], 1),
+        ("plan_invalid", &["diff", "bad-cpus.yaml", "plan.yaml"], 1),
+        ("input_missing", &["diff", "nope.yaml", "plan.yaml"], 3),
+        (
+            "git_bad_path",
+            &["diff", "git:HEAD:nope.yaml", "plan.yaml"],
+            1,
+        ),
+        (
+            "explain_plan_without_topology",
+            &["explain", "plan.yaml"],
+            1,
+        ),
+    ];
+    for (name, args, code) in cases {
+        let run = numaplan_in(dir.path(), args);
+        assert_eq!(run.code, *code, "{name}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{name}");
+        insta::assert_snapshot!(format!("error_{name}"), run.stderr);
+    }
+}
+
+#[test]
+fn explain_examples() {
+    for job in [
+        "dgx-a100-llama",
+        "lumi-g",
+        "gh200",
+        "p4d-exclusive",
+        "cpu-only",
+    ] {
+        let run = numaplan(&["explain", &format!("examples/{job}.yaml")]).ok();
+        assert!(
+            !run.contains('\x1b'),
+            "{job}: no colour when not a terminal"
+        );
+        for line in run.lines() {
+            assert!(line.chars().count() <= 160, "{job}: line too wide: {line}");
+        }
+        insta::assert_snapshot!(format!("explain_{job}"), run);
+    }
+}
+
+#[test]
+fn explain_a_plan_with_its_topology_matches_the_spec() {
+    let dir = repository();
+    let from_spec = numaplan_in(dir.path(), &["explain", "job.yaml"]).ok();
+    let from_plan = numaplan_in(
+        dir.path(),
+        &["explain", "plan.yaml", "--topology", "machines/dgx.yaml"],
+    )
+    .ok();
+    assert_eq!(from_spec, from_plan);
+    // Another machine than the plan's is said.
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "explain",
+            "plan.yaml",
+            "--topology",
+            &repo().join(MOVED).display().to_string(),
+        ],
+    )
+    .ok();
+    assert!(
+        run.contains("note: `plan.yaml` was made for topology fingerprint"),
+        "{run}"
+    );
+}
+
+#[test]
+fn explain_colour() {
+    let run = numaplan(&["explain", "examples/lumi-g.yaml", "--color", "always"]).ok();
+    assert!(
+        run.contains("\x1b[1;38;5;33m0\x1b[0m"),
+        "rank 0 in its colour"
+    );
+    let plain = numaplan(&["explain", "examples/lumi-g.yaml", "--color", "never"]).ok();
+    let stripped = strip_ansi(&run);
+    assert_eq!(stripped, plain, "colour adds escapes only");
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The SVG is well-formed XML with a cell per core, and rsvg-convert renders it.
+#[test]
+fn explain_svg_parses_and_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    for (job, cores) in [("dgx-a100-llama", 128), ("gh200", 288), ("lumi-g", 64)] {
+        let svg_path = dir.path().join(format!("{job}.svg"));
+        numaplan(&[
+            "explain",
+            &format!("examples/{job}.yaml"),
+            "--format",
+            "svg",
+            "-o",
+            svg_path.to_str().unwrap(),
+        ])
+        .ok();
+        let text = std::fs::read_to_string(&svg_path).unwrap();
+        let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{job}: {e}"));
+        let cells = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("rect") && n.attribute("width") == Some("18"))
+            .count();
+        assert_eq!(cells, cores, "{job}: one cell per core");
+        let png = dir.path().join(format!("{job}.png"));
+        let out = Command::new("rsvg-convert")
+            .args(["-o", png.to_str().unwrap(), svg_path.to_str().unwrap()])
+            .output()
+            .expect("rsvg-convert (librsvg2-bin; scripts/deps.sh installs it)");
+        assert!(
+            out.status.success(),
+            "{job}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bytes = std::fs::read(&png).unwrap();
+        assert!(
+            bytes.starts_with(b"\x89PNG") && bytes.len() > 2000,
+            "{job}: a real PNG"
+        );
+    }
+}
