@@ -134,9 +134,21 @@ pub fn to_file(plan: &Plan, fingerprint: &str) -> PlanFile {
     }
 }
 
+/// Where editors find the plan schema: the committed `schemas/plan.schema.json` at the tag of the
+/// numaplan version that wrote the plan.
+pub fn schema_url() -> String {
+    let repo = env!("CARGO_PKG_REPOSITORY")
+        .replace("https://github.com/", "https://raw.githubusercontent.com/");
+    format!(
+        "{repo}/v{}/schemas/plan.schema.json",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 pub fn render_yaml(plan: &Plan, p: &Provenance) -> String {
     let mut out = format!(
-        "# numaplan {} plan, generated: do not edit; regenerate with\n#   {}\n# spec: {}\n# topology: {} (fingerprint {})\n",
+        "# yaml-language-server: $schema={}\n# numaplan {} plan, generated: do not edit; regenerate with\n#   {}\n# spec: {}\n# topology: {} (fingerprint {})\n",
+        schema_url(),
         env!("CARGO_PKG_VERSION"),
         p.regenerate,
         p.spec_file,

@@ -56,3 +56,62 @@ fn schema_rejects_what_the_loader_rejects() {
         .collect();
     assert_eq!(required, ["numaplan_topology", "name", "nodes"]);
 }
+
+/// Editors validate specs and plans through their yaml-language-server modeline: example specs
+/// point at the committed schema by path; generated plans at it by URL, at the tag of the
+/// version that wrote them.
+#[test]
+fn modelines_point_at_the_committed_schemas() {
+    for e in std::fs::read_dir(common::repo().join("examples")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        let target = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# yaml-language-server: $schema="))
+            .unwrap_or_else(|| panic!("{} lacks a modeline", p.display()));
+        assert!(
+            p.parent().unwrap().join(target).exists(),
+            "{}: {target}",
+            p.display()
+        );
+        assert!(target.ends_with("job.schema.json"));
+    }
+    let plan = numaplan(&["compile", "examples/lumi-g.yaml"]).ok();
+    let url = plan
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# yaml-language-server: $schema="))
+        .expect("plans start with a modeline");
+    let suffix = format!("/v{}/schemas/plan.schema.json", env!("CARGO_PKG_VERSION"));
+    assert!(
+        url.starts_with("https://") && url.ends_with(&suffix),
+        "{url}"
+    );
+    // The plan's keys are the schema's.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(common::repo().join("schemas/plan.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let value: serde_json::Value = serde_json::from_str(
+        &numaplan(&["compile", "examples/lumi-g.yaml", "--format", "json"]).ok(),
+    )
+    .unwrap();
+    for key in value.as_object().unwrap().keys() {
+        assert!(
+            schema["properties"].get(key).is_some(),
+            "plan key `{key}` not in the schema"
+        );
+    }
+    for key in value["ranks"][0].as_object().unwrap().keys() {
+        assert!(
+            schema["$defs"]["RankEntry"]["properties"]
+                .get(key)
+                .is_some(),
+            "rank key `{key}`"
+        );
+    }
+}
