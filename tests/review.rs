@@ -470,3 +470,14 @@ fn explain_svg_parses_and_renders() {
         );
     }
 }
+
+/// The README's picture is what `explain --format svg` draws now.
+#[test]
+fn readme_picture_is_current() {
+    let svg = numaplan(&["explain", "examples/lumi-g.yaml", "--format", "svg"]).ok();
+    let committed = std::fs::read_to_string(repo().join("docs/explain-lumi-g.svg")).unwrap();
+    assert!(
+        svg == committed,
+        "docs/explain-lumi-g.svg is stale; regenerate with\n  numaplan explain examples/lumi-g.yaml --format svg -o docs/explain-lumi-g.svg && rsvg-convert -o docs/explain-lumi-g.png docs/explain-lumi-g.svg"
+    );
+}

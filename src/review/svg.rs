@@ -144,7 +144,11 @@ pub fn render(p: &Picture, title: &str) -> String {
 
 fn cell(out: &mut String, x: u32, y: u32, mark: Mark) {
     let (fill, text, ink) = match mark {
-        Mark::Rank(r) => (rank_rgb(r), r.to_string(), "#000000"),
+        Mark::Rank(r) => {
+            let rgb = rank_rgb(r);
+            let ink = if is_dark(&rgb) { "#ffffff" } else { "#000000" };
+            (rgb, r.to_string(), ink)
+        }
         Mark::Shared => ("#b0b0b0".into(), "*".into(), "#000000"),
         Mark::Reserved => ("#d8d8d8".into(), "r".into(), "#555555"),
         Mark::NotAllowed => ("#404040".into(), "×".into(), "#ffffff"),
@@ -157,6 +161,12 @@ fn cell(out: &mut String, x: u32, y: u32, mark: Mark) {
         y + 13,
         esc(&text)
     );
+}
+
+/// Whether black text would be hard to read on `#rrggbb` (perceived luminance below half).
+fn is_dark(rgb: &str) -> bool {
+    let c = |i: usize| u32::from_str_radix(&rgb[i..i + 2], 16).unwrap_or(255);
+    299 * c(1) + 587 * c(3) + 114 * c(5) < 128_000
 }
 
 /// Approximate width of monospace text at 12px.
