@@ -22,6 +22,11 @@ pub struct Cli {
 pub enum Command {
     /// Compile a job spec and a topology into a per-rank binding plan.
     Compile(CompileArgs),
+    /// Start the plan's ranks on this node, each bound to its CPUs and memory policy before it
+    /// starts, and supervise them (a torchrun-style launcher).
+    Exec(ExecArgs),
+    /// Compare the bindings of running ranks (from /proc) with a plan.
+    Verify(VerifyArgs),
     /// Compare two plans rank by rank: CPUs, cores and L3 groups moved, GPUs, NIC, memory.
     Diff(DiffArgs),
     /// Explain a plan: a table per rank, the warnings, quality figures and a picture of the
@@ -65,6 +70,80 @@ pub struct CompileArgs {
     /// else print a unified diff and exit 1 (for a repository's CI, like `cargo fmt --check`).
     #[arg(long, requires = "output")]
     pub check: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// A job spec (compiled for this machine unless it or `--topology` names one), a plan file,
+    /// or `git:REV:PATH`.
+    #[arg(value_name = "JOB.yaml|PLAN.yaml")]
+    pub input: String,
+
+    /// The machine a job spec is compiled for (default: the spec's, else this machine).
+    #[arg(long, value_name = "PATH|discover")]
+    pub topology: Option<String>,
+
+    /// This node's index in a multi-node job (default: `SLURM_NODEID`).
+    #[arg(long, value_name = "K")]
+    pub node_rank: Option<u32>,
+
+    /// Nodes in the job (default: `SLURM_NNODES`, else the plan's).
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<u32>,
+
+    /// The rendezvous host (default: the first host of `SLURM_JOB_NODELIST`).
+    #[arg(long, value_name = "HOST")]
+    pub master_addr: Option<String>,
+
+    /// Write each rank's output to DIR/rank-K.out and DIR/rank-K.err instead of the terminal.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_prefix")]
+    pub log_dir: Option<PathBuf>,
+
+    /// With `--log-dir`: also show the output on the terminal, prefixed.
+    #[arg(long, requires = "log_dir")]
+    pub tee: bool,
+
+    /// Let the ranks write to the terminal directly, without `[K] ` prefixes.
+    #[arg(long)]
+    pub no_prefix: bool,
+
+    /// Right after start, read every rank's CPUs (all threads) and memory policy from /proc and
+    /// stop the job if they differ from the plan.
+    #[arg(long)]
+    pub verify: bool,
+
+    /// Print each rank's binding, environment and exact argv; start nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Seconds between TERM and KILL when stopping ranks.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub grace: f64,
+
+    /// Arguments appended to every rank's command.
+    #[arg(last = true, value_name = "ARGS")]
+    pub extra: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["pids", "match_name"]))]
+pub struct VerifyArgs {
+    /// The plan the ranks were started from (a plan file, a job spec, or `git:REV:PATH`).
+    #[arg(value_name = "PLAN.yaml|JOB.yaml")]
+    pub input: String,
+
+    /// The machine a job spec is compiled for.
+    #[arg(long, value_name = "PATH|discover")]
+    pub topology: Option<String>,
+
+    /// The ranks' process ids; each one's `LOCAL_RANK` (from /proc/PID/environ) says which rank
+    /// it is, else the order given.
+    #[arg(long, num_args = 1.., value_name = "PID")]
+    pub pids: Vec<u32>,
+
+    /// Find the ranks by name: processes whose command line contains NAME.
+    #[arg(long = "match", value_name = "NAME")]
+    pub match_name: Option<String>,
 }
 
 /// Where a plan comes from: a plan file, a job spec (compiled on the fly), or `git:REV:PATH`

@@ -7,6 +7,7 @@ use crate::diag::codes::*;
 use crate::diag::suggest::did_you_mean;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::emit::EmitError;
+use crate::exec::ExecError;
 use crate::plan_file::PlanFileError;
 use crate::resolve::{ResolveError, ResolveErrorKind};
 use crate::spec::SpecError;
@@ -43,6 +44,8 @@ pub enum Error {
         missing: bool,
         regenerate: String,
     },
+    #[error(transparent)]
+    Exec(#[from] ExecError),
     /// A plan file that cannot be read back.
     #[error(transparent)]
     PlanFile(#[from] PlanFileError),
@@ -66,6 +69,7 @@ pub enum Error {
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
+            Error::Exec(e) => e.exit_code(),
             Error::Spec(SpecError::Read { .. })
             | Error::Topology(TopologyError::Read { .. } | TopologyError::Discover { .. })
             | Error::Output { .. }
@@ -125,6 +129,7 @@ impl Error {
                 E0400_OUTPUT_WRITE,
                 format!("cannot write to standard output: {e}"),
             ),
+            Error::Exec(e) => exec(e),
             Error::PlanFile(PlanFileError::Yaml { map, error }) => {
                 yaml_error(map, error, "plan", PLAN_CODES)
             }
@@ -154,6 +159,36 @@ impl Error {
                 }
             }
         }
+    }
+}
+
+fn exec(e: &ExecError) -> Diagnostic {
+    let message = e.to_string();
+    match e {
+        ExecError::NoCommand => Diagnostic::error(E0402_MISSING_COMMAND, message)
+            .help("add the program each rank runs to the job spec, e.g. `command: [python, train.py]`"),
+        ExecError::NodeCount { .. } | ExecError::NodeRank { .. } | ExecError::NoNodePlace { .. } => {
+            Diagnostic::error(E0410_NODE_PLACE, message).help(
+                "run one `numaplan exec` per node under Slurm (`srun --ntasks-per-node=1`), or pass `--node-rank K --nodes N --master-addr HOST`",
+            )
+        }
+        ExecError::NotThisNode { .. } => Diagnostic::error(E0411_NOT_THIS_NODE, message)
+            .help("compile the plan for this machine (`numaplan topo` shows it), or run it where it was made for"),
+        ExecError::Bind { .. } => Diagnostic::error(E0412_BIND, message)
+            .note("no rank was left running")
+            .help("check the plan's CPUs and memory nodes against `numaplan topo` on this node"),
+        ExecError::Spawn { .. } | ExecError::LogDir { .. } | ExecError::Syscall { .. } => {
+            Diagnostic::error(E0413_SPAWN, message).note("no rank was left running")
+        }
+        ExecError::RankFailed { .. } => Diagnostic::error(E0414_RANK_FAILED, message)
+            .note("the other ranks were stopped (TERM, then KILL after the grace period)")
+            .help("the rank's own output above says why"),
+        ExecError::Interrupted { .. } => Diagnostic::error(E0415_INTERRUPTED, message)
+            .note("the signal was forwarded to every rank's process group"),
+        ExecError::NoProcesses { .. } => Diagnostic::error(E0416_VERIFY, message)
+            .help("`--match` looks for NAME in the processes' command lines; `--pids` names them"),
+        ExecError::Verify { .. } => Diagnostic::error(E0416_VERIFY, message)
+            .help("the table above shows planned and actual bindings per rank"),
     }
 }
 

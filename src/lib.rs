@@ -7,6 +7,7 @@ pub mod cpuset;
 pub mod diag;
 pub mod emit;
 pub mod error;
+pub mod exec;
 pub mod ids;
 pub mod output;
 pub mod pci_addr;

@@ -17,12 +17,12 @@ fn main() -> ExitCode {
     }));
     let cli = Cli::parse();
     let format = cli.message_format;
-    let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    match numaplan::app::run(cli, &mut lock) {
+    // Not locked for the whole run: `exec` relays ranks' output to stdout from other threads.
+    let mut stdout = std::io::stdout();
+    match numaplan::app::run(cli, &mut stdout) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let _ = lock.flush();
+            let _ = stdout.flush();
             let mut stderr = std::io::stderr().lock();
             for d in e.diagnostics() {
                 let _ = stderr.write_all(render(&d, format).as_bytes());

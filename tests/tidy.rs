@@ -79,9 +79,34 @@ fn format_crates_stay_at_their_edges() {
 }
 
 #[test]
-fn unsafe_code_is_absent() {
+fn unsafe_code_only_in_exec_affinity() {
     for (file, text) in sources() {
-        assert!(!text.contains(concat!("unsafe", " {")), "{file}");
+        if file == "src/exec/affinity.rs" {
+            continue;
+        }
+        assert!(
+            !text.contains(concat!("unsafe", " {")),
+            "{file}: syscalls belong in src/exec/affinity.rs"
+        );
+    }
+}
+
+#[test]
+fn exec_and_review_see_only_the_plan() {
+    // Data flows one way: the launcher and the reviewer import the plan and its parts, never
+    // the spec loader, the CLI or the app.
+    for (file, text) in sources() {
+        if file.starts_with("src/exec/") || file.starts_with("src/review/") {
+            for forbidden in [
+                "crate::app",
+                "crate::cli",
+                "crate::spec::raw",
+                "crate::spec::load",
+                "crate::error::",
+            ] {
+                assert!(!text.contains(forbidden), "{file} imports `{forbidden}`");
+            }
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! One function per subcommand: load, then print or write. Returns data to `main`, never prints
 //! errors itself. `review` holds `diff` and `explain`.
 
+mod exec;
+mod input;
 mod review;
 
 use std::io::Write;
@@ -20,6 +22,8 @@ use crate::topology::{self, Topology, fixture, summary};
 pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<(), Error> {
     match cli.command {
         Command::Compile(args) => compile(&args, stdout),
+        Command::Exec(args) => exec::exec(&args, stdout),
+        Command::Verify(args) => exec::verify(&args, stdout),
         Command::Diff(args) => review::diff(&args, stdout),
         Command::Explain(args) => review::explain(&args, stdout),
         Command::Topo(args) => topo(&args, stdout),

@@ -46,6 +46,13 @@ pub const E0406_PLAN_INVALID: Code = Code("E0406");
 pub const E0407_INPUT_READ: Code = Code("E0407");
 pub const E0408_GIT: Code = Code("E0408");
 pub const E0409_NEEDS_TOPOLOGY: Code = Code("E0409");
+pub const E0410_NODE_PLACE: Code = Code("E0410");
+pub const E0411_NOT_THIS_NODE: Code = Code("E0411");
+pub const E0412_BIND: Code = Code("E0412");
+pub const E0413_SPAWN: Code = Code("E0413");
+pub const E0414_RANK_FAILED: Code = Code("E0414");
+pub const E0415_INTERRUPTED: Code = Code("E0415");
+pub const E0416_VERIFY: Code = Code("E0416");
 
 /// Every code with its explanation, in order.
 pub const ALL: &[(Code, &str)] = &[
@@ -226,6 +233,47 @@ pub const ALL: &[(Code, &str)] = &[
         "`explain` draws the plan on its machine, and a plan file records only the machine's \
          name and fingerprint. Pass the topology with `--topology FILE`, or explain the job \
          spec, which names its topology.",
+    ),
+    (
+        E0410_NODE_PLACE,
+        "`numaplan exec` of a multi-node plan needs this node's index, the node count and the \
+         rendezvous host: from `--node-rank`, `--nodes`, `--master-addr`, or from Slurm \
+         (`SLURM_NODEID`, `SLURM_NNODES`, the first host of `SLURM_JOB_NODELIST`). The node \
+         count must equal the plan's `nodes`.",
+    ),
+    (
+        E0411_NOT_THIS_NODE,
+        "The plan uses CPUs this process may not run on (another machine's plan, or a cgroup, \
+         taskset or Slurm step that allows fewer CPUs), or binds memory to a NUMA node this \
+         machine does not have. Nothing was started.",
+    ),
+    (
+        E0412_BIND,
+        "Setting a rank's CPU affinity (`sched_setaffinity`) or memory policy \
+         (`set_mempolicy`) failed in the child before it started; the errno says why. The \
+         ranks already started were stopped. Exit code 3.",
+    ),
+    (
+        E0413_SPAWN,
+        "A rank's program could not be started (not found, not executable), or its log file \
+         could not be created. The ranks already started were stopped. Exit code 3.",
+    ),
+    (
+        E0414_RANK_FAILED,
+        "A rank exited with a non-zero status or was killed by a signal; numaplan stopped the \
+         other ranks (TERM, then KILL after `--grace` seconds) and exits with that rank's \
+         status (128 + the signal for a signal death), as torchrun does.",
+    ),
+    (
+        E0415_INTERRUPTED,
+        "numaplan received SIGINT, SIGTERM or SIGHUP, forwarded it to every rank's process \
+         group, waited for them, and exits with 128 + the signal.",
+    ),
+    (
+        E0416_VERIFY,
+        "`--verify` or `numaplan verify` found ranks whose real CPUs (of any thread) or memory \
+         policy, read from /proc, differ from the plan. A thread may narrow its CPUs within the \
+         rank's set (NCCL and OpenMP runtimes do); CPUs outside the set are a mismatch.",
     ),
 ];
 

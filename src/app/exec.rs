@@ -1,0 +1,175 @@
+//! `numaplan exec` and `numaplan verify`: the edge around `exec` that reads the environment
+//! (Slurm's variables, this process's affinity, the kernel's NUMA nodes) and prints.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Duration;
+
+use super::emit;
+use super::input::load_subject;
+use crate::cli::{ExecArgs, VerifyArgs};
+use crate::cpuset::CpuSet;
+use crate::emit::templates::sh;
+use crate::error::Error;
+use crate::exec::{
+    self, ExecError, ExecOptions, NodePlace, OutputMode, affinity, hostlist, verify,
+};
+use crate::plan::Plan;
+
+pub fn exec(args: &ExecArgs, stdout: &mut dyn Write) -> Result<(), Error> {
+    let subject = load_subject(&args.input, args.topology.as_deref())?;
+    let plan = subject.plan;
+    let opts = ExecOptions {
+        place: node_place(args, &plan)?,
+        output: match (&args.log_dir, args.no_prefix) {
+            (Some(dir), _) => OutputMode::LogDir {
+                dir: dir.clone(),
+                tee: args.tee,
+            },
+            (None, true) => OutputMode::Plain,
+            (None, false) => OutputMode::Prefixed,
+        },
+        grace: Duration::from_secs_f64(args.grace.clamp(0.0, 3600.0)),
+        verify: args.verify,
+        extra_args: args.extra.clone(),
+    };
+    if args.dry_run {
+        return emit(stdout, None, &dry_run(&plan, &opts)?);
+    }
+    let allowed = affinity::own_affinity().map_err(|source| ExecError::Syscall {
+        what: "read this process's CPU affinity",
+        source,
+    })?;
+    exec::check_node(&plan, &allowed, &online_nodes(), &hostname())?;
+    let _ = stdout.flush();
+    let mut report = std::io::stderr();
+    Ok(exec::run(&plan, &opts, &mut report)?)
+}
+
+pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
+    let plan = load_subject(&args.input, args.topology.as_deref())?.plan;
+    let pids: Vec<u32> = match &args.match_name {
+        Some(name) => find_processes(name),
+        None => args.pids.clone(),
+    };
+    let mut ranked: Vec<(u32, u32)> = pids
+        .iter()
+        .enumerate()
+        .map(|(i, &pid)| (local_rank_of(pid).unwrap_or(i as u32), pid))
+        .collect();
+    ranked.sort();
+    if ranked.is_empty() {
+        let pattern = args.match_name.clone().unwrap_or_default();
+        return Err(ExecError::NoProcesses { pattern }.into());
+    }
+    let table = verify::check(&plan, &ranked);
+    emit(stdout, None, &table.render())?;
+    if table.ok() {
+        Ok(())
+    } else {
+        Err(ExecError::Verify {
+            mismatches: table.mismatches(),
+        }
+        .into())
+    }
+}
+
+/// This node's place: flags, else Slurm's environment, else a single-node job.
+fn node_place(args: &ExecArgs, plan: &Plan) -> Result<NodePlace, ExecError> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let node_rank = args.node_rank.or_else(|| env("SLURM_NODEID")?.parse().ok());
+    let nodes = args
+        .nodes
+        .or_else(|| env("SLURM_NNODES")?.parse().ok())
+        .unwrap_or(plan.nodes);
+    let master = args
+        .master_addr
+        .clone()
+        .or_else(|| hostlist::first_host(&env("SLURM_JOB_NODELIST")?));
+    if plan.nodes > 1 && (node_rank.is_none() || master.is_none()) {
+        return Err(ExecError::NoNodePlace { nodes: plan.nodes });
+    }
+    let single_node_master = plan
+        .ranks
+        .first()
+        .and_then(|r| r.env.get("MASTER_ADDR").cloned())
+        .unwrap_or_else(|| "127.0.0.1".into());
+    Ok(NodePlace {
+        node_rank: node_rank.unwrap_or(0),
+        nodes,
+        master_addr: master.unwrap_or(single_node_master),
+    })
+}
+
+/// What `--dry-run` prints: per rank its binding, the environment it adds and the exact argv.
+fn dry_run(plan: &Plan, opts: &ExecOptions) -> Result<String, ExecError> {
+    let mut out = String::new();
+    for (l, r) in exec::launches(plan, opts)?.iter().zip(&plan.ranks) {
+        out.push_str(&format!(
+            "rank {}: CPUs {}, memory {}\n  env {}\n  argv {}\n",
+            l.local_rank,
+            r.cpus,
+            verify::numa_maps_policy(&r.memory),
+            l.env
+                .iter()
+                .map(|(k, v)| format!("{k}={}", sh(v.clone())))
+                .collect::<Vec<_>>()
+                .join(" "),
+            l.argv
+                .iter()
+                .map(|a| sh(a.clone()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    Ok(out)
+}
+
+fn online_nodes() -> CpuSet {
+    std::fs::read_to_string("/sys/devices/system/node/online")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| [0].into_iter().collect())
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "this node".into())
+}
+
+/// `LOCAL_RANK` from a process's environment.
+fn local_rank_of(pid: u32) -> Option<u32> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let vars: BTreeMap<&[u8], &[u8]> = environ
+        .split(|&b| b == 0)
+        .filter_map(|kv| {
+            let eq = kv.iter().position(|&b| b == b'=')?;
+            Some((&kv[..eq], &kv[eq + 1..]))
+        })
+        .collect();
+    std::str::from_utf8(vars.get(&b"LOCAL_RANK"[..])?)
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// Processes (other than numaplan itself) whose command line contains `name`.
+fn find_processes(name: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&pid: &u32| pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let c: Vec<u8> = c.iter().map(|&b| if b == 0 { b' ' } else { b }).collect();
+                String::from_utf8_lossy(&c).contains(name)
+            })
+        })
+        .collect();
+    pids.sort();
+    pids
+}

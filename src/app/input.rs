@@ -1,0 +1,116 @@
+//! Reading what `diff`, `explain`, `exec` and `verify` are given: a plan file, or a job spec
+//! compiled on the fly, from a path or from git history (`git:REV:PATH`).
+
+use std::path::{Path, PathBuf};
+
+use super::{Compiled, compile_loaded, load_topology};
+use crate::error::Error;
+use crate::plan::Plan;
+use crate::plan_file;
+use crate::spec::load::load_str as load_spec_str;
+use crate::topology::{Topology, fixture};
+
+/// A plan under review, with the topology it is drawn on when known.
+pub(crate) struct Subject {
+    pub label: String,
+    pub plan: Plan,
+    pub fingerprint: String,
+    pub topology: Option<Topology>,
+    /// Facts to tell the reader (a fingerprint that differs from the topology given).
+    pub notes: Vec<String>,
+}
+
+/// `plan.yaml on nvidia-dgx-a100`: diffs across machines say which side is on which.
+fn label(arg: &str, topology: Option<&Topology>) -> String {
+    match topology {
+        Some(t) => format!("{arg} on {}", t.name()),
+        None => arg.to_string(),
+    }
+}
+
+/// Reads `arg` (a path or `git:REV:PATH`), tells a plan from a job spec by content, and loads it
+/// with its topology: a spec's own (or `topology`), a plan's only from `topology`.
+pub(crate) fn load_subject(arg: &str, topology: Option<&str>) -> Result<Subject, Error> {
+    let (text, spec_dir) = read_input(arg)?;
+    if plan_file::looks_like_plan(&text) {
+        let loaded = plan_file::load(arg, &text)?;
+        let mut notes = Vec::new();
+        let topology = match topology {
+            Some(t) => {
+                let t = load_topology(t)?;
+                let fp = fixture::fingerprint(&t);
+                if fp != loaded.fingerprint {
+                    notes.push(format!(
+                        "`{arg}` was made for topology fingerprint {}; `{}` has {fp}",
+                        loaded.fingerprint,
+                        t.name()
+                    ));
+                }
+                Some(t)
+            }
+            None => None,
+        };
+        return Ok(Subject {
+            label: label(arg, topology.as_ref()),
+            plan: loaded.plan,
+            fingerprint: loaded.fingerprint,
+            topology,
+            notes,
+        });
+    }
+    let loaded = load_spec_str(arg, &text)?;
+    let Compiled {
+        plan,
+        topology,
+        fingerprint,
+    } = compile_loaded(&loaded, &spec_dir, topology)?;
+    Ok(Subject {
+        label: label(arg, Some(&topology)),
+        plan,
+        fingerprint,
+        topology: Some(topology),
+        notes: Vec::new(),
+    })
+}
+
+/// The text of `arg` and the directory a spec's relative `topology:` is taken from (for a file
+/// from git history: its directory in the working tree).
+fn read_input(arg: &str) -> Result<(String, PathBuf), Error> {
+    let Some(rest) = arg.strip_prefix("git:") else {
+        let text = std::fs::read_to_string(arg).map_err(|source| Error::InputRead {
+            path: PathBuf::from(arg),
+            source,
+        })?;
+        return Ok((text, parent(Path::new(arg))));
+    };
+    let git_err = |detail: String| Error::Git {
+        arg: arg.to_string(),
+        detail,
+    };
+    let (rev, path) = rest
+        .split_once(':')
+        .ok_or_else(|| git_err("expected `git:REV:PATH`".into()))?;
+    let git = |args: &[&str]| -> Result<String, Error> {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .output()
+            .map_err(|e| git_err(format!("cannot run git: {e}")))?;
+        if !out.status.success() {
+            let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            return Err(git_err(msg));
+        }
+        String::from_utf8(out.stdout).map_err(|_| git_err("the file is not UTF-8 text".into()))
+    };
+    let text = git(&["show", &format!("{rev}:{path}")])?;
+    let dir = if path.starts_with("./") || path.starts_with("../") {
+        parent(Path::new(path))
+    } else {
+        let top = git(&["rev-parse", "--show-toplevel"])?;
+        parent(&Path::new(top.trim()).join(path))
+    };
+    Ok((text, dir))
+}
+
+fn parent(p: &Path) -> PathBuf {
+    p.parent().map(Path::to_path_buf).unwrap_or_default()
+}

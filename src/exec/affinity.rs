@@ -1,0 +1,172 @@
+//! The syscalls of `exec`: the only `unsafe` code in numaplan. A `Binding` is prepared in the
+//! parent (allocation allowed); `Binding::apply` runs in the forked child before `exec` and
+//! makes only async-signal-safe calls on data prepared beforehand (no allocation, no locks).
+
+use std::io;
+
+use crate::cpuset::CpuSet;
+use crate::plan::MemoryBinding;
+use crate::spec::MemPolicy;
+
+/// Node masks cover this many nodes (Linux's largest `MAX_NUMNODES` is 1024).
+const NODE_WORDS: usize = 16;
+
+/// A rank's CPU affinity and memory policy, ready to apply in the child.
+pub struct Binding {
+    cpus: libc::cpu_set_t,
+    /// `MPOL_*`, or `None` to leave the inherited policy.
+    mode: Option<libc::c_int>,
+    nodes: [libc::c_ulong; NODE_WORDS],
+    /// The parent's pid: if the child's parent differs, numaplan died before `prctl` ran.
+    parent: libc::pid_t,
+}
+
+const MPOL_PREFERRED: libc::c_int = 1;
+const MPOL_BIND: libc::c_int = 2;
+const MPOL_INTERLEAVE: libc::c_int = 3;
+
+impl Binding {
+    /// Fails (EINVAL) for a CPU or node beyond what a mask can hold.
+    pub fn new(cpus: &CpuSet, memory: &MemoryBinding) -> io::Result<Binding> {
+        // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let max_cpus = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
+        for cpu in cpus.iter() {
+            if cpu >= max_cpus {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            // SAFETY: `cpu` is below the set's capacity.
+            unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+        }
+        let mut nodes = [0 as libc::c_ulong; NODE_WORDS];
+        let bits = libc::c_ulong::BITS as usize;
+        for n in &memory.nodes {
+            let n = n.0 as usize;
+            if n >= NODE_WORDS * bits {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            nodes[n / bits] |= 1 << (n % bits);
+        }
+        let mode = match memory.policy {
+            MemPolicy::None => None,
+            MemPolicy::Preferred => Some(MPOL_PREFERRED),
+            MemPolicy::Bind => Some(MPOL_BIND),
+            MemPolicy::Interleave => Some(MPOL_INTERLEAVE),
+        };
+        Ok(Binding {
+            cpus: set,
+            mode,
+            nodes,
+            // SAFETY: getpid has no preconditions.
+            parent: unsafe { libc::getpid() },
+        })
+    }
+
+    /// In the child between fork and exec: die with the parent, then bind CPUs and memory.
+    /// Async-signal-safe: syscalls only, on data owned by `self`.
+    pub fn apply(&self) -> io::Result<()> {
+        // SAFETY: plain syscalls with valid pointers to data `self` owns for the call.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != self.parent {
+                // numaplan died between fork and prctl.
+                libc::_exit(128 + libc::SIGKILL);
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.cpus) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if let Some(mode) = self.mode {
+                let maxnode = (NODE_WORDS * libc::c_ulong::BITS as usize + 1) as libc::c_ulong;
+                if libc::syscall(libc::SYS_set_mempolicy, mode, self.nodes.as_ptr(), maxnode) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Makes `cmd`'s child apply `bind` after fork, before exec.
+pub fn bind_before_exec(cmd: &mut std::process::Command, bind: Binding) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: the closure runs between fork and exec; `Binding::apply` makes only
+    // async-signal-safe syscalls on data owned by `bind`, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || bind.apply());
+    }
+}
+
+/// Sends `signal` to the process group `pgid`; a group already gone is not an error.
+pub fn signal_group(pgid: u32, signal: libc::c_int) {
+    // SAFETY: kill has no memory preconditions.
+    unsafe {
+        libc::kill(-(pgid as libc::pid_t), signal);
+    }
+}
+
+/// The CPUs this process may run on (its affinity: cgroup cpuset, taskset, a Slurm step).
+pub fn own_affinity() -> io::Result<CpuSet> {
+    // SAFETY: a zeroed cpu_set_t is valid; the size passed is its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+        Ok((0..max)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .map(|c| c as u32)
+            .collect())
+    }
+}
+
+/// The signals numaplan forwards to the ranks.
+pub const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+static PENDING: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn remember(signal: libc::c_int) {
+    PENDING.store(signal, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP so that `take_signal` reports them instead of numaplan
+/// dying with its ranks orphaned.
+pub fn catch_signals() -> io::Result<()> {
+    for s in FORWARDED {
+        // SAFETY: `remember` only stores to an atomic, which is async-signal-safe.
+        let previous = unsafe { libc::signal(s, remember as *const () as libc::sighandler_t) };
+        if previous == libc::SIG_ERR {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The last signal caught since the previous call, if any.
+pub fn take_signal() -> Option<libc::c_int> {
+    match PENDING.swap(0, std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// `SIGKILL` for 9, as `kill -l` names it.
+pub fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGTERM => "SIGTERM",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
+}

@@ -1,0 +1,63 @@
+//! `ExecError`: why ranks could not be started, or how the job ended badly (E041x).
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("the plan has no `command` for the ranks to run")]
+    NoCommand,
+    #[error("the plan is for {plan} node(s), but this job has {job}")]
+    NodeCount { plan: u32, job: u32 },
+    #[error("node rank {node_rank} is not below the node count {nodes}")]
+    NodeRank { node_rank: u32, nodes: u32 },
+    #[error("a plan for {nodes} nodes needs this node's place in the job")]
+    NoNodePlace { nodes: u32 },
+    #[error("this node ({host}) cannot run the plan: {detail}")]
+    NotThisNode { host: String, detail: String },
+    #[error("cannot bind rank {rank} to CPUs {cpus}: {source}")]
+    Bind {
+        rank: u32,
+        cpus: String,
+        source: std::io::Error,
+    },
+    #[error("cannot start rank {rank} (`{program}`): {source}")]
+    Spawn {
+        rank: u32,
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("cannot write rank logs to `{}`: {source}", path.display())]
+    LogDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot {what}: {source}")]
+    Syscall {
+        what: &'static str,
+        source: std::io::Error,
+    },
+    #[error("rank {rank} {how}")]
+    RankFailed { rank: u32, how: String, code: i32 },
+    #[error("numaplan received {}; the ranks were stopped", crate::exec::affinity::signal_name(*signal))]
+    Interrupted { signal: i32 },
+    #[error("no running process matches `{pattern}`")]
+    NoProcesses { pattern: String },
+    #[error("{mismatches} rank(s) are not bound as planned")]
+    Verify { mismatches: usize },
+}
+
+impl ExecError {
+    /// The job's exit status: a failed rank's status (128 + signal for a signal death), 128 +
+    /// the signal numaplan received, else 1 (bad input or a mismatch) or 3 (the environment).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ExecError::RankFailed { code, .. } => *code,
+            ExecError::Interrupted { signal } => 128 + signal,
+            ExecError::Bind { .. }
+            | ExecError::Spawn { .. }
+            | ExecError::LogDir { .. }
+            | ExecError::Syscall { .. } => 3,
+            _ => 1,
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! `numaplan exec`: start the plan's ranks on this node, each bound (CPU affinity and memory
+//! policy) in the child before `exec`, supervise them like torchrun, and verify bindings from
+//! `/proc`. Imports only `plan`, `ids`, `cpuset` (and `spec`'s `MemPolicy` enum).
+
+pub mod affinity;
+pub mod error;
+pub mod hostlist;
+pub mod relay;
+pub mod verify;
+
+use std::collections::BTreeMap;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use affinity::Binding;
+pub use error::ExecError;
+
+use crate::cpuset::CpuSet;
+use crate::plan::{Plan, RankBinding};
+
+/// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodePlace {
+    pub node_rank: u32,
+    pub nodes: u32,
+    pub master_addr: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Each line of a rank's stdout/stderr prefixed `[3] ` on numaplan's stdout/stderr.
+    Prefixed,
+    /// The ranks write straight to numaplan's stdout/stderr.
+    Plain,
+    /// `DIR/rank-3.out` and `.err`; `tee` also copies prefixed lines to the terminal.
+    LogDir { dir: PathBuf, tee: bool },
+}
+
+#[derive(Clone, Debug)]
+pub struct ExecOptions {
+    pub place: NodePlace,
+    pub output: OutputMode,
+    /// Between TERM and KILL when stopping ranks.
+    pub grace: Duration,
+    pub verify: bool,
+    /// Appended to the plan's command for every rank.
+    pub extra_args: Vec<String>,
+}
+
+/// One rank's launch: what `exec` runs and what `--dry-run` prints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    pub local_rank: u32,
+    pub argv: Vec<String>,
+    /// Set on top of numaplan's own environment.
+    pub env: BTreeMap<String, String>,
+}
+
+/// The launches of every local rank: the plan's command and environment, plus the node's place
+/// in a multi-node job (global `RANK`, `NODE_RANK`/`GROUP_RANK`, `MASTER_ADDR`).
+pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecError> {
+    if plan.command.is_empty() {
+        return Err(ExecError::NoCommand);
+    }
+    if opts.place.nodes != plan.nodes {
+        return Err(ExecError::NodeCount {
+            plan: plan.nodes,
+            job: opts.place.nodes,
+        });
+    }
+    if opts.place.node_rank >= opts.place.nodes {
+        return Err(ExecError::NodeRank {
+            node_rank: opts.place.node_rank,
+            nodes: opts.place.nodes,
+        });
+    }
+    Ok(plan
+        .ranks
+        .iter()
+        .map(|r| {
+            let mut env = r.env.clone();
+            if plan.nodes > 1 {
+                let node = opts.place.node_rank;
+                env.insert(
+                    "RANK".into(),
+                    (node * plan.ranks_per_node + r.local_rank).to_string(),
+                );
+                env.insert("NODE_RANK".into(), node.to_string());
+                env.insert("GROUP_RANK".into(), node.to_string());
+                env.insert("MASTER_ADDR".into(), opts.place.master_addr.clone());
+            }
+            let mut argv = plan.command.clone();
+            argv.extend(opts.extra_args.iter().cloned());
+            Launch {
+                local_rank: r.local_rank,
+                argv,
+                env,
+            }
+        })
+        .collect())
+}
+
+/// Refuses a plan this node cannot run: CPUs outside this process's affinity, memory nodes the
+/// kernel does not have. `online_nodes` is `/sys/devices/system/node/online`.
+pub fn check_node(
+    plan: &Plan,
+    allowed: &CpuSet,
+    online_nodes: &CpuSet,
+    host: &str,
+) -> Result<(), ExecError> {
+    for r in &plan.ranks {
+        let missing = r.cpus.difference(allowed);
+        if !missing.is_empty() {
+            return Err(ExecError::NotThisNode {
+                host: host.to_string(),
+                detail: format!(
+                    "rank {} is planned on CPUs {} but CPUs {missing} are not available here (this process may use {allowed})",
+                    r.local_rank, r.cpus
+                ),
+            });
+        }
+        for n in &r.memory.nodes {
+            if !online_nodes.contains(n.0) {
+                return Err(ExecError::NotThisNode {
+                    host: host.to_string(),
+                    detail: format!(
+                        "rank {} binds memory to NUMA node {n}, which this node does not have (online: {online_nodes})",
+                        r.local_rank
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A started rank.
+struct Running {
+    rank: u32,
+    child: Child,
+    status: Option<std::process::ExitStatus>,
+}
+
+/// Starts every rank bound, supervises until all have exited, and returns how the job ended.
+/// `report` receives numaplan's own lines (the verification table, which rank failed).
+pub fn run(
+    plan: &Plan,
+    opts: &ExecOptions,
+    report: &mut dyn std::io::Write,
+) -> Result<(), ExecError> {
+    let launches = launches(plan, opts)?;
+    if let OutputMode::LogDir { dir, .. } = &opts.output {
+        std::fs::create_dir_all(dir).map_err(|source| ExecError::LogDir {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    affinity::catch_signals().map_err(|source| ExecError::Syscall {
+        what: "install signal handlers",
+        source,
+    })?;
+    let mut running: Vec<Running> = Vec::new();
+    let mut relays = Vec::new();
+    for (launch, binding) in launches.iter().zip(&plan.ranks) {
+        match spawn(launch, binding, &opts.output) {
+            Ok((child, threads)) => {
+                relays.extend(threads);
+                running.push(Running {
+                    rank: launch.local_rank,
+                    child,
+                    status: None,
+                });
+            }
+            Err(e) => {
+                stop_all(&mut running, opts.grace);
+                return Err(e);
+            }
+        }
+    }
+    if opts.verify {
+        let pids: Vec<(u32, u32)> = running.iter().map(|r| (r.rank, r.child.id())).collect();
+        let table = verify::check(plan, &pids);
+        let _ = report.write_all(table.render().as_bytes());
+        if !table.ok() {
+            stop_all(&mut running, opts.grace);
+            join(relays);
+            return Err(ExecError::Verify {
+                mismatches: table.mismatches(),
+            });
+        }
+    }
+    let outcome = supervise(&mut running, opts.grace);
+    join(relays);
+    outcome
+}
+
+fn spawn(
+    launch: &Launch,
+    binding: &RankBinding,
+    output: &OutputMode,
+) -> Result<(Child, Vec<std::thread::JoinHandle<()>>), ExecError> {
+    let bind = Binding::new(&binding.cpus, &binding.memory).map_err(|source| ExecError::Bind {
+        rank: launch.local_rank,
+        cpus: binding.cpus.to_string(),
+        source,
+    })?;
+    let mut cmd = Command::new(&launch.argv[0]);
+    cmd.args(&launch.argv[1..])
+        .envs(&launch.env)
+        .process_group(0);
+    affinity::bind_before_exec(&mut cmd, bind);
+    let (stdout, stderr) = match output {
+        OutputMode::Plain => (Stdio::inherit(), Stdio::inherit()),
+        OutputMode::Prefixed | OutputMode::LogDir { tee: true, .. } => {
+            (Stdio::piped(), Stdio::piped())
+        }
+        OutputMode::LogDir { dir, tee: false } => {
+            let open = |ext: &str| {
+                let path = dir.join(format!("rank-{}.{ext}", launch.local_rank));
+                std::fs::File::create(&path).map_err(|source| ExecError::LogDir { path, source })
+            };
+            (Stdio::from(open("out")?), Stdio::from(open("err")?))
+        }
+    };
+    cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
+    let mut child = cmd.spawn().map_err(|source| match source.raw_os_error() {
+        // Errors of `apply` arrive as the child's errno; ENOENT/EACCES are the program's.
+        Some(libc::EINVAL | libc::EPERM | libc::EFAULT) => ExecError::Bind {
+            rank: launch.local_rank,
+            cpus: binding.cpus.to_string(),
+            source,
+        },
+        _ => ExecError::Spawn {
+            rank: launch.local_rank,
+            program: launch.argv[0].clone(),
+            source,
+        },
+    })?;
+    let mut threads = Vec::new();
+    let tee_dir = match output {
+        OutputMode::LogDir { dir, tee: true } => Some(dir.clone()),
+        _ => None,
+    };
+    for (stream, pipe) in [
+        (
+            relay::Stream::Out,
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+        ),
+        (
+            relay::Stream::Err,
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+        ),
+    ] {
+        if let Some(pipe) = pipe {
+            let copy = match &tee_dir {
+                Some(dir) => {
+                    let path = dir.join(format!("rank-{}.{}", launch.local_rank, stream.ext()));
+                    Some(
+                        std::fs::File::create(&path)
+                            .map_err(|source| ExecError::LogDir { path, source })?,
+                    )
+                }
+                None => None,
+            };
+            threads.push(relay::start(launch.local_rank, stream, pipe, copy));
+        }
+    }
+    Ok((child, threads))
+}
+
+/// Waits for every rank. The first failure stops the others (TERM, then KILL after `grace`);
+/// a signal to numaplan is forwarded to every rank's process group.
+fn supervise(running: &mut [Running], grace: Duration) -> Result<(), ExecError> {
+    let mut failure: Option<ExecError> = None;
+    let mut kill_at: Option<Instant> = None;
+    loop {
+        if let Some(signal) = affinity::take_signal() {
+            for r in running.iter().filter(|r| r.status.is_none()) {
+                affinity::signal_group(r.child.id(), signal);
+            }
+            if failure.is_none() {
+                failure = Some(ExecError::Interrupted { signal });
+            }
+            kill_at.get_or_insert(Instant::now() + grace);
+        }
+        for r in running.iter_mut().filter(|r| r.status.is_none()) {
+            if let Ok(Some(status)) = r.child.try_wait() {
+                r.status = Some(status);
+                if !status.success() && failure.is_none() {
+                    failure = Some(ExecError::RankFailed {
+                        rank: r.rank,
+                        how: describe(status),
+                        code: exit_code(status),
+                    });
+                }
+            }
+        }
+        let live: Vec<u32> = running
+            .iter()
+            .filter(|r| r.status.is_none())
+            .map(|r| r.child.id())
+            .collect();
+        if live.is_empty() {
+            break;
+        }
+        if failure.is_some() && kill_at.is_none() {
+            for &pid in &live {
+                affinity::signal_group(pid, libc::SIGTERM);
+            }
+            kill_at = Some(Instant::now() + grace);
+        }
+        if kill_at.is_some_and(|t| Instant::now() >= t) {
+            for &pid in &live {
+                affinity::signal_group(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Whatever a rank left running in its process group (a background child) goes too.
+    for r in running.iter() {
+        affinity::signal_group(r.child.id(), libc::SIGKILL);
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Stops already started ranks after a failed start: TERM, KILL after `grace`, reaped.
+fn stop_all(running: &mut [Running], grace: Duration) {
+    for r in running.iter() {
+        affinity::signal_group(r.child.id(), libc::SIGTERM);
+    }
+    let deadline = Instant::now() + grace;
+    for r in running.iter_mut() {
+        while r.child.try_wait().ok().flatten().is_none() {
+            if Instant::now() >= deadline {
+                affinity::signal_group(r.child.id(), libc::SIGKILL);
+                let _ = r.child.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        affinity::signal_group(r.child.id(), libc::SIGKILL);
+    }
+}
+
+fn join(threads: Vec<std::thread::JoinHandle<()>>) {
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+/// `exited with status 3`, `was killed by SIGKILL`.
+pub fn describe(status: std::process::ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("was killed by {}", affinity::signal_name(s)),
+        _ => "ended".into(),
+    }
+}
+
+/// The shell's convention: the status, or 128 + the signal.
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}

@@ -1,0 +1,198 @@
+//! Reads the bindings ranks really have from `/proc` and compares them with the plan: every
+//! thread's `Cpus_allowed_list` (a thread may narrow its CPUs, as NCCL and OpenMP runtimes do,
+//! but never leave the rank's set) and the memory policy `numa_maps` reports.
+
+use std::path::Path;
+
+use crate::cpuset::CpuSet;
+use crate::plan::{MemoryBinding, Plan};
+use crate::spec::MemPolicy;
+
+pub struct Table {
+    pub rows: Vec<Row>,
+}
+
+pub struct Row {
+    pub rank: u32,
+    pub pid: u32,
+    pub threads: usize,
+    pub planned_cpus: CpuSet,
+    /// The union of the threads' CPUs.
+    pub actual_cpus: CpuSet,
+    /// Threads whose CPUs are a strict subset of the rank's.
+    pub narrowed: usize,
+    pub planned_memory: String,
+    pub actual_memory: String,
+    pub problems: Vec<String>,
+}
+
+/// `numa_maps`'s spelling of a memory policy: `default`, `prefer:1`, `bind:0`,
+/// `interleave:0-3`.
+pub fn numa_maps_policy(m: &MemoryBinding) -> String {
+    let nodes: CpuSet = m.nodes.iter().map(|n| n.0).collect();
+    match m.policy {
+        MemPolicy::None => "default".into(),
+        MemPolicy::Preferred => format!("prefer:{nodes}"),
+        MemPolicy::Bind => format!("bind:{nodes}"),
+        MemPolicy::Interleave => format!("interleave:{nodes}"),
+    }
+}
+
+/// Checks each `(local rank, pid)` against the plan.
+pub fn check(plan: &Plan, pids: &[(u32, u32)]) -> Table {
+    let rows = pids
+        .iter()
+        .map(|&(rank, pid)| {
+            let planned = plan.ranks.get(rank as usize);
+            let planned_cpus = planned.map(|r| r.cpus.clone()).unwrap_or_default();
+            let planned_memory = planned.map_or("-".into(), |r| numa_maps_policy(&r.memory));
+            let mut problems = Vec::new();
+            if planned.is_none() {
+                problems.push(format!("the plan has no local rank {rank}"));
+            }
+            let proc_dir = Path::new("/proc").join(pid.to_string());
+            let threads = thread_cpus(&proc_dir);
+            if threads.is_empty() {
+                problems.push(format!("process {pid} is gone"));
+            }
+            let mut actual_cpus = CpuSet::new();
+            let mut narrowed = 0;
+            for (tid, name, cpus) in &threads {
+                actual_cpus = actual_cpus.union(cpus);
+                if !cpus.is_subset(&planned_cpus) {
+                    problems.push(format!(
+                        "thread {tid} ({name}) may run on CPUs {} outside the plan",
+                        cpus.difference(&planned_cpus)
+                    ));
+                } else if *cpus != planned_cpus {
+                    narrowed += 1;
+                }
+            }
+            let actual_memory = std::fs::read_to_string(proc_dir.join("numa_maps"))
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .next()
+                        .and_then(|l| l.split_whitespace().nth(1))
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| "-".into());
+            if actual_memory == "-" {
+                if !threads.is_empty() {
+                    problems.push("numa_maps is empty (the rank has exited)".into());
+                }
+            } else if actual_memory != planned_memory {
+                problems.push(format!(
+                    "memory policy is {actual_memory}, planned {planned_memory}"
+                ));
+            }
+            Row {
+                rank,
+                pid,
+                threads: threads.len(),
+                planned_cpus,
+                actual_cpus,
+                narrowed,
+                planned_memory,
+                actual_memory,
+                problems,
+            }
+        })
+        .collect();
+    Table { rows }
+}
+
+/// `(tid, name, CPUs)` of every thread of a process.
+fn thread_cpus(proc_dir: &Path) -> Vec<(u32, String, CpuSet)> {
+    let Ok(entries) = std::fs::read_dir(proc_dir.join("task")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(u32, String, CpuSet)> = entries
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let tid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let status = std::fs::read_to_string(e.path().join("status")).ok()?;
+            let field = |key: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+            };
+            let cpus = field("Cpus_allowed_list:")?.parse().ok()?;
+            Some((tid, field("Name:").unwrap_or_default(), cpus))
+        })
+        .collect();
+    out.sort_by_key(|t| t.0);
+    out
+}
+
+impl Table {
+    pub fn ok(&self) -> bool {
+        self.rows.iter().all(|r| r.problems.is_empty())
+    }
+
+    pub fn mismatches(&self) -> usize {
+        self.rows.iter().filter(|r| !r.problems.is_empty()).count()
+    }
+
+    pub fn render(&self) -> String {
+        let header = [
+            "rank",
+            "pid",
+            "threads",
+            "CPUs planned",
+            "CPUs actual",
+            "memory planned",
+            "memory actual",
+            "",
+        ];
+        let cells: Vec<[String; 8]> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let verdict = if r.problems.is_empty() {
+                    if r.narrowed > 0 {
+                        format!("ok ({} threads narrowed their CPUs)", r.narrowed)
+                    } else {
+                        "ok".into()
+                    }
+                } else {
+                    format!("MISMATCH: {}", r.problems.join("; "))
+                };
+                [
+                    r.rank.to_string(),
+                    r.pid.to_string(),
+                    r.threads.to_string(),
+                    r.planned_cpus.to_string(),
+                    r.actual_cpus.to_string(),
+                    r.planned_memory.clone(),
+                    r.actual_memory.clone(),
+                    verdict,
+                ]
+            })
+            .collect();
+        let widths: Vec<usize> = (0..header.len())
+            .map(|i| {
+                cells
+                    .iter()
+                    .map(|c| c[i].len())
+                    .chain([header[i].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |row: &[String]| {
+            let mut s: String = row
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:<w$}  "))
+                .collect();
+            s.truncate(s.trim_end().len());
+            s + "\n"
+        };
+        let mut out = line(&header.map(String::from));
+        for c in &cells {
+            out.push_str(&line(c));
+        }
+        out
+    }
+}
