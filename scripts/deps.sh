@@ -5,8 +5,9 @@ set -euo pipefail
 
 # librsvg2-bin: rsvg-convert renders `explain --format svg` in a test.
 packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck librsvg2-bin)
-# The real-Slurm tests (as root only: the daemons run as root).
-[ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge)
+# As root only: the real-Slurm tests (the daemons run as root) and the QEMU multi-NUMA guest
+# (tests/vm/qemu-numa.sh also downloads Debian's kernel package there).
+[ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge qemu-system-x86 busybox-static cpio)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,8 +19,10 @@ if [ "$(id -u)" -eq 0 ]; then
   trap 'tests/slurm/slurm-local.sh stop' EXIT
   eval "$(tests/slurm/slurm-local.sh env)"
   export NUMAPLAN_SLURM=1
+  # tests/vm.rs boots a 4-node guest kernel under QEMU (about 10 s).
+  export NUMAPLAN_QEMU=1 QEMU_NUMA_DIR=${QEMU_NUMA_DIR:-/tmp/numaplan-qemu}
 else
-  echo "== not root: the real-Slurm tests are skipped" >&2
+  echo "== not root: the real-Slurm and QEMU tests are skipped" >&2
 fi
 
 echo "== cargo insta test" >&2

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Runs in the QEMU multi-NUMA guest (tests/vm.rs): prints the discovered topology, then starts
+# one rank per NUMA node with `numaplan exec` (auto placement, memory bound) and exits with its
+# status. numaplan and rank-touch are in /opt.
+set -e
+cd /tmp
+echo "TOPO_JSON_BEGIN"
+numaplan topo --format json
+echo "TOPO_JSON_END"
+cat > job.yaml <<JOB
+command: [/opt/rank-touch]
+ranks_per_node: $QEMU_NUMA_NODES
+gpus: none
+cpu: {policy: auto}
+memory: {policy: bind}
+JOB
+numaplan exec job.yaml --verify

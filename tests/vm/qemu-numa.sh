@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# numaplan's copy of the shared CI harness (tests/vm.rs runs it with tests/vm/exec-guest.sh).
+# qemu-numa.sh - boot Debian's kernel under QEMU (TCG, no KVM needed) with N NUMA nodes and
+# an initramfs holding a test binary; report the binary's exit code. Debian 12, root for apt.
+#
+# Usage: qemu-numa.sh [prepare|run|all|clean] [-- TEST_BINARY [ARGS...]]
+#   prepare  install qemu-system-x86/busybox-static/cpio (if missing), unpack the kernel
+#   run      build the initramfs and boot; exit code = the guest test's exit code
+#   all      (default) prepare + run
+#   clean    remove $QEMU_NUMA_DIR
+# With no TEST_BINARY the guest runs a built-in check: node count == QEMU_NUMA_NODES and,
+# for every node, `numactl --cpunodebind=N --membind=N` gives a task whose
+# Cpus_allowed_list is that node's cpulist and whose numa_maps policy is bind:N.
+# A dynamic TEST_BINARY gets its shared libraries (ldd) copied in; a static one is best.
+# In the guest: /sys/devices/system/node/* is real, numactl is available, the binary
+# runs as PID-1's child with /proc, /sys, /dev mounted; QEMU_NUMA_NODES is exported.
+#
+# Environment (all optional):
+#   QEMU_NUMA_DIR       work/cache dir                          [/tmp/qemu-numa]
+#   QEMU_NUMA_NODES     NUMA nodes                              [2]
+#   QEMU_NUMA_CPUS      vCPUs (multiple of NODES)               [8]
+#   QEMU_NUMA_MEM_MB    memory per node, MiB                    [512]
+#   QEMU_NUMA_DISTANCE  remote node distance (local = 10)       [20]
+#   QEMU_NUMA_ACCEL     tcg | kvm                               [tcg]
+#   QEMU_NUMA_TIMEOUT   seconds for the whole boot+test         [180]
+#   QEMU_NUMA_KERNEL    vmlinuz to use (skips apt download)     [Debian linux-image-amd64]
+#   QEMU_NUMA_INSTALL   1 = apt-get install missing tools       [1]
+#   QEMU_NUMA_EXTRA     extra host files/binaries to copy in (space separated, libs follow)
+set -euo pipefail
+
+DIR=${QEMU_NUMA_DIR:-/tmp/qemu-numa}
+NODES=${QEMU_NUMA_NODES:-2}
+CPUS=${QEMU_NUMA_CPUS:-8}
+MEM_MB=${QEMU_NUMA_MEM_MB:-512}
+DIST=${QEMU_NUMA_DISTANCE:-20}
+ACCEL=${QEMU_NUMA_ACCEL:-tcg}
+TIMEOUT=${QEMU_NUMA_TIMEOUT:-180}
+KERNEL=${QEMU_NUMA_KERNEL:-}
+INSTALL=${QEMU_NUMA_INSTALL:-1}
+EXTRA=${QEMU_NUMA_EXTRA:-}
+
+log() { printf '[qemu-numa %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+cmd=all
+if [ $# -gt 0 ] && [ "$1" != -- ]; then cmd=$1; shift; fi
+[ "${1:-}" = -- ] && shift
+TEST_BIN=${1:-}
+[ $# -gt 0 ] && shift
+TEST_ARGS=("$@")
+
+[ "$NODES" -ge 1 ] || die "QEMU_NUMA_NODES must be >= 1"
+[ $((CPUS % NODES)) -eq 0 ] || die "QEMU_NUMA_CPUS ($CPUS) must be a multiple of QEMU_NUMA_NODES ($NODES)"
+
+prepare() {
+  mkdir -p "$DIR"
+  local missing=()
+  command -v qemu-system-x86_64 >/dev/null || missing+=(qemu-system-x86)
+  command -v busybox >/dev/null || missing+=(busybox-static)
+  command -v cpio >/dev/null || missing+=(cpio)
+  command -v numactl >/dev/null || missing+=(numactl)
+  if [ ${#missing[@]} -gt 0 ]; then
+    [ "$INSTALL" = 1 ] || die "missing: ${missing[*]} (QEMU_NUMA_INSTALL=0)"
+    log "apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    timeout 600 apt-get update -qq || die "apt-get update failed"
+    timeout 900 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+      || die "apt-get install ${missing[*]} failed"
+  fi
+  if [ -z "$KERNEL" ]; then
+    if [ -z "$(kernel_path)" ]; then
+      local pkg
+      pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+      [ -n "$pkg" ] || { timeout 600 apt-get update -qq || true
+        pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}'); }
+      [ -n "$pkg" ] || die "cannot resolve the linux-image-amd64 package"
+      log "downloading and unpacking $pkg (no install)"
+      rm -rf "$DIR/deb" && mkdir -p "$DIR/deb"
+      (cd "$DIR/deb" && timeout 600 apt-get download "$pkg" 2>/dev/null) || die "apt-get download $pkg failed"
+      dpkg -x "$DIR"/deb/"$pkg"_*.deb "$DIR/kernel" || die "dpkg -x failed"
+      rm -rf "$DIR/deb"
+    fi
+  fi
+}
+
+kernel_path() {
+  if [ -n "$KERNEL" ]; then echo "$KERNEL"; else find "$DIR/kernel/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | sort -V | tail -1; fi
+}
+
+copy_with_libs() { # copy_with_libs SRC ROOT DEST: binary plus its ldd libraries
+  local src=$1 root=$2 dest=$3 lib
+  cp -L "$src" "$root$dest"
+  if ldd "$src" >/dev/null 2>&1; then
+    for lib in $(ldd "$src" | grep -oE '/[^ ]+'); do
+      mkdir -p "$root$(dirname "$lib")"; cp -Ln "$lib" "$root$lib" 2>/dev/null || true
+    done
+  fi
+}
+
+build_initrd() {
+  local root=$DIR/initrd
+  rm -rf "$root"; mkdir -p "$root"/{bin,proc,sys,dev,tmp,opt}
+  copy_with_libs "$(command -v busybox)" "$root" /bin/busybox
+  copy_with_libs "$(command -v numactl)" "$root" /bin/numactl
+  local f
+  for f in $EXTRA; do [ -e "$f" ] || die "QEMU_NUMA_EXTRA: $f not found"; copy_with_libs "$f" "$root" "/opt/$(basename "$f")"; done
+  local test_line='/bin/builtin-check'
+  if [ -n "$TEST_BIN" ]; then
+    [ -x "$TEST_BIN" ] || die "test binary $TEST_BIN not executable"
+    copy_with_libs "$TEST_BIN" "$root" /bin/testbin
+    test_line="/bin/testbin$(printf ' %q' "${TEST_ARGS[@]}")"
+  fi
+  cat > "$root/bin/builtin-check" <<'EOF'
+#!/bin/sh
+rc=0
+n=$(ls -d /sys/devices/system/node/node[0-9]* | wc -l)
+echo "builtin-check: $n NUMA nodes (want $QEMU_NUMA_NODES)"
+[ "$n" = "$QEMU_NUMA_NODES" ] || rc=1
+for d in /sys/devices/system/node/node[0-9]*; do
+  i=${d##*node}; want=$(cat "$d/cpulist")
+  out=$(numactl --cpunodebind="$i" --membind="$i" sh -c 'grep Cpus_allowed_list /proc/self/status | cut -f2; head -1 /proc/self/numa_maps | cut -d" " -f2')
+  cpus=$(echo "$out" | sed -n 1p); pol=$(echo "$out" | sed -n 2p)
+  if [ "$cpus" = "$want" ] && [ "$pol" = "bind:$i" ]; then echo "  node$i ok: cpus $cpus, policy $pol"
+  else echo "  node$i FAIL: cpus '$cpus' (want '$want'), policy '$pol' (want bind:$i)"; rc=1; fi
+done
+exit $rc
+EOF
+  cat > "$root/init" <<EOF
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null
+export PATH=/bin:/opt QEMU_NUMA_NODES=$NODES
+echo; echo "QEMU_NUMA_UPTIME=\$(cut -d' ' -f1 /proc/uptime)"
+echo "QEMU_NUMA_SYSFS=\$(ls /sys/devices/system/node | tr '\n' ' ')"
+numactl --hardware
+$test_line
+echo "QEMU_NUMA_RC=\$?"
+poweroff -f
+EOF
+  chmod +x "$root/init" "$root/bin/builtin-check"
+  (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) > "$DIR/initrd.cpio.gz"
+}
+
+run() {
+  local kernel; kernel=$(kernel_path)
+  [ -f "$kernel" ] || die "no kernel (run: $0 prepare, or set QEMU_NUMA_KERNEL)"
+  build_initrd
+  local per=$((CPUS / NODES)) i j args=()
+  for ((i = 0; i < NODES; i++)); do
+    args+=(-object "memory-backend-ram,id=m$i,size=${MEM_MB}M"
+           -numa "node,nodeid=$i,cpus=$((i * per))-$((i * per + per - 1)),memdev=m$i")
+  done
+  if [ "$NODES" -gt 1 ]; then
+    for ((i = 0; i < NODES; i++)); do for ((j = 0; j < NODES; j++)); do
+      [ "$i" = "$j" ] || args+=(-numa "dist,src=$i,dst=$j,val=$DIST"); done; done
+  fi
+  local cpu=max; [ "$ACCEL" = kvm ] && cpu=host
+  local out=$DIR/serial.log start=$SECONDS
+  log "booting $(basename "$kernel"): $CPUS vCPUs, $NODES nodes x ${MEM_MB} MiB, accel=$ACCEL, timeout ${TIMEOUT}s"
+  set +e
+  timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -machine q35 -accel "$ACCEL" -cpu "$cpu" \
+    -smp "$CPUS,sockets=$NODES,cores=$per,threads=1" -m "$((MEM_MB * NODES))M" "${args[@]}" \
+    -kernel "$kernel" -initrd "$DIR/initrd.cpio.gz" \
+    -append "console=ttyS0 panic=-1 loglevel=3" \
+    -nographic -nodefaults -serial stdio -no-reboot </dev/null > "$out" 2>&1
+  local qrc=$?
+  set -e
+  tr -d '\r' < "$out" | grep -vE '^\s*$' | grep -v 'Probing EDD' | sed 's/^/  guest| /' >&2 || true
+  local grc
+  grc=$(tr -d '\r' < "$out" | sed -n 's/.*QEMU_NUMA_RC=\([0-9]*\).*/\1/p' | tail -1)
+  if [ -z "$grc" ]; then
+    if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then die "guest timed out after ${TIMEOUT}s (see $out)"; fi
+    die "guest did not report a result (qemu rc=$qrc; see $out)"
+  fi
+  log "guest boot+test took $((SECONDS - start))s (guest uptime at init: $(tr -d '\r' < "$out" | sed -n 's/.*QEMU_NUMA_UPTIME=//p')s); test rc=$grc"
+  return "$grc"
+}
+
+case "$cmd" in
+  prepare) prepare ;;
+  run) run ;;
+  all) prepare; run ;;
+  clean) rm -rf "$DIR"; log "removed $DIR" ;;
+  -h|--help|help) sed -n '2,30p' "$0" ;;
+  *) echo "unknown command: $cmd (try --help)" >&2; exit 2 ;;
+esac
