@@ -281,6 +281,7 @@ fn spawn(
 fn supervise(running: &mut [Running], grace: Duration) -> Result<(), ExecError> {
     let mut failure: Option<ExecError> = None;
     let mut kill_at: Option<Instant> = None;
+    let mut pause = Duration::from_micros(200);
     loop {
         if let Some(signal) = affinity::take_signal() {
             for r in running.iter().filter(|r| r.status.is_none()) {
@@ -294,6 +295,7 @@ fn supervise(running: &mut [Running], grace: Duration) -> Result<(), ExecError> 
         for r in running.iter_mut().filter(|r| r.status.is_none()) {
             if let Ok(Some(status)) = r.child.try_wait() {
                 r.status = Some(status);
+                pause = Duration::from_micros(200);
                 if !status.success() && failure.is_none() {
                     failure = Some(ExecError::RankFailed {
                         rank: r.rank,
@@ -322,7 +324,10 @@ fn supervise(running: &mut [Running], grace: Duration) -> Result<(), ExecError> 
                 affinity::signal_group(pid, libc::SIGKILL);
             }
         }
-        std::thread::sleep(Duration::from_millis(10));
+        // Poll fast while things happen (a short job ends within milliseconds), then back off
+        // to 50 ms for long-running ranks.
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
     // Whatever a rank left running in its process group (a background child) goes too.
     for r in running.iter() {
