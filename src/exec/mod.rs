@@ -163,6 +163,9 @@ pub fn run(
     })?;
     let mut running: Vec<Running> = Vec::new();
     let mut relays = Vec::new();
+    // Spawned one after another from this thread, never from helper threads: the kernel sends
+    // PR_SET_PDEATHSIG when the *thread* that forked a rank exits, so a rank spawned from a
+    // short-lived thread would be killed as soon as that thread ends.
     for (launch, binding) in launches.iter().zip(&plan.ranks) {
         match spawn(launch, binding, &opts.output) {
             Ok((child, threads)) => {
