@@ -287,18 +287,7 @@ fn start_background(dir: &Path, marker: &str) -> (std::process::Child, Vec<u32>)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pids = (0..2)
-        .map(|r| {
-            loop {
-                if let Ok(p) = std::fs::read_to_string(dir.join(format!("pid-{r}"))) {
-                    break p.trim().parse().unwrap();
-                }
-                assert!(Instant::now() < deadline, "ranks did not start");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        })
-        .collect();
+    let pids = wait_for_pids(dir, 2);
     (child, pids)
 }
 
@@ -502,11 +491,7 @@ fn verify_running_processes() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !(dir.path().join("pid-0").exists() && dir.path().join("pid-1").exists()) {
-        assert!(Instant::now() < deadline);
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_pids(dir.path(), 2);
     std::thread::sleep(Duration::from_millis(200));
     let run = numaplan_in(dir.path(), &["verify", "job.yaml", "--match", &marker]);
     let _ = child.kill();
