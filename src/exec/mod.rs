@@ -166,6 +166,9 @@ pub fn run(
     // Spawned one after another from this thread, never from helper threads: the kernel sends
     // PR_SET_PDEATHSIG when the *thread* that forked a rank exits, so a rank spawned from a
     // short-lived thread would be killed as soon as that thread ends.
+    // A failure before supervision starts (a rank that cannot start, a binding that differs)
+    // stops the ranks already running the same way a failing rank does.
+    let mut stopped_by = None;
     for (launch, binding) in launches.iter().zip(&plan.ranks) {
         match spawn(launch, binding, &opts.output) {
             Ok((child, threads)) => {
@@ -177,24 +180,22 @@ pub fn run(
                 });
             }
             Err(e) => {
-                stop_all(&mut running, opts.grace);
-                return Err(e);
+                stopped_by = Some(e);
+                break;
             }
         }
     }
-    if opts.verify {
+    if stopped_by.is_none() && opts.verify {
         let pids: Vec<(u32, u32)> = running.iter().map(|r| (r.rank, r.child.id())).collect();
         let table = verify::check(plan, &pids);
         let _ = report.write_all(table.render().as_bytes());
         if !table.ok() {
-            stop_all(&mut running, opts.grace);
-            join(relays);
-            return Err(ExecError::Verify {
+            stopped_by = Some(ExecError::Verify {
                 mismatches: table.mismatches(),
             });
         }
     }
-    let outcome = supervise(&mut running, opts.grace);
+    let outcome = supervise(&mut running, opts.grace, stopped_by);
     join(relays);
     outcome
 }
@@ -279,10 +280,15 @@ fn spawn(
     Ok((child, threads))
 }
 
-/// Waits for every rank. The first failure stops the others (TERM, then KILL after `grace`);
-/// a signal to numaplan is forwarded to every rank's process group.
-fn supervise(running: &mut [Running], grace: Duration) -> Result<(), ExecError> {
-    let mut failure: Option<ExecError> = None;
+/// Waits for every rank. The first failure (or `stopped_by`, a failure before supervision)
+/// stops the others (TERM, then KILL after `grace`); a signal to numaplan is forwarded to
+/// every rank's process group.
+fn supervise(
+    running: &mut [Running],
+    grace: Duration,
+    stopped_by: Option<ExecError>,
+) -> Result<(), ExecError> {
+    let mut failure = stopped_by;
     let mut kill_at: Option<Instant> = None;
     let mut pause = Duration::from_micros(200);
     loop {
@@ -339,25 +345,6 @@ fn supervise(running: &mut [Running], grace: Duration) -> Result<(), ExecError> 
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
-    }
-}
-
-/// Stops already started ranks after a failed start: TERM, KILL after `grace`, reaped.
-fn stop_all(running: &mut [Running], grace: Duration) {
-    for r in running.iter() {
-        affinity::signal_group(r.child.id(), libc::SIGTERM);
-    }
-    let deadline = Instant::now() + grace;
-    for r in running.iter_mut() {
-        while r.child.try_wait().ok().flatten().is_none() {
-            if Instant::now() >= deadline {
-                affinity::signal_group(r.child.id(), libc::SIGKILL);
-                let _ = r.child.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        affinity::signal_group(r.child.id(), libc::SIGKILL);
     }
 }
 
