@@ -32,3 +32,13 @@ id_type!(
     /// A GPU, by the index `nvidia-smi`/`rocm-smi` give it.
     GpuIndex
 );
+
+/// Node ids in cpulist syntax (`4-11`, `0,2`), the notation numactl and the kernel use for node
+/// lists; empty for none.
+pub fn node_list(nodes: &[NodeId]) -> String {
+    nodes
+        .iter()
+        .map(|n| n.0)
+        .collect::<crate::cpuset::CpuSet>()
+        .to_string()
+}

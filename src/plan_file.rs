@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
 use crate::diag::SourceMap;
-use crate::ids::{GpuIndex, NodeId};
+use crate::ids::{GpuIndex, NodeId, node_list};
 use crate::plan::{MemoryBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{MemPolicy, Policy, SlurmSpec};
 use crate::yaml::{self, YamlError};
@@ -118,13 +118,7 @@ pub fn to_file(plan: &Plan, fingerprint: &str) -> PlanFile {
                 cores: r.cores,
                 memory: MemoryEntry {
                     policy: r.memory.policy.name().to_string(),
-                    nodes: r
-                        .memory
-                        .nodes
-                        .iter()
-                        .map(|n| n.0)
-                        .collect::<CpuSet>()
-                        .to_string(),
+                    nodes: node_list(&r.memory.nodes),
                 },
                 nics: r.nics.clone(),
                 env: r.env.clone(),

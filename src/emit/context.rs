@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::ids::node_list;
 use crate::plan::Plan;
 use crate::spec::MemPolicy;
 
@@ -49,14 +50,6 @@ fn numactl_memory(policy: MemPolicy, nodes: &str) -> String {
         MemPolicy::Bind => format!("--membind={nodes}"),
         MemPolicy::Interleave => format!("--interleave={nodes}"),
     }
-}
-
-fn node_list(nodes: &[crate::ids::NodeId]) -> String {
-    nodes
-        .iter()
-        .map(|n| n.0)
-        .collect::<crate::cpuset::CpuSet>()
-        .to_string()
 }
 
 pub fn bash(plan: &Plan, origin: &Origin) -> BashContext {

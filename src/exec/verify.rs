@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::cpuset::CpuSet;
+use crate::ids::node_list;
 use crate::plan::{MemoryBinding, Plan};
 use crate::spec::MemPolicy;
 
@@ -29,7 +30,7 @@ pub struct Row {
 /// `numa_maps`'s spelling of a memory policy: `default`, `prefer:1`, `bind:0`,
 /// `interleave:0-3`.
 pub fn numa_maps_policy(m: &MemoryBinding) -> String {
-    let nodes: CpuSet = m.nodes.iter().map(|n| n.0).collect();
+    let nodes = node_list(&m.nodes);
     match m.policy {
         MemPolicy::None => "default".into(),
         MemPolicy::Preferred => format!("prefer:{nodes}"),

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::quality::{self, Quality};
 use super::{cores_of, id_list};
+use crate::ids::node_list;
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::topology::Topology;
 
@@ -224,11 +225,7 @@ pub fn memory(m: &MemoryBinding) -> String {
     if m.nodes.is_empty() {
         return m.policy.name().into();
     }
-    format!(
-        "{}:{}",
-        m.policy.name(),
-        id_list(m.nodes.iter().map(|n| n.0))
-    )
+    format!("{}:{}", m.policy.name(), node_list(&m.nodes))
 }
 
 /// "4 cores moved from L3 group 3 to 4", and the number of cores moved.

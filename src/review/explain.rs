@@ -4,6 +4,7 @@
 use super::picture::{self, Colour, LEGEND};
 use super::quality;
 use super::{cores_of, id_list, l3_of};
+use crate::ids::node_list;
 use crate::plan::{Plan, RankBinding};
 use crate::resolve::nics::{self, Closeness};
 use crate::topology::Topology;
@@ -127,7 +128,7 @@ fn why(
         format!(
             "; its memory is CPU-less node{} {}",
             if memory.len() == 1 { "" } else { "s" },
-            id_list(memory.iter().map(|n| n.0))
+            node_list(&memory)
         )
     };
     match (gpu.numa_node, r.numa_node) {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::model::{NodeKind, NumaNode, Topology};
 use crate::cpuset::CpuSet;
-use crate::ids::NodeId;
+use crate::ids::{NodeId, node_list};
 
 pub fn render(t: &Topology) -> String {
     let mut out = String::new();
@@ -109,13 +109,8 @@ fn render_memory_nodes(out: &mut String, t: &Topology, nodes: &[&NumaNode]) {
     }
     for (ids, text) in lines {
         let label = if ids.len() == 1 { "node" } else { "nodes" };
-        let _ = writeln!(out, "  {label} {}: {text}", id_list(&ids));
+        let _ = writeln!(out, "  {label} {}: {text}", node_list(&ids));
     }
-}
-
-/// Node ids in cpulist syntax (`4-11`), the notation numactl uses for node lists too.
-fn id_list(ids: &[NodeId]) -> String {
-    ids.iter().map(|n| n.0).collect::<CpuSet>().to_string()
 }
 
 fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
@@ -168,7 +163,7 @@ fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
             } else {
                 "nodes"
             };
-            format!(", memory {label} {}", id_list(&memory_nodes))
+            format!(", memory {label} {}", node_list(&memory_nodes))
         };
         let _ = writeln!(
             out,
@@ -230,7 +225,7 @@ fn render_distances(out: &mut String, t: &Topology) {
                 _ => folded.push((vec![*a], row)),
             }
         }
-        rows.extend(folded.into_iter().map(|(ids, row)| (id_list(&ids), row)));
+        rows.extend(folded.into_iter().map(|(ids, row)| (node_list(&ids), row)));
     }
     let label_width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(1);
     let width = columns
