@@ -75,7 +75,8 @@ pub struct CompileArgs {
 #[derive(Debug, clap::Args)]
 pub struct ExecArgs {
     /// A job spec (compiled for this machine unless it or `--topology` names one), a plan file,
-    /// or `git:REV:PATH`.
+    /// `git:REV:PATH`, or `env:VAR` (a plan in an environment variable, as `--emit sbatch-exec`
+    /// hands it to every node).
     #[arg(value_name = "JOB.yaml|PLAN.yaml")]
     pub input: String,
 
@@ -115,6 +116,10 @@ pub struct ExecArgs {
     /// Print each rank's binding, environment and exact argv; start nothing.
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Start even if this node's CPU, NUMA node or GPU count differs from the plan's topology.
+    #[arg(long)]
+    pub force: bool,
 
     /// Seconds between TERM and KILL when stopping ranks.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]

@@ -139,7 +139,7 @@ impl Error {
                     .help("regenerate the plan with the command in its header")
             }
             Error::InputRead { .. } => Diagnostic::error(E0407_INPUT_READ, self.to_string())
-                .help("check the path; `git:REV:PATH` reads a file from git history"),
+                .help("check the path; `git:REV:PATH` reads a file from git history, `env:VAR` an environment variable"),
             Error::Git { .. } => Diagnostic::error(E0408_GIT, self.to_string()).help(
                 "write `git:REV:PATH` with PATH from the repository root, or `./PATH` from the current directory",
             ),

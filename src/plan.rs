@@ -13,6 +13,8 @@ pub struct Plan {
     pub name: Option<String>,
     pub command: Vec<String>,
     pub topology: String,
+    /// The machine the plan was made for, which a node checks itself against before starting.
+    pub machine: MachineShape,
     pub policy: Policy,
     pub nodes: u32,
     pub ranks_per_node: u32,
@@ -25,6 +27,34 @@ pub struct Plan {
     pub port: u16,
     /// Batch-file settings for `--emit sbatch`.
     pub slurm: SlurmSpec,
+}
+
+/// What a node must look like to run a plan: counted the same way on the node (launchers read
+/// `/sys`) as in the topology, so that a node of another kind refuses to start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MachineShape {
+    /// Logical CPUs (hardware threads), allowed or not.
+    pub cpus: usize,
+    /// NUMA nodes, memory-only ones included.
+    pub numa_nodes: usize,
+    /// GPUs on the PCI bus (NVIDIA, AMD, Intel display and processing accelerators).
+    pub gpus: usize,
+}
+
+impl MachineShape {
+    /// How `node` differs from this shape, one phrase per difference ("1 NUMA nodes, the plan
+    /// expects 2"); empty when it matches.
+    pub fn differences(&self, node: &MachineShape) -> Vec<String> {
+        [
+            (node.cpus, self.cpus, "CPUs"),
+            (node.numa_nodes, self.numa_nodes, "NUMA nodes"),
+            (node.gpus, self.gpus, "GPUs"),
+        ]
+        .into_iter()
+        .filter(|(have, want, _)| have != want)
+        .map(|(have, want, what)| format!("{have} {what}, the plan expects {want}"))
+        .collect()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

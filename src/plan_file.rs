@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::diag::SourceMap;
 use crate::ids::{GpuIndex, NodeId, node_list};
-use crate::plan::{MemoryBinding, Plan, PlannedGpu, RankBinding};
+use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{MemPolicy, Policy, SlurmSpec};
 use crate::yaml::{self, YamlError};
 
@@ -50,6 +50,12 @@ pub struct TopologyRef {
     pub name: String,
     /// FNV-1a 64 of the topology's canonical fixture text: changes whenever the machine does.
     pub fingerprint: String,
+    /// Logical CPUs of the machine; a node with another count refuses to start the plan.
+    pub cpus: usize,
+    /// NUMA nodes of the machine, memory-only ones included.
+    pub numa_nodes: usize,
+    /// GPUs of the machine.
+    pub gpus: usize,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -100,6 +106,9 @@ pub fn to_file(plan: &Plan, fingerprint: &str) -> PlanFile {
         topology: TopologyRef {
             name: plan.topology.clone(),
             fingerprint: fingerprint.to_string(),
+            cpus: plan.machine.cpus,
+            numa_nodes: plan.machine.numa_nodes,
+            gpus: plan.machine.gpus,
         },
         policy: plan.policy.name().to_string(),
         nodes: plan.nodes,
@@ -301,6 +310,11 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
         name: f.name.clone(),
         command: f.command.clone(),
         topology: f.topology.name.clone(),
+        machine: MachineShape {
+            cpus: f.topology.cpus,
+            numa_nodes: f.topology.numa_nodes,
+            gpus: f.topology.gpus,
+        },
         policy,
         nodes: f.nodes,
         ranks_per_node: f.ranks_per_node,

@@ -459,6 +459,28 @@ fn start_errors() {
     let err = text(&out.stderr);
     assert!(err.starts_with("error[E0411]: this node ("), "{err}");
     assert!(
+        err.contains("the plan expects 256; ") && err.contains("NUMA nodes, the plan expects 8; "),
+        "{err}"
+    );
+    assert!(
+        err.contains("it does not look like topology `nvidia-dgx-a100`"),
+        "{err}"
+    );
+    // `--force` starts on a machine of another shape, but not on CPUs this process may not use.
+    let out = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+        .args([
+            "exec",
+            "job.yaml",
+            "--force",
+            "--topology",
+            topo.to_str().unwrap(),
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
         err.contains("cannot run the plan: rank 0 is planned on CPUs 48-55,176-183 but CPUs"),
         "{err}"
     );

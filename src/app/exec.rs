@@ -12,9 +12,9 @@ use crate::cpuset::CpuSet;
 use crate::emit::templates::sh;
 use crate::error::Error;
 use crate::exec::{
-    self, ExecError, ExecOptions, NodePlace, OutputMode, affinity, hostlist, verify,
+    self, ExecError, ExecOptions, NodeFacts, NodePlace, OutputMode, affinity, hostlist, verify,
 };
-use crate::plan::Plan;
+use crate::plan::{MachineShape, Plan};
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let subject = load_subject(&args.input, args.topology.as_deref())?;
@@ -36,11 +36,16 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     if args.dry_run {
         return emit(stdout, None, &dry_run(&plan, &opts)?);
     }
-    let allowed = affinity::own_affinity().map_err(|source| ExecError::Syscall {
-        what: "read this process's CPU affinity",
-        source,
-    })?;
-    exec::check_node(&plan, &allowed, &online_nodes(), &hostname())?;
+    let node = NodeFacts {
+        host: hostname(),
+        shape: machine_shape(),
+        allowed: affinity::own_affinity().map_err(|source| ExecError::Syscall {
+            what: "read this process's CPU affinity",
+            source,
+        })?,
+        online_nodes: online_nodes(),
+    };
+    exec::check_node(&plan, &node, args.force)?;
     let _ = stdout.flush();
     let mut report = std::io::stderr();
     Ok(exec::run(&plan, &opts, &mut report)?)
@@ -123,6 +128,41 @@ fn dry_run(plan: &Plan, opts: &ExecOptions) -> Result<String, ExecError> {
         ));
     }
     Ok(out)
+}
+
+/// This machine counted as the generated launchers count it (`check_node` in the templates):
+/// `/sys` CPU and NUMA node directories, and PCI devices of a GPU vendor with a display or
+/// processing-accelerator class.
+fn machine_shape() -> MachineShape {
+    let count = |dir: &str, prefix: &str| {
+        std::fs::read_dir(dir).map_or(0, |entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|name| {
+                    name.strip_prefix(prefix)
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                })
+                .count()
+        })
+    };
+    let read = |path: std::path::PathBuf| std::fs::read_to_string(path).unwrap_or_default();
+    let gpus = std::fs::read_dir("/sys/bus/pci/devices").map_or(0, |entries| {
+        entries
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let vendor = read(e.path().join("vendor"));
+                let class = read(e.path().join("class"));
+                ["0x10de", "0x1002", "0x8086"].contains(&vendor.trim())
+                    && (class.starts_with("0x03") || class.starts_with("0x12"))
+            })
+            .count()
+    });
+    MachineShape {
+        cpus: count("/sys/devices/system/cpu", "cpu"),
+        // A kernel without NUMA support has no node directories: one node.
+        numa_nodes: count("/sys/devices/system/node", "node").max(1),
+        gpus,
+    }
 }
 
 fn online_nodes() -> CpuSet {

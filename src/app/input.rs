@@ -1,5 +1,6 @@
 //! Reading what `diff`, `explain`, `exec` and `verify` are given: a plan file, or a job spec
-//! compiled on the fly, from a path or from git history (`git:REV:PATH`).
+//! compiled on the fly, from a path, from git history (`git:REV:PATH`) or from an environment
+//! variable (`env:VAR`, how `--emit sbatch-exec` hands the plan to every node).
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +29,7 @@ fn label(arg: &str, topology: Option<&Topology>) -> String {
     }
 }
 
-/// Reads `arg` (a path or `git:REV:PATH`), tells a plan from a job spec by content, and loads it
+/// Reads `arg` (a path, `git:REV:PATH` or `env:VAR`), tells a plan from a job spec by content, and loads it
 /// with its topology: a spec's own (or `topology`), a plan's only from `topology`.
 pub(crate) fn load_subject(arg: &str, topology: Option<&str>) -> Result<Subject, Error> {
     let (text, spec_dir) = read_input(arg)?;
@@ -76,6 +77,13 @@ pub(crate) fn load_subject(arg: &str, topology: Option<&str>) -> Result<Subject,
 /// The text of `arg` and the directory a spec's relative `topology:` is taken from (for a file
 /// from git history: its directory in the working tree).
 fn read_input(arg: &str) -> Result<(String, PathBuf), Error> {
+    if let Some(var) = arg.strip_prefix("env:") {
+        let text = std::env::var(var).map_err(|e| Error::InputRead {
+            path: PathBuf::from(arg),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("`{var}`: {e}")),
+        })?;
+        return Ok((text, PathBuf::new()));
+    }
     let Some(rest) = arg.strip_prefix("git:") else {
         let text = std::fs::read_to_string(arg).map_err(|source| Error::InputRead {
             path: PathBuf::from(arg),

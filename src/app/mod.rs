@@ -75,9 +75,7 @@ pub(crate) fn compile_loaded(
 fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let loaded = load_spec(&args.spec)?;
     let Compiled {
-        plan,
-        topology: t,
-        fingerprint,
+        plan, fingerprint, ..
     } = compile_loaded(
         &loaded,
         args.spec.parent().unwrap_or(Path::new("")),
@@ -94,27 +92,29 @@ fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     if let Some(o) = &args.output {
         regenerate.push_str(&format!(" -o {}", o.display()));
     }
-    let text = match (args.emit, args.format) {
-        (Some(kind), _) => {
-            let origin = emit::Origin {
-                spec_file: &spec_file,
-                fingerprint: &fingerprint,
-                regenerate: &regenerate,
-                cpus: t.all_cpus().len(),
-                numa_nodes: t.nodes().len(),
-                gpus: t.gpus().len(),
-            };
-            emit::render(&plan, kind, &origin)?
-        }
-        (None, PlanFormat::Json) => plan_file::render_json(&plan, &fingerprint),
-        (None, PlanFormat::Yaml) => plan_file::render_yaml(
+    let plan_yaml = || {
+        plan_file::render_yaml(
             &plan,
             &Provenance {
                 spec_file: &spec_file,
                 topology_fingerprint: &fingerprint,
                 regenerate: &regenerate,
             },
-        ),
+        )
+    };
+    let text = match (args.emit, args.format) {
+        (Some(kind), _) => {
+            let plan_file = plan_yaml();
+            let origin = emit::Origin {
+                spec_file: &spec_file,
+                fingerprint: &fingerprint,
+                regenerate: &regenerate,
+                plan_file: &plan_file,
+            };
+            emit::render(&plan, kind, &origin)?
+        }
+        (None, PlanFormat::Json) => plan_file::render_json(&plan, &fingerprint),
+        (None, PlanFormat::Yaml) => plan_yaml(),
     };
     match (args.check, &args.output) {
         (true, Some(path)) => check(stdout, path, &text, regenerate),

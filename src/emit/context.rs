@@ -11,24 +11,43 @@ pub struct Origin<'a> {
     pub spec_file: &'a str,
     pub fingerprint: &'a str,
     pub regenerate: &'a str,
-    /// The topology's CPU, NUMA node and GPU counts, checked on the node at start.
-    pub cpus: usize,
-    pub numa_nodes: usize,
-    pub gpus: usize,
+    /// The plan file (YAML), which `sbatch-exec` embeds for `numaplan exec` on every node.
+    pub plan_file: &'a str,
 }
 
+/// What every generated file's header and node check (`templates/check-node.sh.j2`) show.
 #[derive(Serialize)]
-pub struct BashContext {
+pub struct Header {
     version: &'static str,
     regenerate: String,
     spec_file: String,
     topology: String,
     fingerprint: String,
+    /// The plan's machine shape, which a node must have to start the ranks.
+    expect_cpus: usize,
+    expect_nodes: usize,
+    expect_gpus: usize,
+}
+
+fn header(plan: &Plan, origin: &Origin) -> Header {
+    Header {
+        version: env!("CARGO_PKG_VERSION"),
+        regenerate: origin.regenerate.to_string(),
+        spec_file: origin.spec_file.to_string(),
+        topology: plan.topology.clone(),
+        fingerprint: origin.fingerprint.to_string(),
+        expect_cpus: plan.machine.cpus,
+        expect_nodes: plan.machine.numa_nodes,
+        expect_gpus: plan.machine.gpus,
+    }
+}
+
+#[derive(Serialize)]
+pub struct BashContext {
+    #[serde(flatten)]
+    header: Header,
     rank_count: usize,
     command: Vec<String>,
-    expect_cpus: String,
-    expect_nodes: String,
-    expect_gpus: String,
     ranks: Vec<BashRank>,
 }
 
@@ -54,16 +73,9 @@ fn numactl_memory(policy: MemPolicy, nodes: &str) -> String {
 
 pub fn bash(plan: &Plan, origin: &Origin) -> BashContext {
     BashContext {
-        version: env!("CARGO_PKG_VERSION"),
-        regenerate: origin.regenerate.to_string(),
-        spec_file: origin.spec_file.to_string(),
-        topology: plan.topology.clone(),
-        fingerprint: origin.fingerprint.to_string(),
+        header: header(plan, origin),
         rank_count: plan.ranks.len(),
         command: plan.command.clone(),
-        expect_cpus: origin.cpus.to_string(),
-        expect_nodes: origin.numa_nodes.to_string(),
-        expect_gpus: origin.gpus.to_string(),
         ranks: plan
             .ranks
             .iter()
@@ -77,13 +89,9 @@ pub fn bash(plan: &Plan, origin: &Origin) -> BashContext {
     }
 }
 
+/// The `#SBATCH` lines (`templates/sbatch-header.j2`).
 #[derive(Serialize)]
-pub struct SbatchContext {
-    version: &'static str,
-    regenerate: String,
-    spec_file: String,
-    topology: String,
-    fingerprint: String,
+pub struct Allocation {
     job_name: String,
     nodes: u32,
     ranks_per_node: u32,
@@ -94,6 +102,28 @@ pub struct SbatchContext {
     account: String,
     time: String,
     extra: Vec<String>,
+}
+
+fn allocation(plan: &Plan) -> Allocation {
+    Allocation {
+        job_name: plan.name.clone().unwrap_or_else(|| "numaplan".into()),
+        nodes: plan.nodes,
+        ranks_per_node: plan.ranks_per_node,
+        exclusive: plan.slurm.exclusive,
+        gpus_per_node: plan.ranks.iter().map(|r| r.gpus.len()).sum(),
+        partition: plan.slurm.partition.clone().unwrap_or_default(),
+        account: plan.slurm.account.clone().unwrap_or_default(),
+        time: plan.slurm.time.clone().unwrap_or_default(),
+        extra: plan.slurm.extra.clone(),
+    }
+}
+
+#[derive(Serialize)]
+pub struct SbatchContext {
+    #[serde(flatten)]
+    header: Header,
+    #[serde(flatten)]
+    allocation: Allocation,
     command: Vec<String>,
     port: String,
     cpus_per_task: usize,
@@ -188,20 +218,8 @@ pub fn sbatch(plan: &Plan, origin: &Origin) -> SbatchContext {
         ),
     };
     SbatchContext {
-        version: env!("CARGO_PKG_VERSION"),
-        regenerate: origin.regenerate.to_string(),
-        spec_file: origin.spec_file.to_string(),
-        topology: plan.topology.clone(),
-        fingerprint: origin.fingerprint.to_string(),
-        job_name: plan.name.clone().unwrap_or_else(|| "numaplan".into()),
-        nodes: plan.nodes,
-        ranks_per_node: plan.ranks_per_node,
-        exclusive: plan.slurm.exclusive,
-        gpus_per_node: plan.ranks.iter().map(|r| r.gpus.len()).sum(),
-        partition: plan.slurm.partition.clone().unwrap_or_default(),
-        account: plan.slurm.account.clone().unwrap_or_default(),
-        time: plan.slurm.time.clone().unwrap_or_default(),
-        extra: plan.slurm.extra.clone(),
+        header: header(plan, origin),
+        allocation: allocation(plan),
         command: plan.command.clone(),
         port: plan.port.to_string(),
         cpus_per_task: plan.ranks.iter().map(|r| r.cpus.len()).max().unwrap_or(1),
@@ -224,6 +242,35 @@ pub fn sbatch(plan: &Plan, origin: &Origin) -> SbatchContext {
                     .collect(),
             })
             .collect(),
+    }
+}
+
+#[derive(Serialize)]
+pub struct SbatchExecContext {
+    #[serde(flatten)]
+    header: Header,
+    #[serde(flatten)]
+    allocation: Allocation,
+    /// The plan file's text, embedded in a quoted here-document.
+    plan: String,
+    /// The here-document's terminator: a line the plan does not contain.
+    plan_end: String,
+}
+
+pub fn sbatch_exec(plan: &Plan, origin: &Origin) -> SbatchExecContext {
+    let mut plan_end = "END_OF_PLAN".to_string();
+    while origin.plan_file.lines().any(|l| l == plan_end) {
+        plan_end.push('_');
+    }
+    let mut text = origin.plan_file.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    SbatchExecContext {
+        header: header(plan, origin),
+        allocation: allocation(plan),
+        plan: text,
+        plan_end,
     }
 }
 

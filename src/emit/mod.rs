@@ -14,6 +14,9 @@ pub enum EmitKind {
     Bash,
     /// A Slurm batch file: one srun step that binds every task.
     Sbatch,
+    /// A Slurm batch file that runs one `numaplan exec` per node, which binds, verifies and
+    /// supervises that node's ranks.
+    SbatchExec,
 }
 
 impl EmitKind {
@@ -21,6 +24,7 @@ impl EmitKind {
         match self {
             EmitKind::Bash => "bash",
             EmitKind::Sbatch => "sbatch",
+            EmitKind::SbatchExec => "sbatch-exec",
         }
     }
 }
@@ -51,6 +55,10 @@ pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, Em
         EmitKind::Sbatch => render(
             "slurm.sbatch.j2",
             minijinja::Value::from(minijinja::value::Serde(context::sbatch(plan, origin))),
+        ),
+        EmitKind::SbatchExec => render(
+            "slurm-exec.sbatch.j2",
+            minijinja::Value::from(minijinja::value::Serde(context::sbatch_exec(plan, origin))),
         ),
     };
     rendered.map_err(|e| EmitError::Template {

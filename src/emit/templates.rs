@@ -9,6 +9,18 @@ use minijinja::{Environment, UndefinedBehavior};
 pub const TEMPLATES: &[(&str, &str)] = &[
     ("bash.sh.j2", include_str!("../../templates/bash.sh.j2")),
     (
+        "check-node.sh.j2",
+        include_str!("../../templates/check-node.sh.j2"),
+    ),
+    (
+        "sbatch-header.j2",
+        include_str!("../../templates/sbatch-header.j2"),
+    ),
+    (
+        "slurm-exec.sbatch.j2",
+        include_str!("../../templates/slurm-exec.sbatch.j2"),
+    ),
+    (
         "slurm.sbatch.j2",
         include_str!("../../templates/slurm.sbatch.j2"),
     ),

@@ -18,7 +18,7 @@ use affinity::Binding;
 pub use error::ExecError;
 
 use crate::cpuset::CpuSet;
-use crate::plan::{Plan, RankBinding};
+use crate::plan::{MachineShape, Plan, RankBinding};
 
 /// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,34 +102,47 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
         .collect())
 }
 
-/// Refuses a plan this node cannot run: CPUs outside this process's affinity, memory nodes the
-/// kernel does not have. `online_nodes` is `/sys/devices/system/node/online`.
-pub fn check_node(
-    plan: &Plan,
-    allowed: &CpuSet,
-    online_nodes: &CpuSet,
-    host: &str,
-) -> Result<(), ExecError> {
+/// What `exec` knows of the node it runs on, read by `app` from `/proc` and `/sys`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeFacts {
+    pub host: String,
+    /// Counted as the generated launchers count (`/sys`): CPUs, NUMA nodes, GPUs.
+    pub shape: MachineShape,
+    /// This process's CPU affinity.
+    pub allowed: CpuSet,
+    /// `/sys/devices/system/node/online`.
+    pub online_nodes: CpuSet,
+}
+
+/// Refuses a plan this node cannot run: a machine of another shape than the plan's topology
+/// (unless `force`), CPUs outside this process's affinity, memory nodes the kernel does not have.
+pub fn check_node(plan: &Plan, node: &NodeFacts, force: bool) -> Result<(), ExecError> {
+    let refuse = |detail: String| ExecError::NotThisNode {
+        host: node.host.clone(),
+        detail,
+    };
+    let differences = plan.machine.differences(&node.shape);
+    if !differences.is_empty() && !force {
+        return Err(refuse(format!(
+            "it has {}; it does not look like topology `{}`",
+            differences.join("; "),
+            plan.topology
+        )));
+    }
     for r in &plan.ranks {
-        let missing = r.cpus.difference(allowed);
+        let missing = r.cpus.difference(&node.allowed);
         if !missing.is_empty() {
-            return Err(ExecError::NotThisNode {
-                host: host.to_string(),
-                detail: format!(
-                    "rank {} is planned on CPUs {} but CPUs {missing} are not available here (this process may use {allowed})",
-                    r.local_rank, r.cpus
-                ),
-            });
+            return Err(refuse(format!(
+                "rank {} is planned on CPUs {} but CPUs {missing} are not available here (this process may use {})",
+                r.local_rank, r.cpus, node.allowed
+            )));
         }
         for n in &r.memory.nodes {
-            if !online_nodes.contains(n.0) {
-                return Err(ExecError::NotThisNode {
-                    host: host.to_string(),
-                    detail: format!(
-                        "rank {} binds memory to NUMA node {n}, which this node does not have (online: {online_nodes})",
-                        r.local_rank
-                    ),
-                });
+            if !node.online_nodes.contains(n.0) {
+                return Err(refuse(format!(
+                    "rank {} binds memory to NUMA node {n}, which this node does not have (online: {})",
+                    r.local_rank, node.online_nodes
+                )));
             }
         }
     }

@@ -15,7 +15,7 @@ use context::{Ctx, Placement, Unit};
 pub use error::{ResolveError, ResolveErrorKind};
 
 use crate::cpuset::CpuSet;
-use crate::plan::{MemoryBinding, Plan, PlannedGpu, RankBinding};
+use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{Family, GpuChoice, MemPolicy, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Vendor};
@@ -194,6 +194,11 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         name: spec.name.clone(),
         command: spec.command.clone(),
         topology: topo.name().to_string(),
+        machine: MachineShape {
+            cpus: topo.all_cpus().len(),
+            numa_nodes: topo.nodes().len(),
+            gpus: topo.gpus().len(),
+        },
         policy: spec.cpu.policy,
         nodes: spec.nodes,
         ranks_per_node: rpn,
