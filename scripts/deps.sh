@@ -5,9 +5,10 @@ set -euo pipefail
 
 # librsvg2-bin: rsvg-convert renders `explain --format svg` in a test.
 packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck librsvg2-bin)
-# As root only: the real-Slurm tests (the daemons run as root) and the QEMU multi-NUMA guest
-# (tests/vm/qemu-numa.sh also downloads Debian's kernel package there).
-[ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge qemu-system-x86 busybox-static cpio)
+# As root only: the real-Slurm tests (the daemons run as root; iproute2 and util-linux give the
+# 3-node cluster its network namespaces) and the QEMU multi-NUMA guest (tests/vm/qemu-numa.sh
+# also downloads Debian's kernel package there).
+[ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge iproute2 util-linux qemu-system-x86 busybox-static cpio)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

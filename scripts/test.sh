@@ -12,13 +12,16 @@ cargo fmt --all -- --check
 echo "== cargo clippy" >&2
 cargo clippy --all-targets --locked -- -D warnings
 
-# A real Slurm (slurmctld, slurmd, munge) on localhost for tests/emit_sbatch.rs.
+# A real Slurm (slurmctld, slurmd, munge) on localhost for tests/emit_sbatch.rs, and a 3-node
+# one in network namespaces for tests/multinode.rs.
 if [ "$(id -u)" -eq 0 ]; then
   export SLURM_LOCAL_DIR=${SLURM_LOCAL_DIR:-/tmp/numaplan-slurm}
+  export MSLURM_DIR=${MSLURM_DIR:-/tmp/numaplan-mslurm}
+  trap 'tests/slurm/slurm-local.sh stop; tests/slurm/slurm-multi.sh stop' EXIT
   tests/slurm/slurm-local.sh start
-  trap 'tests/slurm/slurm-local.sh stop' EXIT
+  tests/slurm/slurm-multi.sh start
   eval "$(tests/slurm/slurm-local.sh env)"
-  export NUMAPLAN_SLURM=1
+  export NUMAPLAN_SLURM=1 NUMAPLAN_MSLURM_CONF=$MSLURM_DIR/etc/slurm.conf
   # tests/vm.rs boots a 4-node guest kernel under QEMU (about 10 s).
   export NUMAPLAN_QEMU=1 QEMU_NUMA_DIR=${QEMU_NUMA_DIR:-/tmp/numaplan-qemu}
 else

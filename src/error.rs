@@ -173,7 +173,7 @@ fn exec(e: &ExecError) -> Diagnostic {
             )
         }
         ExecError::NotThisNode { .. } => Diagnostic::error(E0411_NOT_THIS_NODE, message)
-            .help("compile the plan for this machine (`numaplan topo` shows it), or run it where it was made for"),
+            .help("compile the plan for this machine (`numaplan topo` shows it) or run it where it was made for; `--force` starts despite a different CPU, NUMA node or GPU count"),
         ExecError::Bind { .. } => Diagnostic::error(E0412_BIND, message)
             .note("no rank was left running")
             .help("check the plan's CPUs and memory nodes against `numaplan topo` on this node"),

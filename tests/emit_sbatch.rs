@@ -6,7 +6,6 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use common::{numaplan, repo};
 
@@ -42,6 +41,54 @@ fn every_example_gets_a_clean_batch_file() {
     });
 }
 
+/// `--emit sbatch-exec`: a clean file for every example whose embedded plan is the plan file
+/// `compile` writes; the two-node DGX A100 example in full as a snapshot.
+#[test]
+fn every_example_gets_a_clean_exec_batch_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for path in std::fs::read_dir(repo().join("examples")).unwrap() {
+        let path = path.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let job = common::rel(&path);
+        let script = numaplan(&["compile", &job, "--emit", "sbatch-exec"]).ok();
+        let file = dir.path().join("job.sbatch");
+        std::fs::write(&file, &script).unwrap();
+        for checker in ["bash -n", "shellcheck"] {
+            let mut words = checker.split(' ');
+            let out = Command::new(words.next().unwrap())
+                .args(words)
+                .arg(&file)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{checker} {job}:\n{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let plan = numaplan(&["compile", &job]).ok();
+        let embedded = script
+            .split_once("<<'END_OF_PLAN'\n")
+            .and_then(|(_, rest)| rest.split_once("END_OF_PLAN\n)"))
+            .map(|(plan, _)| plan)
+            .unwrap();
+        // The same plan; only the header's regenerate line names the batch file's command.
+        let without_regenerate = |t: &str| {
+            t.lines()
+                .filter(|l| !l.starts_with("#   numaplan compile"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        assert_eq!(without_regenerate(embedded), without_regenerate(&plan), "{job}");
+        if job == "examples/dgx-a100-llama.yaml" {
+            insta::assert_snapshot!(script);
+        }
+    }
+}
+
 #[test]
 fn lumi_masks_are_the_user_guides() {
     let script = numaplan(&["compile", "examples/lumi-g.yaml", "--emit", "sbatch"]).ok();
@@ -55,53 +102,13 @@ fn slurm_enabled() -> bool {
     std::env::var("NUMAPLAN_SLURM").as_deref() == Ok("1")
 }
 
-/// Submits `file` with `OUT=out_dir` in its environment and waits (bounded) for it to complete;
-/// returns its output file's text.
+/// Submits `file` with `OUT=out_dir` in its environment, waits (bounded) for it and asserts it
+/// completed; returns its output file's text.
 fn run_job(file: &Path, output: &Path, out_dir: &Path) -> String {
-    let submitted = Command::new("sbatch")
-        .arg("--parsable")
-        .arg(file)
-        .env("OUT", out_dir)
-        .output()
-        .unwrap();
-    assert!(
-        submitted.status.success(),
-        "sbatch: {}",
-        String::from_utf8_lossy(&submitted.stderr)
-    );
-    let id = String::from_utf8_lossy(&submitted.stdout)
-        .trim()
-        .to_string();
-    let start = Instant::now();
-    loop {
-        let show = Command::new("scontrol")
-            .args(["show", "job", "-o", &id])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&show.stdout).to_string();
-        if text.contains("JobState=COMPLETED") {
-            break;
-        }
-        for bad in [
-            "FAILED",
-            "CANCELLED",
-            "TIMEOUT",
-            "NODE_FAIL",
-            "OUT_OF_MEMORY",
-        ] {
-            assert!(
-                !text.contains(&format!("JobState={bad}")),
-                "job {id} ended {bad}:\n{}",
-                std::fs::read_to_string(output).unwrap_or_default()
-            );
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(90),
-            "job {id} did not finish: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::fs::read_to_string(output).unwrap()
+    let ended = common::sbatch(file, &[("OUT", out_dir.to_str().unwrap())]);
+    let text = std::fs::read_to_string(output).unwrap_or_default();
+    assert_eq!(ended.state, "COMPLETED", "job {}:\n{text}", ended.id);
+    text
 }
 
 #[test]

@@ -53,6 +53,9 @@ pub struct ExecOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Launch {
     pub local_rank: u32,
+    /// Global rank (node rank x ranks per node + local rank): what output prefixes, log file
+    /// names and error messages show, so that lines of a multi-node job name their rank.
+    pub rank: u32,
     pub argv: Vec<String>,
     /// Set on top of numaplan's own environment.
     pub env: BTreeMap<String, String>,
@@ -81,12 +84,10 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
         .iter()
         .map(|r| {
             let mut env = r.env.clone();
+            let node = opts.place.node_rank;
+            let rank = node * plan.ranks_per_node + r.local_rank;
             if plan.nodes > 1 {
-                let node = opts.place.node_rank;
-                env.insert(
-                    "RANK".into(),
-                    (node * plan.ranks_per_node + r.local_rank).to_string(),
-                );
+                env.insert("RANK".into(), rank.to_string());
                 env.insert("NODE_RANK".into(), node.to_string());
                 env.insert("GROUP_RANK".into(), node.to_string());
                 env.insert("MASTER_ADDR".into(), opts.place.master_addr.clone());
@@ -95,6 +96,7 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
             argv.extend(opts.extra_args.iter().cloned());
             Launch {
                 local_rank: r.local_rank,
+                rank,
                 argv,
                 env,
             }
@@ -151,6 +153,8 @@ pub fn check_node(plan: &Plan, node: &NodeFacts, force: bool) -> Result<(), Exec
 
 /// A started rank.
 struct Running {
+    local_rank: u32,
+    /// Global rank, for messages.
     rank: u32,
     child: Child,
     status: Option<std::process::ExitStatus>,
@@ -187,7 +191,8 @@ pub fn run(
             Ok((child, threads)) => {
                 relays.extend(threads);
                 running.push(Running {
-                    rank: launch.local_rank,
+                    local_rank: launch.local_rank,
+                    rank: launch.rank,
                     child,
                     status: None,
                 });
@@ -199,8 +204,15 @@ pub fn run(
         }
     }
     if stopped_by.is_none() && opts.verify {
-        let pids: Vec<(u32, u32)> = running.iter().map(|r| (r.rank, r.child.id())).collect();
+        let pids: Vec<(u32, u32)> = running
+            .iter()
+            .map(|r| (r.local_rank, r.child.id()))
+            .collect();
         let table = verify::check(plan, &pids);
+        if plan.nodes > 1 {
+            let place = &opts.place;
+            let _ = writeln!(report, "node {} of {}:", place.node_rank, place.nodes);
+        }
         let _ = report.write_all(table.render().as_bytes());
         if !table.ok() {
             stopped_by = Some(ExecError::Verify {
@@ -219,7 +231,7 @@ fn spawn(
     output: &OutputMode,
 ) -> Result<(Child, Vec<std::thread::JoinHandle<()>>), ExecError> {
     let bind = Binding::new(&binding.cpus, &binding.memory).map_err(|source| ExecError::Bind {
-        rank: launch.local_rank,
+        rank: launch.rank,
         cpus: binding.cpus.to_string(),
         source,
     })?;
@@ -235,7 +247,7 @@ fn spawn(
         }
         OutputMode::LogDir { dir, tee: false } => {
             let open = |ext: &str| {
-                let path = dir.join(format!("rank-{}.{ext}", launch.local_rank));
+                let path = dir.join(format!("rank-{}.{ext}", launch.rank));
                 std::fs::File::create(&path).map_err(|source| ExecError::LogDir { path, source })
             };
             (Stdio::from(open("out")?), Stdio::from(open("err")?))
@@ -245,12 +257,12 @@ fn spawn(
     let mut child = cmd.spawn().map_err(|source| match source.raw_os_error() {
         // Errors of `apply` arrive as the child's errno; ENOENT/EACCES are the program's.
         Some(libc::EINVAL | libc::EPERM | libc::EFAULT) => ExecError::Bind {
-            rank: launch.local_rank,
+            rank: launch.rank,
             cpus: binding.cpus.to_string(),
             source,
         },
         _ => ExecError::Spawn {
-            rank: launch.local_rank,
+            rank: launch.rank,
             program: launch.argv[0].clone(),
             source,
         },
@@ -279,7 +291,7 @@ fn spawn(
         if let Some(pipe) = pipe {
             let copy = match &tee_dir {
                 Some(dir) => {
-                    let path = dir.join(format!("rank-{}.{}", launch.local_rank, stream.ext()));
+                    let path = dir.join(format!("rank-{}.{}", launch.rank, stream.ext()));
                     Some(
                         std::fs::File::create(&path)
                             .map_err(|source| ExecError::LogDir { path, source })?,
@@ -287,7 +299,7 @@ fn spawn(
                 }
                 None => None,
             };
-            threads.push(relay::start(launch.local_rank, stream, pipe, copy));
+            threads.push(relay::start(launch.rank, stream, pipe, copy));
         }
     }
     Ok((child, threads))

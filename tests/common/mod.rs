@@ -108,3 +108,55 @@ pub fn emit_here(dir: &Path, job: &str, kind: &str, output: &str) -> serde_json:
     let plan = numaplan_in(dir, &[&args[..], &["--format", "json"]].concat()).ok();
     serde_json::from_str(&plan).unwrap()
 }
+
+/// A batch job that has ended.
+pub struct Ended {
+    pub id: String,
+    /// `COMPLETED`, `FAILED`, ...
+    pub state: String,
+    /// The hosts of the allocation, in Slurm's order (node rank 0 first).
+    pub hosts: Vec<String>,
+}
+
+/// Submits `file` with `envs` set for sbatch, scontrol and (sbatch exports them) the job, and
+/// waits (bounded) until the job has ended.
+pub fn sbatch(file: &Path, envs: &[(&str, &str)]) -> Ended {
+    let slurm = |program: &str, args: &[&str]| {
+        let out = Command::new(program)
+            .args(args)
+            .envs(envs.iter().copied())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let id = slurm("sbatch", &["--parsable", file.to_str().unwrap()]);
+    let start = std::time::Instant::now();
+    loop {
+        let show = slurm("scontrol", &["show", "job", "-o", &id]);
+        let field = |key: &str| {
+            show.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(key))
+                .unwrap_or_default()
+                .to_string()
+        };
+        let state = field("JobState=");
+        if !["PENDING", "RUNNING", "CONFIGURING", "COMPLETING"].contains(&state.as_str()) {
+            let hosts = slurm("scontrol", &["show", "hostnames", &field("NodeList=")]);
+            return Ended {
+                id,
+                state,
+                hosts: hosts.lines().map(String::from).collect(),
+            };
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "job {id} did not end: {show}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
