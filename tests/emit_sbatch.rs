@@ -82,7 +82,11 @@ fn every_example_gets_a_clean_exec_batch_file() {
                 .collect::<Vec<_>>()
                 .join("\n")
         };
-        assert_eq!(without_regenerate(embedded), without_regenerate(&plan), "{job}");
+        assert_eq!(
+            without_regenerate(embedded),
+            without_regenerate(&plan),
+            "{job}"
+        );
         if job == "examples/dgx-a100-llama.yaml" {
             insta::assert_snapshot!(script);
         }
