@@ -1,26 +1,26 @@
-//! A real multi-NUMA Linux kernel under QEMU (tests/vm/qemu-numa.sh, software emulation): inside
-//! a 4-node guest, `numaplan topo` discovers the nodes QEMU was told about, and `numaplan exec`
-//! with `policy: auto, memory: bind` starts one rank per node whose CPUs are its node's and
-//! whose touched pages all land on that node. Needs root (apt, the guest's kernel package):
+//! Real multi-NUMA Linux kernels under QEMU (tests/vm/qemu-numa.sh, software emulation). In each
+//! guest, `numaplan topo` must discover what QEMU was told: nodes, CPU lists, SMT siblings,
+//! packages, distances, memory-only nodes, a NIC's node and a taskset restriction; and a
+//! captured fixture must compile to the plan discovery gives. In a 4-node guest `numaplan exec`
+//! with `policy: auto, memory: bind` starts one rank per node whose CPUs are its node's and whose
+//! touched pages all land on that node. Needs root (apt, the guest's kernel package):
 //! `scripts/test.sh` sets NUMAPLAN_QEMU=1 when it runs as root, as CI does.
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
 
-#[test]
-fn exec_binds_ranks_on_a_four_node_guest() {
-    if std::env::var_os("NUMAPLAN_QEMU").is_none() {
-        eprintln!("skipped: set NUMAPLAN_QEMU=1 (as root) to boot the multi-NUMA guest");
-        return;
-    }
-    let repo = common::repo();
-    let work = tempfile::tempdir().unwrap();
-    let touch = work.path().join("rank-touch");
+use serde_json::Value;
+
+/// Compiles a C file of the repository with `cc`.
+fn cc(flags: &[&str], source: &str, out: &Path) {
     let cc = Command::new("cc")
-        .args(["-static", "-O1", "-o"])
-        .arg(&touch)
-        .arg(repo.join("tests/vm/rank-touch.c"))
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(common::repo().join(source))
         .output()
         .unwrap();
     assert!(
@@ -28,36 +28,278 @@ fn exec_binds_ranks_on_a_four_node_guest() {
         "{}",
         String::from_utf8_lossy(&cc.stderr)
     );
-    let dir = std::env::var("QEMU_NUMA_DIR").unwrap_or_else(|_| "/tmp/numaplan-qemu".into());
+}
+
+/// Boots a guest shaped by `env` (qemu-numa.sh's variables) that runs `script` with numaplan
+/// and `extra` in /opt; returns the guest's lines and the whole log, or `None` when
+/// NUMAPLAN_QEMU is not set. Guests boot in parallel, each from its own directory, with the
+/// kernel unpacked once.
+fn boot(script: &str, env: &[(&str, &str)], extra: &[&Path]) -> Option<(Vec<String>, String)> {
+    if std::env::var_os("NUMAPLAN_QEMU").is_none() {
+        eprintln!("skipped: set NUMAPLAN_QEMU=1 (as root) to boot the multi-NUMA guests");
+        return None;
+    }
+    static PREPARED: Mutex<bool> = Mutex::new(false);
+    let harness = common::repo().join("tests/vm/qemu-numa.sh");
+    let shared = std::env::var("QEMU_NUMA_DIR").unwrap_or_else(|_| "/tmp/numaplan-qemu".into());
+    {
+        let mut prepared = PREPARED.lock().unwrap();
+        if !*prepared {
+            let out = Command::new("bash")
+                .arg(&harness)
+                .arg("prepare")
+                .env("QEMU_NUMA_DIR", &shared)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            *prepared = true;
+        }
+    }
+    let kernel = std::fs::read_dir(Path::new(&shared).join("kernel/boot"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("vmlinuz-")
+        })
+        .max()
+        .expect("prepare unpacked a kernel");
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = vec![env!("CARGO_BIN_EXE_numaplan").to_string()];
+    files.extend(extra.iter().map(|p| p.display().to_string()));
     let out = Command::new("bash")
-        .arg(repo.join("tests/vm/qemu-numa.sh"))
-        .args(["all", "--"])
-        .arg(repo.join("tests/vm/exec-guest.sh"))
-        .env("QEMU_NUMA_DIR", &dir)
-        .env("QEMU_NUMA_NODES", "4")
-        .env("QEMU_NUMA_CPUS", "8")
-        .env("QEMU_NUMA_MEM_MB", "256")
-        .env("QEMU_NUMA_DISTANCE", "21")
-        .env(
-            "QEMU_NUMA_EXTRA",
-            format!("{} {}", env!("CARGO_BIN_EXE_numaplan"), touch.display()),
-        )
+        .arg(&harness)
+        .args(["run", "--"])
+        .arg(common::repo().join(script))
+        .envs(env.iter().copied())
+        .env("QEMU_NUMA_DIR", dir.path())
+        .env("QEMU_NUMA_KERNEL", &kernel)
+        .env("QEMU_NUMA_EXTRA", files.join(" "))
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "guest failed:\n{log}");
-    let guest: Vec<&str> = log
+    let guest = log
         .lines()
         .filter_map(|l| l.strip_prefix("  guest| "))
+        .map(String::from)
         .collect();
+    Some((guest, log))
+}
+
+/// The JSON a guest script printed between `TAG_BEGIN` and `TAG_END`.
+fn section<S: AsRef<str>>(guest: &[S], tag: &str) -> Value {
+    let lines: Vec<&str> = guest.iter().map(AsRef::as_ref).collect();
+    let begin = lines
+        .iter()
+        .position(|l| *l == format!("{tag}_BEGIN"))
+        .unwrap_or_else(|| panic!("{tag} not printed:\n{}", lines.join("\n")));
+    let end = lines
+        .iter()
+        .position(|l| *l == format!("{tag}_END"))
+        .unwrap();
+    serde_json::from_str(&lines[begin + 1..end].join("\n")).unwrap()
+}
+
+/// A node's cores as sorted CPU lists, from its L3 groups' `threads` (the k-th list holds every
+/// core's k-th hardware thread).
+fn cores(node: &Value) -> Vec<Vec<u32>> {
+    let mut out = Vec::new();
+    for group in node["l3_groups"].as_array().unwrap() {
+        let lists: Vec<Vec<u32>> = group["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| cpus(t.as_str().unwrap()))
+            .collect();
+        for i in 0..lists[0].len() {
+            let mut core: Vec<u32> = lists.iter().map(|l| l[i]).collect();
+            core.sort();
+            out.push(core);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A Linux cpulist (`0-3,8`) as CPUs.
+fn cpus(list: &str) -> Vec<u32> {
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| match p.split_once('-') {
+            Some((a, b)) => a.parse().unwrap()..=b.parse().unwrap(),
+            None => p.parse().unwrap()..=p.parse().unwrap(),
+        })
+        .collect()
+}
+
+/// The distance matrix rows of a topology, by node id.
+fn distances(topo: &Value) -> Vec<Vec<u64>> {
+    let map = topo["distances"].as_object().unwrap();
+    (0..map.len())
+        .map(|i| {
+            map[&i.to_string()]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_u64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+const SMT_DISTANCES: &str = "10 12 32 32;12 10 32 32;32 32 10 12;32 32 12 10";
+
+/// 2 packages x 2 NUMA nodes x 2 cores x SMT2, asymmetric distances, a NIC on node 2; then the
+/// same machine seen through `taskset -c 0-5`.
+#[test]
+fn discovery_on_two_packages_with_smt() {
+    let Some((guest, log)) = boot(
+        "tests/vm/topo-guest.sh",
+        &[
+            ("QEMU_NUMA_NODES", "4"),
+            ("QEMU_NUMA_CPUS", "16"),
+            ("QEMU_NUMA_SOCKETS", "2"),
+            ("QEMU_NUMA_THREADS", "2"),
+            // TCG's `max` CPU model hides SMT from the guest kernel; Skylake-Client shows it.
+            ("QEMU_NUMA_CPU_MODEL", "Skylake-Client"),
+            ("QEMU_NUMA_MEM_MB", "128"),
+            ("QEMU_NUMA_DISTANCES", SMT_DISTANCES),
+            ("QEMU_NUMA_NIC_NODE", "2"),
+            ("QEMU_GUEST_ALLOWED", "0-5"),
+        ],
+        &[],
+    ) else {
+        return;
+    };
+    let topo = section(&guest, "TOPO_JSON");
+    let nodes = topo["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 4, "{topo}");
+    for (i, n) in nodes.iter().enumerate() {
+        let first = 4 * i as u32;
+        assert_eq!(n["id"], i as u64, "{n}");
+        assert_eq!(n["package"], (i / 2) as u64, "{n}");
+        assert_eq!(n["cpus"], format!("{}-{}", first, first + 3), "{n}");
+        // QEMU numbers threads innermost: CPUs 2k and 2k+1 are one core's siblings.
+        assert_eq!(
+            cores(n),
+            [[first, first + 1], [first + 2, first + 3]],
+            "SMT siblings of node {i}: {n}"
+        );
+        assert!(n["memory_mib"].as_u64().unwrap() > 64, "{n}");
+    }
+    let want: Vec<Vec<u64>> = SMT_DISTANCES
+        .split(';')
+        .map(|r| r.split(' ').map(|d| d.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(distances(&topo), want);
+    let nics = topo["nics"].as_array().unwrap();
+    assert_eq!(nics.len(), 1, "{topo}");
+    assert_eq!(
+        nics[0]["numa_node"], 2,
+        "the NIC behind the node-2 expander bridge: {topo}"
+    );
+    assert!(topo.get("allowed").is_none(), "nothing restricted: {topo}");
+
+    // Under taskset: the same machine, 6 of its CPUs allowed, and the plan says what that cut.
+    let restricted = section(&guest, "RESTRICTED_JSON");
+    assert_eq!(restricted["allowed"], "0-5", "{restricted}");
+    assert_eq!(restricted["nodes"], topo["nodes"]);
+    let plan = section(&guest, "RESTRICTED_PLAN");
+    let warnings: Vec<&str> = plan["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    for (node, of) in [(1, 2), (2, 0), (3, 0)] {
+        let want = format!("node {node} has {of} of 4 CPUs allowed");
+        assert!(
+            warnings.iter().any(|w| w.starts_with(&want)),
+            "{want}: {warnings:?}"
+        );
+    }
+    for r in plan["ranks"].as_array().unwrap() {
+        assert!(
+            cpus(r["cpus"].as_str().unwrap()).iter().all(|&c| c <= 5),
+            "{r}"
+        );
+    }
+    // A fixture captured with `topo --format yaml -o` compiles to the plan discovery gives,
+    // restriction included.
+    assert!(
+        guest.iter().any(|l| l == "FIXTURE_PLAN_SAME"),
+        "the captured fixture's plan differs:\n{log}"
+    );
+}
+
+/// 4 nodes, node 3 memory-only (no CPUs), a NIC on node 1.
+#[test]
+fn discovery_with_a_memory_only_node() {
+    let Some((guest, _)) = boot(
+        "tests/vm/topo-guest.sh",
+        &[
+            ("QEMU_NUMA_NODES", "4"),
+            ("QEMU_NUMA_CPUS", "6"),
+            ("QEMU_NUMA_SOCKETS", "1"),
+            ("QEMU_NUMA_NODE_CPUS", "0-1 2-3 4-5 -"),
+            ("QEMU_NUMA_MEM_MB", "128"),
+            (
+                "QEMU_NUMA_DISTANCES",
+                "10 16 16 28;16 10 16 28;16 16 10 28;28 28 28 10",
+            ),
+            ("QEMU_NUMA_NIC_NODE", "1"),
+            ("QEMU_GUEST_ALLOWED", "0-5"),
+        ],
+        &[],
+    ) else {
+        return;
+    };
+    let topo = section(&guest, "TOPO_JSON");
+    let nodes = topo["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 4, "{topo}");
+    for (i, n) in nodes.iter().take(3).enumerate() {
+        assert_eq!(n["cpus"], format!("{}-{}", 2 * i, 2 * i + 1), "{n}");
+        assert!(n.get("kind").is_none(), "a CPU node: {n}");
+    }
+    let memory = &nodes[3];
+    assert_eq!(memory["id"], 3);
+    assert_eq!(memory["kind"], "memory", "{memory}");
+    assert!(memory.get("cpus").is_none(), "{memory}");
+    assert!(memory["memory_mib"].as_u64().unwrap() > 64, "{memory}");
+    assert_eq!(distances(&topo)[3], [28, 28, 28, 10]);
+    assert_eq!(distances(&topo)[0], [10, 16, 16, 28]);
+    assert_eq!(topo["nics"][0]["numa_node"], 1, "{topo}");
+    assert!(guest.iter().any(|l| l == "FIXTURE_PLAN_SAME"));
+}
+
+#[test]
+fn exec_binds_ranks_on_a_four_node_guest() {
+    let work = tempfile::tempdir().unwrap();
+    let touch = work.path().join("rank-touch");
+    cc(&["-static", "-O1"], "tests/vm/rank-touch.c", &touch);
+    let Some((guest, log)) = boot(
+        "tests/vm/exec-guest.sh",
+        &[
+            ("QEMU_NUMA_NODES", "4"),
+            ("QEMU_NUMA_CPUS", "8"),
+            ("QEMU_NUMA_MEM_MB", "256"),
+            ("QEMU_NUMA_DISTANCE", "21"),
+        ],
+        &[&touch],
+    ) else {
+        return;
+    };
+    let guest: Vec<&str> = guest.iter().map(String::as_str).collect();
 
     // Discovery: what QEMU was told (4 nodes of 2 CPUs, distance 21 between nodes).
-    let begin = guest
-        .iter()
-        .position(|l| *l == "TOPO_JSON_BEGIN")
-        .expect("topology printed");
-    let end = guest.iter().position(|l| *l == "TOPO_JSON_END").unwrap();
-    let topo: serde_json::Value = serde_json::from_str(&guest[begin + 1..end].join("\n")).unwrap();
+    let topo = section(&guest, "TOPO_JSON");
     let nodes = topo["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 4, "{topo}");
     for (i, n) in nodes.iter().enumerate() {

@@ -1,5 +1,5 @@
 //! hwloc as a topology source, through hwlocality and the system libhwloc: XML exports
-//! (`lstopo --of xml`, hwloc 1.x and 2.x formats) now, the live machine later.
+//! (`lstopo --of xml`, hwloc 1.x and 2.x formats) and the live machine (`discover`).
 //!
 //! This is the only module that talks to hwloc. It turns hwloc's object tree into
 //! [`TopologyParts`]:
@@ -15,10 +15,11 @@
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 
+use hwlocality::cpu::binding::CpuBindingFlags;
 use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::{DownstreamAttributes, ObjectAttributes, UpstreamAttributes};
 use hwlocality::object::types::{CacheType, OSDeviceType, ObjectType};
-use hwlocality::topology::builder::TypeFilter;
+use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::error::TopologyError;
 use super::model::{Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Topology, TopologyParts, Vendor};
@@ -446,18 +447,36 @@ fn bridge_path(dev: &TopologyObject) -> Vec<String> {
     path
 }
 
-/// Reads the machine numaplan runs on.
+/// Reads the machine numaplan runs on: the whole machine (hwloc's `INCLUDE_DISALLOWED`, so that
+/// a cgroup-restricted job still sees every CPU and node), with the CPUs this process may use,
+/// the cgroup's cpuset (hwloc's allowed set) intersected with its affinity (`taskset`, a Slurm
+/// step's binding), as the allowed set.
 pub fn discover() -> Result<Topology, TopologyError> {
     let failed = |detail: String| TopologyError::Discover { detail };
     let topo = hwlocality::Topology::builder()
+        .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+        .map_err(|e| failed(e.to_string()))?
         .with_io_type_filter(TypeFilter::KeepImportant)
         .map_err(|e| failed(e.to_string()))?
         .build()
         .map_err(|e| failed(e.to_string()))?;
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "this-machine".into());
-    let parts = convert(&topo, &name, "discovered with hwloc on this machine");
+        .ok()
+        // An unnamed machine (a bare kernel says `(none)`) still needs a name for its plans.
+        .filter(|h| !h.is_empty() && h != "(none)")
+        .unwrap_or_else(|| "this-machine".into());
+    let mut parts = convert(&topo, &name, "discovered with hwloc on this machine");
+    let affinity = topo
+        .cpu_binding(CpuBindingFlags::PROCESS)
+        .map_err(|e| failed(format!("cannot read this process's CPU affinity: {e}")))?;
+    let all: CpuSet = parts.cores.iter().map(|c| &c.cpus).collect();
+    let allowed = parts
+        .allowed
+        .take()
+        .unwrap_or_else(|| all.clone())
+        .intersection(&to_cpuset(&affinity));
+    parts.allowed = (allowed != all).then_some(allowed);
     Topology::build(parts).map_err(|error| TopologyError::Inconsistent {
         file: "this machine".into(),
         error,

@@ -26,6 +26,15 @@
 #   QEMU_NUMA_KERNEL    vmlinuz to use (skips apt download)     [Debian linux-image-amd64]
 #   QEMU_NUMA_INSTALL   1 = apt-get install missing tools       [1]
 #   QEMU_NUMA_EXTRA     extra host files/binaries to copy in (space separated, libs follow)
+# Added for numaplan's discovery tests (the defaults keep the shared harness's shape):
+#   QEMU_NUMA_SOCKETS   packages                                [NODES]
+#   QEMU_NUMA_THREADS   hardware threads per core (SMT)         [1]
+#   QEMU_NUMA_NODE_CPUS per-node vCPU ranges, space separated, `-` for a memory-only node,
+#                       e.g. "0-3 4-7 8-11 -"                  [CPUS split evenly]
+#   QEMU_NUMA_DISTANCES full distance matrix, rows separated by `;`, e.g. "10 21;21 10"
+#                       (overrides QEMU_NUMA_DISTANCE)
+#   QEMU_NUMA_NIC_NODE  add an e1000e NIC behind a pxb-pcie expander bridge on this node
+#   QEMU_GUEST_*        exported to the guest's test as they are
 set -euo pipefail
 
 DIR=${QEMU_NUMA_DIR:-/tmp/qemu-numa}
@@ -38,6 +47,11 @@ TIMEOUT=${QEMU_NUMA_TIMEOUT:-180}
 KERNEL=${QEMU_NUMA_KERNEL:-}
 INSTALL=${QEMU_NUMA_INSTALL:-1}
 EXTRA=${QEMU_NUMA_EXTRA:-}
+SOCKETS=${QEMU_NUMA_SOCKETS:-$NODES}
+THREADS=${QEMU_NUMA_THREADS:-1}
+NODE_CPUS=${QEMU_NUMA_NODE_CPUS:-}
+DISTANCES=${QEMU_NUMA_DISTANCES:-}
+NIC_NODE=${QEMU_NUMA_NIC_NODE:-}
 
 log() { printf '[qemu-numa %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -50,7 +64,8 @@ TEST_BIN=${1:-}
 TEST_ARGS=("$@")
 
 [ "$NODES" -ge 1 ] || die "QEMU_NUMA_NODES must be >= 1"
-[ $((CPUS % NODES)) -eq 0 ] || die "QEMU_NUMA_CPUS ($CPUS) must be a multiple of QEMU_NUMA_NODES ($NODES)"
+[ -n "$NODE_CPUS" ] || [ $((CPUS % NODES)) -eq 0 ] || die "QEMU_NUMA_CPUS ($CPUS) must be a multiple of QEMU_NUMA_NODES ($NODES)"
+[ $((CPUS % (SOCKETS * THREADS))) -eq 0 ] || die "QEMU_NUMA_CPUS ($CPUS) must be a multiple of SOCKETS x THREADS"
 
 prepare() {
   mkdir -p "$DIR"
@@ -125,12 +140,14 @@ for d in /sys/devices/system/node/node[0-9]*; do
 done
 exit $rc
 EOF
+  local guest_env="" v
+  for v in $(compgen -e | grep '^QEMU_GUEST_' || true); do guest_env+="export $v=$(printf '%q' "${!v}")"$'\n'; done
   cat > "$root/init" <<EOF
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null
 export PATH=/bin:/opt QEMU_NUMA_NODES=$NODES
-echo; echo "QEMU_NUMA_UPTIME=\$(cut -d' ' -f1 /proc/uptime)"
+${guest_env}echo; echo "QEMU_NUMA_UPTIME=\$(cut -d' ' -f1 /proc/uptime)"
 echo "QEMU_NUMA_SYSFS=\$(ls /sys/devices/system/node | tr '\n' ' ')"
 numactl --hardware
 $test_line
@@ -145,21 +162,43 @@ run() {
   local kernel; kernel=$(kernel_path)
   [ -f "$kernel" ] || die "no kernel (run: $0 prepare, or set QEMU_NUMA_KERNEL)"
   build_initrd
-  local per=$((CPUS / NODES)) i j args=()
+  local per=$((CPUS / NODES)) i j args=() node_cpus=() rows=() row=()
+  if [ -n "$NODE_CPUS" ]; then
+    read -r -a node_cpus <<< "$NODE_CPUS"
+    [ "${#node_cpus[@]}" -eq "$NODES" ] || die "QEMU_NUMA_NODE_CPUS needs $NODES entries"
+  else
+    for ((i = 0; i < NODES; i++)); do node_cpus+=("$((i * per))-$((i * per + per - 1))"); done
+  fi
   for ((i = 0; i < NODES; i++)); do
+    local cpus_opt=""
+    [ "${node_cpus[$i]}" = - ] || cpus_opt=",cpus=${node_cpus[$i]}"
     args+=(-object "memory-backend-ram,id=m$i,size=${MEM_MB}M"
-           -numa "node,nodeid=$i,cpus=$((i * per))-$((i * per + per - 1)),memdev=m$i")
+           -numa "node,nodeid=$i${cpus_opt},memdev=m$i")
   done
-  if [ "$NODES" -gt 1 ]; then
+  if [ -n "$DISTANCES" ]; then
+    IFS=';' read -r -a rows <<< "$DISTANCES"
+    [ "${#rows[@]}" -eq "$NODES" ] || die "QEMU_NUMA_DISTANCES needs $NODES rows"
+    for ((i = 0; i < NODES; i++)); do
+      read -r -a row <<< "${rows[$i]}"
+      for ((j = 0; j < NODES; j++)); do
+        [ "$i" = "$j" ] || args+=(-numa "dist,src=$i,dst=$j,val=${row[$j]}"); done; done
+  elif [ "$NODES" -gt 1 ]; then
     for ((i = 0; i < NODES; i++)); do for ((j = 0; j < NODES; j++)); do
       [ "$i" = "$j" ] || args+=(-numa "dist,src=$i,dst=$j,val=$DIST"); done; done
   fi
-  local cpu=max; [ "$ACCEL" = kvm ] && cpu=host
+  if [ -n "$NIC_NODE" ]; then
+    # An expander bridge's NUMA node reaches the guest through ACPI _PXM: the kernel gives every
+    # device behind it that node (no driver needed: the PCI device itself is what counts).
+    args+=(-device "pxb-pcie,id=pxb1,bus_nr=64,numa_node=$NIC_NODE,bus=pcie.0"
+           -device "pcie-root-port,id=rp1,bus=pxb1,chassis=1,slot=1"
+           -device "e1000e,bus=rp1,mac=52:54:00:12:34:56")
+  fi
+  local cpu=${QEMU_NUMA_CPU_MODEL:-max}; [ "$ACCEL" = kvm ] && cpu=host
   local out=$DIR/serial.log start=$SECONDS
-  log "booting $(basename "$kernel"): $CPUS vCPUs, $NODES nodes x ${MEM_MB} MiB, accel=$ACCEL, timeout ${TIMEOUT}s"
+  log "booting $(basename "$kernel"): $CPUS vCPUs ($SOCKETS sockets, SMT$THREADS), $NODES nodes x ${MEM_MB} MiB, accel=$ACCEL, timeout ${TIMEOUT}s"
   set +e
   timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -machine q35 -accel "$ACCEL" -cpu "$cpu" \
-    -smp "$CPUS,sockets=$NODES,cores=$per,threads=1" -m "$((MEM_MB * NODES))M" "${args[@]}" \
+    -smp "$CPUS,sockets=$SOCKETS,cores=$((CPUS / SOCKETS / THREADS)),threads=$THREADS" -m "$((MEM_MB * NODES))M" "${args[@]}" \
     -kernel "$kernel" -initrd "$DIR/initrd.cpio.gz" \
     -append "console=ttyS0 panic=-1 loglevel=3" \
     -nographic -nodefaults -serial stdio -no-reboot </dev/null > "$out" 2>&1

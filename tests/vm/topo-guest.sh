@@ -1,0 +1,21 @@
+#!/bin/sh
+# Runs in a QEMU guest of tests/vm.rs: prints what `numaplan topo` discovers, as JSON, for the
+# whole machine and then restricted with taskset to QEMU_GUEST_ALLOWED (CPUs), and the plan
+# of a CPU-only job compiled for each, so the test can compare them with what QEMU was told.
+set -e
+cd /tmp
+echo "TOPO_JSON_BEGIN"
+numaplan topo --format json
+echo "TOPO_JSON_END"
+echo "RESTRICTED_JSON_BEGIN"
+taskset -c "$QEMU_GUEST_ALLOWED" numaplan topo --format json
+echo "RESTRICTED_JSON_END"
+printf 'command: [true]\ngpus: none\nranks_per_node: 2\n' > job.yaml
+echo "RESTRICTED_PLAN_BEGIN"
+taskset -c "$QEMU_GUEST_ALLOWED" numaplan compile job.yaml --format json
+echo "RESTRICTED_PLAN_END"
+# A fixture captured here compiles to the same plan as discovering directly (restricted too).
+taskset -c "$QEMU_GUEST_ALLOWED" numaplan topo --format yaml -o node.yaml
+taskset -c "$QEMU_GUEST_ALLOWED" numaplan compile job.yaml --format json > discovered.json
+taskset -c "$QEMU_GUEST_ALLOWED" numaplan compile job.yaml --topology node.yaml --format json > fixture.json
+if cmp discovered.json fixture.json; then echo FIXTURE_PLAN_SAME; else diff discovered.json fixture.json || true; fi
