@@ -396,3 +396,33 @@ fn azure_ndv4_published_facts() {
     assert_eq!(t.smt_width(), 1);
     assert_eq!(t.nics().len(), 8);
 }
+
+/// `topo --format yaml -o node.yaml` captures this machine so that compiling against the file
+/// gives the plan that discovering directly gives (fingerprint included).
+#[test]
+fn a_captured_fixture_compiles_like_discovery() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [true]\ngpus: none\nranks_per_node: 2\n",
+    )
+    .unwrap();
+    common::numaplan_in(dir.path(), &["topo", "--format", "yaml", "-o", "node.yaml"]).ok();
+    let compile = |topology: &str| {
+        common::numaplan_in(
+            dir.path(),
+            &[
+                "compile",
+                "job.yaml",
+                "--topology",
+                topology,
+                "--format",
+                "json",
+            ],
+        )
+        .ok()
+    };
+    let discovered = compile("discover");
+    assert!(discovered.contains("\"ranks\""), "{discovered}");
+    assert_eq!(compile("node.yaml"), discovered);
+}
