@@ -21,7 +21,8 @@ use crate::topology::Topology;
 use crate::topology::model::{Gpu, Vendor};
 
 pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
-    let mut warnings = Vec::new();
+    // Facts the topology's source found (NVML disagreeing with hwloc) come first.
+    let mut warnings = topo.notes().to_vec();
     let allowed = match &spec.cpu.allowed {
         Some(a) => topo.allowed().intersection(a),
         None => topo.allowed().clone(),

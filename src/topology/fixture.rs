@@ -249,6 +249,7 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
     Ok(TopologyParts {
         name: raw.name.clone(),
         provenance: raw.provenance.clone(),
+        notes: raw.notes.clone(),
         nodes,
         cores,
         distances,
@@ -414,6 +415,7 @@ pub fn to_file(t: &Topology) -> FixtureFile {
         numaplan_topology: FORMAT_VERSION,
         name: t.name().to_string(),
         provenance: t.provenance().to_string(),
+        notes: t.notes().to_vec(),
         allowed: (*t.allowed() != t.all_cpus()).then(|| CpuList(t.allowed().to_string())),
         nodes,
         distances,
@@ -432,11 +434,12 @@ pub fn dump(t: &Topology) -> String {
 }
 
 /// A content fingerprint of a topology: FNV-1a 64 of its canonical fixture text, so equal
-/// machines have equal fingerprints whatever their name or provenance.
+/// machines have equal fingerprints whatever their name, provenance or notes.
 pub fn fingerprint(t: &Topology) -> String {
     let mut content = to_file(t);
     content.name.clear();
     content.provenance.clear();
+    content.notes.clear();
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in yaml::emit(&content).bytes() {
         hash ^= u64::from(byte);

@@ -20,6 +20,10 @@ pub struct FixtureFile {
     /// Where the data came from and what was inferred to fill gaps.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub provenance: String,
+    /// Facts found while discovering the machine (NVML disagreeing with hwloc, no NVML), which
+    /// every plan for it repeats as warnings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// The CPUs plans may use (cpulist, e.g. "1-63"); default: every CPU. Narrows the machine as
     /// a cgroup cpuset or `taskset` would.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -407,6 +407,7 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
     TopologyParts {
         name: name.to_string(),
         provenance: provenance.to_string(),
+        notes: Vec::new(),
         nodes,
         cores: cores.into_values().collect(),
         distances,
@@ -467,6 +468,9 @@ pub fn discover() -> Result<Topology, TopologyError> {
         .filter(|h| !h.is_empty() && h != "(none)")
         .unwrap_or_else(|| "this-machine".into());
     let mut parts = convert(&topo, &name, "discovered with hwloc on this machine");
+    if parts.gpus.iter().any(|g| g.vendor == Vendor::Nvidia) {
+        parts.notes = super::nvml::merge(&mut parts, super::nvml::probe());
+    }
     let affinity = topo
         .cpu_binding(CpuBindingFlags::PROCESS)
         .map_err(|e| failed(format!("cannot read this process's CPU affinity: {e}")))?;

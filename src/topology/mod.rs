@@ -7,6 +7,7 @@ pub mod fixture;
 pub mod fixture_file;
 pub mod hwloc;
 pub mod model;
+pub mod nvml;
 pub mod summary;
 
 use std::path::Path;

@@ -17,6 +17,9 @@ use crate::pci_addr::PciAddr;
 pub struct Topology {
     name: String,
     provenance: String,
+    /// What the source found worth telling (NVML disagreeing with hwloc, no NVML), carried into
+    /// every plan's warnings.
+    notes: Vec<String>,
     nodes: Vec<NumaNode>,
     cores: Vec<Core>,
     distances: BTreeMap<(NodeId, NodeId), u32>,
@@ -100,6 +103,7 @@ impl Core {
 pub struct TopologyParts {
     pub name: String,
     pub provenance: String,
+    pub notes: Vec<String>,
     pub nodes: Vec<NumaNode>,
     pub cores: Vec<Core>,
     /// `(from, to, distance)`; a full matrix over some or all nodes.
@@ -155,6 +159,7 @@ impl Topology {
         let TopologyParts {
             name,
             provenance,
+            notes,
             mut nodes,
             mut cores,
             distances,
@@ -342,6 +347,7 @@ impl Topology {
         Ok(Topology {
             name,
             provenance,
+            notes,
             nodes,
             cores,
             distances: distance_map,
@@ -359,6 +365,11 @@ impl Topology {
     /// Where the data came from (free text).
     pub fn provenance(&self) -> &str {
         &self.provenance
+    }
+
+    /// Facts of the source's worth telling in every plan (see `notes` above).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     pub fn nodes(&self) -> &[NumaNode] {

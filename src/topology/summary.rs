@@ -36,6 +36,9 @@ pub fn render(t: &Topology) -> String {
             all.len()
         );
     }
+    for note in t.notes() {
+        let _ = writeln!(out, "note: {note}");
+    }
 
     let mut packages: Vec<Option<crate::ids::PackageId>> =
         t.packages().into_iter().map(Some).collect();
