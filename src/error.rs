@@ -346,6 +346,7 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         ResolveErrorKind::UnknownMemoryNode { .. } => E0209_UNKNOWN_MEMORY_NODE,
         ResolveErrorKind::PreferredManyNodes { .. } => E0210_PREFERRED_MANY_NODES,
         ResolveErrorKind::UnplacedGpu { .. } => E0211_UNPLACED_GPU,
+        ResolveErrorKind::VisibleDevices { .. } => E0212_VISIBLE_DEVICES,
     };
     let spot = map.exact(&e.path);
     let label = if spot.is_some() {

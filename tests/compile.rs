@@ -108,3 +108,91 @@ fn reordered_fixture_gives_the_same_plan_bytes() {
     assert_eq!(a, plan(&shuffled));
     assert_eq!(a, plan(&original), "identical inputs give identical bytes");
 }
+
+/// `gpus: visible`: the GPUs CUDA_VISIBLE_DEVICES names (indices or UUID prefixes, in its
+/// order), every GPU when it is unset, and E0212 for an entry that names no GPU.
+#[test]
+fn gpus_visible_follows_cuda_visible_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    // The DGX A100 fixture with a UUID per GPU.
+    let text =
+        std::fs::read_to_string(repo().join("examples/topologies/nvidia-dgx-a100.yaml")).unwrap();
+    let mut fixture: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    for (i, g) in fixture["gpus"]
+        .as_sequence_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        g.as_mapping_mut().unwrap().insert(
+            "uuid".into(),
+            format!("GPU-{i}a1b2c3d-0000-1111-2222-33334444555{i}").into(),
+        );
+    }
+    std::fs::write(
+        dir.path().join("dgx.yaml"),
+        serde_yaml::to_string(&fixture).unwrap(),
+    )
+    .unwrap();
+    let compile = |ranks: u32, visible: Option<&str>| {
+        std::fs::write(
+            dir.path().join("job.yaml"),
+            format!(
+                "topology: dgx.yaml\ncommand: [true]\ngpus: visible\nranks_per_node: {ranks}\n"
+            ),
+        )
+        .unwrap();
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_numaplan"));
+        cmd.args(["compile", "job.yaml", "--format", "json"])
+            .current_dir(dir.path())
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .env_remove("ROCR_VISIBLE_DEVICES");
+        if let Some(v) = visible {
+            cmd.env("CUDA_VISIBLE_DEVICES", v);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let gpus_of = |plan: &str| -> Vec<u64> {
+        let plan: serde_json::Value = serde_json::from_str(plan).unwrap();
+        plan["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["gpus"][0].as_u64().unwrap())
+            .collect()
+    };
+    let (code, plan, err) = compile(2, Some("5,2"));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(gpus_of(&plan), [5, 2]);
+    assert!(
+        plan.contains("GPUs 5, 2 from CUDA_VISIBLE_DEVICES=5,2"),
+        "{plan}"
+    );
+    let (code, plan, err) = compile(2, Some("GPU-7a1,GPU-3a"));
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(gpus_of(&plan), [7, 3]);
+    let (_, plan, _) = compile(8, None);
+    assert_eq!(gpus_of(&plan), [0, 1, 2, 3, 4, 5, 6, 7]);
+
+    let (code, _, err) = compile(1, Some("9"));
+    assert_eq!(code, Some(1));
+    insta::assert_snapshot!("error_visible_devices", err);
+    for (value, detail) in [
+        ("", "no GPU is visible"),
+        ("GPU-x", "no GPU's UUID starts with `GPU-x`"),
+        ("GPU-", "`GPU-` is the start of several GPUs' UUIDs"),
+        ("1,1", "GPU 1 is named twice"),
+    ] {
+        let (code, _, err) = compile(1, Some(value));
+        assert_eq!(code, Some(1));
+        assert!(
+            err.contains(&format!("CUDA_VISIBLE_DEVICES={value}: {detail}")),
+            "{err}"
+        );
+    }
+}

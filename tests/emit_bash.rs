@@ -159,7 +159,11 @@ const SUPERVISED: &str = r#"command:
   - |
     trap 'echo term > "$OUT/term-$LOCAL_RANK"; exit 143' TERM
     touch "$OUT/ready-$LOCAL_RANK"
-    if [ "$LOCAL_RANK" = "$FAIL_RANK" ]; then exit 3; fi
+    # The failing rank waits until rank 0's trap is set, so that rank 0 reports the TERM.
+    if [ "$LOCAL_RANK" = "$FAIL_RANK" ]; then
+      while [ ! -e "$OUT/ready-0" ]; do sleep 0.01; done
+      exit 3
+    fi
     sleep 60 & wait
 gpus: none
 ranks_per_node: 2

@@ -16,6 +16,7 @@ use crate::output::{FileMode, write_atomic};
 use crate::plan::Plan;
 use crate::plan_file::{self, Provenance};
 use crate::resolve::resolve;
+use crate::spec::GpuChoice;
 use crate::spec::load::{LoadedSpec, load_file as load_spec};
 use crate::topology::{self, Topology, fixture, summary};
 
@@ -61,7 +62,13 @@ pub(crate) fn compile_loaded(
         _ => "discover".to_string(),
     };
     let t = load_topology(&topology_arg)?;
-    let plan = resolve(&loaded.spec, &t).map_err(|error| Error::Resolve {
+    let mut spec = loaded.spec.clone();
+    if let GpuChoice::Visible(visible) = &mut spec.gpus {
+        *visible = ["CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"]
+            .into_iter()
+            .find_map(|var| Some((var.to_string(), std::env::var(var).ok()?)));
+    }
+    let plan = resolve(&spec, &t).map_err(|error| Error::Resolve {
         error,
         map: Box::new(loaded.map.clone()),
     })?;

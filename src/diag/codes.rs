@@ -28,6 +28,7 @@ pub const E0208_NOTHING_ALLOWED: Code = Code("E0208");
 pub const E0209_UNKNOWN_MEMORY_NODE: Code = Code("E0209");
 pub const E0210_PREFERRED_MANY_NODES: Code = Code("E0210");
 pub const E0211_UNPLACED_GPU: Code = Code("E0211");
+pub const E0212_VISIBLE_DEVICES: Code = Code("E0212");
 pub const E0300_TOPOLOGY_READ: Code = Code("E0300");
 pub const E0301_YAML_SYNTAX: Code = Code("E0301");
 pub const E0302_FIXTURE_INVALID: Code = Code("E0302");
@@ -129,6 +130,13 @@ pub const ALL: &[(Code, &str)] = &[
         E0211_UNPLACED_GPU,
         "A GPU has unknown NUMA locality, so `auto` places its rank like a CPU-only rank on a \
          node no other rank uses, and none is left.",
+    ),
+    (
+        E0212_VISIBLE_DEVICES,
+        "`gpus: visible` takes the GPUs that CUDA_VISIBLE_DEVICES (NVIDIA) or \
+         ROCR_VISIBLE_DEVICES (AMD) names in numaplan's environment, and an entry names no GPU \
+         of the topology: an index it does not have, a UUID prefix that matches none or several, \
+         an entry given twice, or an empty list.",
     ),
     (
         E0300_TOPOLOGY_READ,

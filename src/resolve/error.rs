@@ -41,6 +41,12 @@ pub enum ResolveErrorKind {
     PreferredManyNodes { count: usize },
     #[error("GPU {gpu} has unknown NUMA locality and no node is left for it")]
     UnplacedGpu { gpu: u32 },
+    #[error("{variable}={value}: {detail}")]
+    VisibleDevices {
+        variable: String,
+        value: String,
+        detail: String,
+    },
 }
 
 impl ResolveError {

@@ -55,6 +55,13 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     }
 
     let gpus = select_gpus(spec, topo)?;
+    if let GpuChoice::Visible(Some((variable, value))) = &spec.gpus {
+        let indices: Vec<String> = gpus.iter().map(|g| g.index.to_string()).collect();
+        warnings.push(format!(
+            "GPUs {} from {variable}={value} (`gpus: visible`)",
+            indices.join(", ")
+        ));
+    }
     let units = form_ranks(spec, topo, &gpus, &allowed)?;
     let ctx = Ctx::new(topo, &spec.cpu, allowed.clone());
     let placements: Vec<Placement> = match spec.cpu.policy {
@@ -214,8 +221,9 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
 fn select_gpus<'t>(spec: &Spec, topo: &'t Topology) -> Result<Vec<&'t Gpu>, ResolveError> {
     let all: Vec<&Gpu> = topo.gpus().iter().collect();
     Ok(match &spec.gpus {
-        GpuChoice::All => all,
+        GpuChoice::All | GpuChoice::Visible(None) => all,
         GpuChoice::None => Vec::new(),
+        GpuChoice::Visible(Some((variable, value))) => visible_gpus(variable, value, topo)?,
         GpuChoice::Count(n) => {
             if *n as usize > all.len() {
                 return Err(ResolveError::new(
@@ -358,4 +366,73 @@ fn memory_policy(
         }
     }
     Ok((policy, spec.memory.nodes.clone()))
+}
+
+/// The GPUs a visibility variable names, in its order: each entry a GPU index, or a prefix of
+/// one GPU's UUID (`GPU-8f3c`), as CUDA and ROCm read them.
+fn visible_gpus<'t>(
+    variable: &str,
+    value: &str,
+    topo: &'t Topology,
+) -> Result<Vec<&'t Gpu>, ResolveError> {
+    let fail = |detail: String| {
+        let have: Vec<String> = topo
+            .gpus()
+            .iter()
+            .map(|g| match &g.uuid {
+                Some(u) => format!("{} ({u})", g.index),
+                None => g.index.to_string(),
+            })
+            .collect();
+        ResolveError::new(
+            ResolveErrorKind::VisibleDevices {
+                variable: variable.to_string(),
+                value: value.to_string(),
+                detail,
+            },
+            "gpus",
+            format!("set {variable} to GPUs of this machine, or unset it to use them all"),
+        )
+        .note(format!(
+            "`{}` has GPUs {}",
+            topo.name(),
+            if have.is_empty() {
+                "none".into()
+            } else {
+                have.join(", ")
+            }
+        ))
+    };
+    let mut out: Vec<&Gpu> = Vec::new();
+    for entry in value.split(',').map(str::trim) {
+        let gpu = match entry.parse::<u32>() {
+            Ok(i) => topo
+                .gpus()
+                .iter()
+                .find(|g| g.index.0 == i)
+                .ok_or_else(|| fail(format!("there is no GPU {i}")))?,
+            Err(_) if entry.is_empty() => return Err(fail("no GPU is visible".into())),
+            Err(_) => {
+                let matching: Vec<&Gpu> = topo
+                    .gpus()
+                    .iter()
+                    .filter(|g| g.uuid.as_deref().is_some_and(|u| u.starts_with(entry)))
+                    .collect();
+                match matching.as_slice() {
+                    [one] => *one,
+                    [] => return Err(fail(format!("no GPU's UUID starts with `{entry}`"))),
+                    _ => {
+                        return Err(fail(format!(
+                            "`{entry}` is the start of several GPUs' UUIDs"
+                        )));
+                    }
+                }
+            }
+        };
+        if out.iter().any(|g| g.index == gpu.index) {
+            return Err(fail(format!("GPU {} is named twice", gpu.index)));
+        }
+        out.push(gpu);
+    }
+    Ok(out)
 }

@@ -50,6 +50,9 @@ pub enum GpuChoice {
     None,
     Count(u32),
     List(Vec<GpuIndex>),
+    /// `visible`: the GPUs a visibility variable names, as `(variable, value)`; the app fills it
+    /// in from the environment (`None`: neither variable is set, so every GPU).
+    Visible(Option<(String, String)>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

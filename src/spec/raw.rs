@@ -85,11 +85,12 @@ pub struct SlurmOptions {
     pub verbose: Option<bool>,
 }
 
-/// `gpus:`: `all`, `none`, a count, or a list of GPU indices.
+/// `gpus:`: `all`, `none`, `visible` (the GPUs CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES
+/// names where numaplan runs; all when neither is set), a count, or a list of GPU indices.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum GpuSelection {
-    /// `all` or `none`.
+    /// `all`, `none` or `visible`.
     Keyword(GpuKeyword),
     /// The first N GPUs.
     Count(u32),
@@ -102,6 +103,7 @@ pub enum GpuSelection {
 pub enum GpuKeyword {
     All,
     None,
+    Visible,
 }
 
 impl<'de> Deserialize<'de> for GpuSelection {
@@ -110,13 +112,14 @@ impl<'de> Deserialize<'de> for GpuSelection {
         impl<'de> Visitor<'de> for V {
             type Value = GpuSelection;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("`all`, `none`, a GPU count or a list of GPU indices")
+                f.write_str("`all`, `none`, `visible`, a GPU count or a list of GPU indices")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<GpuSelection, E> {
                 match v {
                     "all" => Ok(GpuSelection::Keyword(GpuKeyword::All)),
                     "none" => Ok(GpuSelection::Keyword(GpuKeyword::None)),
-                    other => Err(E::unknown_variant(other, &["all", "none"])),
+                    "visible" => Ok(GpuSelection::Keyword(GpuKeyword::Visible)),
+                    other => Err(E::unknown_variant(other, &["all", "none", "visible"])),
                 }
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<GpuSelection, E> {

@@ -55,6 +55,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
     let gpus = match &raw.gpus {
         None | Some(raw::GpuSelection::Keyword(raw::GpuKeyword::All)) => GpuChoice::All,
         Some(raw::GpuSelection::Keyword(raw::GpuKeyword::None)) => GpuChoice::None,
+        Some(raw::GpuSelection::Keyword(raw::GpuKeyword::Visible)) => GpuChoice::Visible(None),
         Some(raw::GpuSelection::Count(0)) => GpuChoice::None,
         Some(raw::GpuSelection::Count(n)) => GpuChoice::Count(*n),
         Some(raw::GpuSelection::List(list)) => {
