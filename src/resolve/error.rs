@@ -41,12 +41,9 @@ pub enum ResolveErrorKind {
     PreferredManyNodes { count: usize },
     #[error("GPU {gpu} has unknown NUMA locality and no node is left for it")]
     UnplacedGpu { gpu: u32 },
-    #[error("{variable}={value}: {detail}")]
-    VisibleDevices {
-        variable: String,
-        value: String,
-        detail: String,
-    },
+    /// `detail` starts with the setting: `CUDA_VISIBLE_DEVICES=9: there is no GPU 9`.
+    #[error("{detail}")]
+    VisibleDevices { detail: String },
 }
 
 impl ResolveError {

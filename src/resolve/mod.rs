@@ -386,9 +386,7 @@ fn visible_gpus<'t>(
             .collect();
         ResolveError::new(
             ResolveErrorKind::VisibleDevices {
-                variable: variable.to_string(),
-                value: value.to_string(),
-                detail,
+                detail: format!("{variable}={value}: {detail}"),
             },
             "gpus",
             format!("set {variable} to GPUs of this machine, or unset it to use them all"),
