@@ -471,6 +471,10 @@ pub fn discover() -> Result<Topology, TopologyError> {
     if parts.gpus.iter().any(|g| g.vendor == Vendor::Nvidia) {
         parts.notes = super::nvml::merge(&mut parts, super::nvml::probe());
     }
+    if parts.gpus.iter().any(|g| g.vendor == Vendor::Amd) {
+        let kfd = super::kfd::read(std::path::Path::new("/sys/class/kfd/kfd/topology/nodes"));
+        super::kfd::apply(&mut parts, &super::kfd::gpu_order(&kfd));
+    }
     let affinity = topo
         .cpu_binding(CpuBindingFlags::PROCESS)
         .map_err(|e| failed(format!("cannot read this process's CPU affinity: {e}")))?;

@@ -6,6 +6,7 @@ pub mod error;
 pub mod fixture;
 pub mod fixture_file;
 pub mod hwloc;
+pub mod kfd;
 pub mod model;
 pub mod nvml;
 pub mod summary;
