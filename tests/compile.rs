@@ -196,3 +196,67 @@ fn gpus_visible_follows_cuda_visible_devices() {
         );
     }
 }
+
+/// A cpuset whose mems leave out the ranks' home nodes (fixture key `allowed_memory_nodes`, as
+/// `topo` captures it): their memory policy goes to the nearest allowed node, and the plan says
+/// so once per node.
+#[test]
+fn memory_outside_the_allowed_nodes_moves_to_the_nearest_allowed_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo().join("examples/topologies/olcf-frontier.yaml"))
+        .unwrap()
+        .replacen("\nnodes:", "\nallowed_memory_nodes: 0-1\nnodes:", 1);
+    std::fs::write(dir.path().join("node.yaml"), &text).unwrap();
+    let topo = common::numaplan_in(dir.path(), &["topo", "--topology", "node.yaml"]).ok();
+    assert!(
+        topo.contains("allowed memory: nodes 0-1 (2 of 4 nodes)"),
+        "{topo}"
+    );
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "topology: node.yaml\ncommand: [true]\nmemory: {policy: bind}\n",
+    )
+    .unwrap();
+    let plan = common::numaplan_in(dir.path(), &["compile", "job.yaml", "--format", "json"]).ok();
+    let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    let distances = |from: u64| -> Vec<u64> {
+        let t: serde_json::Value = serde_json::from_str(
+            &common::numaplan_in(
+                dir.path(),
+                &["topo", "--topology", "node.yaml", "--format", "json"],
+            )
+            .ok(),
+        )
+        .unwrap();
+        t["distances"][from.to_string()]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .collect()
+    };
+    let mut moved = 0;
+    for r in plan["ranks"].as_array().unwrap() {
+        let home = r["numa_node"].as_u64().unwrap();
+        let memory: u64 = r["memory"]["nodes"].as_str().unwrap().parse().unwrap();
+        if home <= 1 {
+            assert_eq!(memory, home, "{r}");
+        } else {
+            // The nearest of nodes 0 and 1, the lower id on a tie.
+            let d = distances(home);
+            let nearest = if d[1] < d[0] { 1 } else { 0 };
+            assert_eq!(memory, nearest, "{r}");
+            moved += 1;
+        }
+    }
+    assert!(moved > 0);
+    let warnings = plan["warnings"].to_string();
+    for node in [2, 3] {
+        assert!(
+            warnings.contains(&format!(
+                "memory of node {node} is not allowed (allowed memory nodes 0-1); ranks placed there take memory from node"
+            )),
+            "{warnings}"
+        );
+    }
+}

@@ -1,6 +1,7 @@
 //! Real multi-NUMA Linux kernels under QEMU (tests/vm/qemu-numa.sh, software emulation). In each
 //! guest, `numaplan topo` must discover what QEMU was told: nodes, CPU lists, SMT siblings,
-//! packages, distances, memory-only nodes, a NIC's node and a taskset restriction; and a
+//! packages, distances, memory-only nodes, a NIC's node, a taskset restriction and a cgroup
+//! cpuset (CPUs and memory nodes); and a
 //! captured fixture must compile to the plan discovery gives. In a 4-node guest `numaplan exec`
 //! with `policy: auto, memory: bind` starts one rank per node whose CPUs are its node's and whose
 //! touched pages all land on that node. Needs root (apt, the guest's kernel package):
@@ -173,6 +174,8 @@ fn discovery_on_two_packages_with_smt() {
             ("QEMU_NUMA_DISTANCES", SMT_DISTANCES),
             ("QEMU_NUMA_NIC_NODE", "2"),
             ("QEMU_GUEST_ALLOWED", "0-5"),
+            ("QEMU_GUEST_CGROUP_CPUS", "4-11"),
+            ("QEMU_GUEST_CGROUP_MEMS", "1-2"),
         ],
         &[],
     ) else {
@@ -181,6 +184,11 @@ fn discovery_on_two_packages_with_smt() {
     let topo = section(&guest, "TOPO_JSON");
     let nodes = topo["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 4, "{topo}");
+    // In a cgroup cpuset: the same machine, the cpuset's CPUs and memory nodes allowed.
+    let cgroup = section(&guest, "CGROUP_JSON");
+    assert_eq!(cgroup["nodes"], topo["nodes"], "{cgroup}");
+    assert_eq!(cgroup["allowed"], "4-11", "{cgroup}");
+    assert_eq!(cgroup["allowed_memory_nodes"], "1-2", "{cgroup}");
     for (i, n) in nodes.iter().enumerate() {
         let first = 4 * i as u32;
         assert_eq!(n["id"], i as u64, "{n}");

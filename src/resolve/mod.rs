@@ -126,7 +126,8 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     };
 
     let rpn = units.len() as u32;
-    let ranks = units
+    let mut memory_warnings = Vec::new();
+    let ranks: Vec<RankBinding> = units
         .iter()
         .zip(placements)
         .zip(chosen)
@@ -135,7 +136,11 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
                 policy: memory.0,
                 nodes: match memory.0 {
                     MemPolicy::None => Vec::new(),
-                    _ => memory.1.clone().unwrap_or_else(|| p.memory_nodes.clone()),
+                    _ => within_allowed_memory(
+                        memory.1.clone().unwrap_or_else(|| p.memory_nodes.clone()),
+                        topo,
+                        &mut memory_warnings,
+                    ),
                 },
             };
             let mut env = BTreeMap::new();
@@ -197,6 +202,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
             }
         })
         .collect();
+    warnings.extend(memory_warnings);
 
     Ok(Plan {
         name: spec.name.clone(),
@@ -433,4 +439,38 @@ fn visible_gpus<'t>(
         out.push(gpu);
     }
     Ok(out)
+}
+
+/// A rank's memory nodes within the nodes whose memory the job may use (the cpuset's mems): a
+/// node outside them is replaced by the nearest allowed node (by distance, then id), which
+/// `warnings` says once per node.
+fn within_allowed_memory(
+    nodes: Vec<crate::ids::NodeId>,
+    topo: &Topology,
+    warnings: &mut Vec<String>,
+) -> Vec<crate::ids::NodeId> {
+    let allowed = topo.allowed_memory();
+    let mut out: Vec<crate::ids::NodeId> = Vec::new();
+    for node in nodes {
+        let target = if allowed.contains(&node) {
+            node
+        } else {
+            let nearest = *allowed
+                .iter()
+                .min_by_key(|a| (topo.distance(node, **a).unwrap_or(u32::MAX), **a))
+                .expect("invariant: a topology allows some memory node");
+            let warning = format!(
+                "memory of node {node} is not allowed (allowed memory nodes {}); ranks placed there take memory from node {nearest}",
+                crate::ids::node_list(allowed)
+            );
+            if !warnings.contains(&warning) {
+                warnings.push(warning);
+            }
+            nearest
+        };
+        if !out.contains(&target) {
+            out.push(target);
+        }
+    }
+    out
 }

@@ -245,6 +245,12 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
         .as_ref()
         .map(|a| cpus_at("allowed".into(), a))
         .transpose()?;
+    let allowed_memory = raw
+        .allowed_memory_nodes
+        .as_ref()
+        .map(|a| cpus_at("allowed_memory_nodes".into(), a))
+        .transpose()?
+        .map(|set| set.iter().map(NodeId).collect());
 
     Ok(TopologyParts {
         name: raw.name.clone(),
@@ -254,6 +260,7 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
         cores,
         distances,
         allowed,
+        allowed_memory,
         gpus,
         nics,
     })
@@ -417,6 +424,8 @@ pub fn to_file(t: &Topology) -> FixtureFile {
         provenance: t.provenance().to_string(),
         notes: t.notes().to_vec(),
         allowed: (*t.allowed() != t.all_cpus()).then(|| CpuList(t.allowed().to_string())),
+        allowed_memory_nodes: (t.allowed_memory().len() != t.nodes().len())
+            .then(|| CpuList(crate::ids::node_list(t.allowed_memory()))),
         nodes,
         distances,
         gpus,

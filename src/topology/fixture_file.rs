@@ -28,6 +28,10 @@ pub struct FixtureFile {
     /// a cgroup cpuset or `taskset` would.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<CpuList>,
+    /// The NUMA nodes whose memory plans may use (node list, e.g. "0-1"); default: every node.
+    /// Narrows the machine as a cgroup's `cpuset.mems` would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_memory_nodes: Option<CpuList>,
     /// NUMA nodes: CPU nodes with their L3 groups, and memory-only nodes.
     pub nodes: Vec<NodeEntry>,
     /// NUMA distances (as `numactl -H` prints them): for each node id, its distances to every

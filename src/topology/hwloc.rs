@@ -412,6 +412,15 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
         cores: cores.into_values().collect(),
         distances,
         allowed: (!allowed.is_empty() && allowed != all).then_some(allowed),
+        allowed_memory: {
+            let ids: Vec<NodeId> = topo
+                .allowed_nodeset()
+                .iter_set()
+                .map(|n| NodeId(usize::from(n) as u32))
+                .collect();
+            (!ids.is_empty() && ids.len() != topo.objects_with_type(ObjectType::NUMANode).count())
+                .then_some(ids)
+        },
         gpus,
         nics,
     }

@@ -24,6 +24,8 @@ pub struct Topology {
     cores: Vec<Core>,
     distances: BTreeMap<(NodeId, NodeId), u32>,
     allowed: CpuSet,
+    /// The NUMA nodes whose memory the process may use (the cpuset's mems); every node if all.
+    allowed_memory: Vec<NodeId>,
     gpus: Vec<Gpu>,
     nics: Vec<Nic>,
     /// Derived: the CPUs of each node (empty for memory-only nodes).
@@ -110,6 +112,8 @@ pub struct TopologyParts {
     pub distances: Vec<(NodeId, NodeId, u32)>,
     /// `None` = every CPU.
     pub allowed: Option<CpuSet>,
+    /// `None` = every node's memory.
+    pub allowed_memory: Option<Vec<NodeId>>,
     pub gpus: Vec<Gpu>,
     pub nics: Vec<Nic>,
 }
@@ -164,6 +168,7 @@ impl Topology {
             mut cores,
             distances,
             allowed,
+            allowed_memory,
             mut gpus,
             mut nics,
         } = parts;
@@ -275,6 +280,19 @@ impl Topology {
                 ),
             ));
         }
+        let node_ids: Vec<NodeId> = nodes.iter().map(|n| n.id).collect();
+        let mut allowed_memory = allowed_memory.unwrap_or_else(|| node_ids.clone());
+        allowed_memory.sort();
+        allowed_memory.dedup();
+        if let Some(n) = allowed_memory.iter().find(|n| !node_ids.contains(n)) {
+            return Err(model_error(
+                Subject::Allowed,
+                format!("allowed memory node {n} is not in the machine"),
+            ));
+        }
+        if allowed_memory.is_empty() {
+            return Err(model_error(Subject::Allowed, "no memory node is allowed"));
+        }
         if allowed.is_empty() {
             return Err(model_error(Subject::Allowed, "no CPU is allowed"));
         }
@@ -352,6 +370,7 @@ impl Topology {
             cores,
             distances: distance_map,
             allowed,
+            allowed_memory,
             gpus,
             nics,
             node_cpus,
@@ -396,6 +415,11 @@ impl Topology {
     /// The CPUs the plan may use.
     pub fn allowed(&self) -> &CpuSet {
         &self.allowed
+    }
+
+    /// The NUMA nodes whose memory plans may bind to, in id order.
+    pub fn allowed_memory(&self) -> &[NodeId] {
+        &self.allowed_memory
     }
 
     /// Every CPU of the machine.

@@ -36,6 +36,15 @@ pub fn render(t: &Topology) -> String {
             all.len()
         );
     }
+    if t.allowed_memory().len() != t.nodes().len() {
+        let _ = writeln!(
+            out,
+            "allowed memory: nodes {} ({} of {} nodes)",
+            crate::ids::node_list(t.allowed_memory()),
+            t.allowed_memory().len(),
+            t.nodes().len()
+        );
+    }
     for note in t.notes() {
         let _ = writeln!(out, "note: {note}");
     }

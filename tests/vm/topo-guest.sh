@@ -19,3 +19,15 @@ taskset -c "$QEMU_GUEST_ALLOWED" numaplan topo --format yaml -o node.yaml
 taskset -c "$QEMU_GUEST_ALLOWED" numaplan compile job.yaml --format json > discovered.json
 taskset -c "$QEMU_GUEST_ALLOWED" numaplan compile job.yaml --topology node.yaml --format json > fixture.json
 if cmp discovered.json fixture.json; then echo FIXTURE_PLAN_SAME; else diff discovered.json fixture.json || true; fi
+# A cgroup v2 cpuset (as a Slurm job gets): the whole machine is still discovered, with the
+# cpuset's CPUs and memory nodes as the allowed ones.
+if [ -n "${QEMU_GUEST_CGROUP_CPUS:-}" ]; then
+  mount -t cgroup2 none /sys/fs/cgroup
+  echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control
+  mkdir /sys/fs/cgroup/job
+  echo "$QEMU_GUEST_CGROUP_CPUS" > /sys/fs/cgroup/job/cpuset.cpus
+  echo "$QEMU_GUEST_CGROUP_MEMS" > /sys/fs/cgroup/job/cpuset.mems
+  echo "CGROUP_JSON_BEGIN"
+  sh -c 'echo $$ > /sys/fs/cgroup/job/cgroup.procs && exec numaplan topo --format json'
+  echo "CGROUP_JSON_END"
+fi
