@@ -10,7 +10,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -22,17 +21,10 @@ fn cluster() -> Option<String> {
 /// `tests/slurm/rendezvous.c`, built once per test into `dir`.
 fn rendezvous(dir: &Path) -> PathBuf {
     let bin = dir.join("rendezvous");
-    let src = common::repo().join("tests/slurm/rendezvous.c");
-    let cc = Command::new("cc")
-        .args(["-O2", "-Wall", "-Werror", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
+    common::cc(
+        &["-O2", "-Wall", "-Werror"],
+        "tests/slurm/rendezvous.c",
+        &bin,
     );
     bin
 }

@@ -15,22 +15,6 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-/// Compiles a C file of the repository with `cc`.
-fn cc(flags: &[&str], source: &str, out: &Path) {
-    let cc = Command::new("cc")
-        .args(flags)
-        .arg("-o")
-        .arg(out)
-        .arg(common::repo().join(source))
-        .output()
-        .unwrap();
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
-}
-
 /// Boots a guest shaped by `env` (qemu-numa.sh's variables) that runs `script` with numaplan
 /// and `extra` in /opt; returns the guest's lines and the whole log, or `None` when
 /// NUMAPLAN_QEMU is not set. Guests boot in parallel, each from its own directory, with the
@@ -291,7 +275,7 @@ fn discovery_with_a_memory_only_node() {
 fn exec_binds_ranks_on_a_four_node_guest() {
     let work = tempfile::tempdir().unwrap();
     let touch = work.path().join("rank-touch");
-    cc(&["-static", "-O1"], "tests/vm/rank-touch.c", &touch);
+    common::cc(&["-static", "-O1"], "tests/vm/rank-touch.c", &touch);
     let Some((guest, log)) = boot(
         "tests/vm/exec-guest.sh",
         &[

@@ -262,15 +262,7 @@ fn select_gpus<'t>(spec: &Spec, topo: &'t Topology) -> Result<Vec<&'t Gpu>, Reso
                             &format!("gpus[{k}]"),
                             "list only GPUs the machine has",
                         )
-                        .note(format!(
-                            "`{}` has GPUs {}",
-                            topo.name(),
-                            if have.is_empty() {
-                                "none".into()
-                            } else {
-                                have.join(", ")
-                            }
-                        )));
+                        .note(gpus_note(topo, &have)));
                     }
                 }
             }
@@ -397,15 +389,7 @@ fn visible_gpus<'t>(
             "gpus",
             format!("set {variable} to GPUs of this machine, or unset it to use them all"),
         )
-        .note(format!(
-            "`{}` has GPUs {}",
-            topo.name(),
-            if have.is_empty() {
-                "none".into()
-            } else {
-                have.join(", ")
-            }
-        ))
+        .note(gpus_note(topo, &have))
     };
     let mut out: Vec<&Gpu> = Vec::new();
     for entry in value.split(',').map(str::trim) {
@@ -473,4 +457,14 @@ fn within_allowed_memory(
         }
     }
     out
+}
+
+/// The note under a GPU selection error: which GPUs the machine has (`have`, as described).
+fn gpus_note(topo: &Topology, have: &[String]) -> String {
+    let list = if have.is_empty() {
+        "none".to_string()
+    } else {
+        have.join(", ")
+    };
+    format!("`{}` has GPUs {list}", topo.name())
 }

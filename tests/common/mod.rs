@@ -160,3 +160,19 @@ pub fn sbatch(file: &Path, envs: &[(&str, &str)]) -> Ended {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
+
+/// Compiles a C file of the repository with `cc` into `out`.
+pub fn cc(flags: &[&str], source: &str, out: &Path) {
+    let cc = Command::new("cc")
+        .args(flags)
+        .arg("-o")
+        .arg(out)
+        .arg(repo().join(source))
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+}
