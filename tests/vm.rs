@@ -17,8 +17,9 @@ use serde_json::Value;
 
 /// Boots a guest shaped by `env` (qemu-numa.sh's variables) that runs `script` with numaplan
 /// and `extra` in /opt; returns the guest's lines and the whole log, or `None` when
-/// NUMAPLAN_QEMU is not set. Guests boot in parallel, each from its own directory, with the
-/// kernel unpacked once.
+/// NUMAPLAN_QEMU is not set. Guests boot one at a time (under software emulation, parallel
+/// guests on a small machine starve each other until the guest kernel reports soft lockups),
+/// each from its own directory, with the kernel unpacked once.
 fn boot(script: &str, env: &[(&str, &str)], extra: &[&Path]) -> Option<(Vec<String>, String)> {
     if std::env::var_os("NUMAPLAN_QEMU").is_none() {
         eprintln!("skipped: set NUMAPLAN_QEMU=1 (as root) to boot the multi-NUMA guests");
@@ -27,8 +28,9 @@ fn boot(script: &str, env: &[(&str, &str)], extra: &[&Path]) -> Option<(Vec<Stri
     static PREPARED: Mutex<bool> = Mutex::new(false);
     let harness = common::repo().join("tests/vm/qemu-numa.sh");
     let shared = std::env::var("QEMU_NUMA_DIR").unwrap_or_else(|_| "/tmp/numaplan-qemu".into());
+    // Held until the guest has powered off; a failed boot must not poison it for the others.
+    let mut prepared = PREPARED.lock().unwrap_or_else(|e| e.into_inner());
     {
-        let mut prepared = PREPARED.lock().unwrap();
         if !*prepared {
             let out = Command::new("bash")
                 .arg(&harness)
