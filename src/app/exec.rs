@@ -15,6 +15,7 @@ use crate::exec::{
     self, ExecError, ExecOptions, NodeFacts, NodePlace, OutputMode, affinity, hostlist, verify,
 };
 use crate::plan::{MachineShape, Plan};
+use crate::topology::devices::is_gpu;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let subject = load_subject(&args.input, args.topology.as_deref())?;
@@ -145,15 +146,21 @@ fn machine_shape() -> MachineShape {
                 .count()
         })
     };
-    let read = |path: std::path::PathBuf| std::fs::read_to_string(path).unwrap_or_default();
+    // `vendor` is `0x10de`, `class` the 24-bit `0x030200` (base class, subclass, interface).
+    let hex = |path: std::path::PathBuf| {
+        let text = std::fs::read_to_string(path).ok()?;
+        u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
+    };
     let gpus = std::fs::read_dir("/sys/bus/pci/devices").map_or(0, |entries| {
         entries
             .filter_map(|e| e.ok())
             .filter(|e| {
-                let vendor = read(e.path().join("vendor"));
-                let class = read(e.path().join("class"));
-                ["0x10de", "0x1002", "0x8086"].contains(&vendor.trim())
-                    && (class.starts_with("0x03") || class.starts_with("0x12"))
+                let (Some(vendor), Some(class)) =
+                    (hex(e.path().join("vendor")), hex(e.path().join("class")))
+                else {
+                    return false;
+                };
+                is_gpu(vendor as u16, (class >> 8) as u16).is_some()
             })
             .count()
     });

@@ -29,6 +29,14 @@ impl Vendor {
     }
 }
 
+/// Whether a PCI device is a GPU: a GPU vendor's device whose class (`class_id`: base class and
+/// subclass, as hwloc gives it) is display (0x03xx) or processing accelerator (0x12xx). Discovery
+/// and `exec`'s node check count GPUs with this one rule (the launchers' `check-node.sh.j2`
+/// repeats it in shell).
+pub fn is_gpu(vendor_id: u16, class_id: u16) -> Option<Vendor> {
+    Vendor::from_pci_vendor(vendor_id).filter(|_| matches!(class_id >> 8, 0x03 | 0x12))
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Gpu {
     pub index: GpuIndex,
@@ -74,4 +82,19 @@ pub struct Nic {
     pub numa_node: Option<NodeId>,
     pub package: Option<PackageId>,
     pub pci_path: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Vendor, is_gpu};
+
+    #[test]
+    fn gpus_by_vendor_and_class() {
+        assert_eq!(is_gpu(0x10de, 0x0302), Some(Vendor::Nvidia)); // 3D controller
+        assert_eq!(is_gpu(0x1002, 0x1200), Some(Vendor::Amd)); // processing accelerator
+        assert_eq!(is_gpu(0x8086, 0x0300), Some(Vendor::Intel)); // VGA
+        assert_eq!(is_gpu(0x15b3, 0x0207), None); // a Mellanox NIC
+        assert_eq!(is_gpu(0x10de, 0x0403), None); // an NVIDIA audio function
+        assert_eq!(is_gpu(0x1a03, 0x0300), None); // the BMC's ASPEED VGA
+    }
 }

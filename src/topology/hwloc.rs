@@ -319,9 +319,7 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
         };
         let (numa_node, package) = locality(dev);
         let pci_path = bridge_path(dev);
-        if let Some(vendor) = Vendor::from_pci_vendor(pci.vendor_id())
-            && matches!(class >> 8, 0x03 | 0x12)
-        {
+        if let Some(vendor) = super::devices::is_gpu(pci.vendor_id(), class) {
             let explicit = osdevs.iter().find_map(|o| {
                 let n = text(o.name())?;
                 ["nvml", "rsmi"]
@@ -404,23 +402,21 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
 
     let all: CpuSet = cores.values().map(|c| &c.cpus).collect();
     let allowed = to_cpuset(&topo.allowed_cpuset()).intersection(&all);
+    let allowed_memory: Vec<NodeId> = topo
+        .allowed_nodeset()
+        .iter_set()
+        .map(|n| NodeId(usize::from(n) as u32))
+        .collect();
     TopologyParts {
         name: name.to_string(),
         provenance: provenance.to_string(),
         notes: Vec::new(),
+        allowed_memory: (!allowed_memory.is_empty() && allowed_memory.len() != nodes.len())
+            .then_some(allowed_memory),
         nodes,
         cores: cores.into_values().collect(),
         distances,
         allowed: (!allowed.is_empty() && allowed != all).then_some(allowed),
-        allowed_memory: {
-            let ids: Vec<NodeId> = topo
-                .allowed_nodeset()
-                .iter_set()
-                .map(|n| NodeId(usize::from(n) as u32))
-                .collect();
-            (!ids.is_empty() && ids.len() != topo.objects_with_type(ObjectType::NUMANode).count())
-                .then_some(ids)
-        },
         gpus,
         nics,
     }
