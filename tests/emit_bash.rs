@@ -10,19 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::{numaplan, numaplan_in, rel, repo};
 
-fn shellcheck(script: &Path) {
-    let out = Command::new("shellcheck")
-        .arg(script)
-        .output()
-        .expect("shellcheck is installed by scripts/deps.sh");
-    assert!(
-        out.status.success(),
-        "shellcheck {}:\n{}",
-        script.display(),
-        String::from_utf8_lossy(&out.stdout)
-    );
-}
-
 #[test]
 fn every_example_gets_a_clean_launcher() {
     let dir = tempfile::tempdir().unwrap();
@@ -31,13 +18,7 @@ fn every_example_gets_a_clean_launcher() {
         let script = numaplan(&["compile", &job, "--emit", "bash"]).ok();
         let file = dir.path().join("launch.sh");
         std::fs::write(&file, &script).unwrap();
-        let syntax = Command::new("bash").arg("-n").arg(&file).output().unwrap();
-        assert!(
-            syntax.status.success(),
-            "{job}: {}",
-            String::from_utf8_lossy(&syntax.stderr)
-        );
-        shellcheck(&file);
+        common::check_script(&file);
         insta::assert_snapshot!(script);
     });
 }
@@ -64,7 +45,7 @@ fn launcher(job: &str) -> (tempfile::TempDir, PathBuf, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let plan = common::emit_here(dir.path(), job, "bash", "launch.sh");
     let script = dir.path().join("launch.sh");
-    shellcheck(&script);
+    common::check_script(&script);
     (dir, script, plan)
 }
 

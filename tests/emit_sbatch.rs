@@ -13,30 +13,11 @@ use common::{numaplan, repo};
 fn every_example_gets_a_clean_batch_file() {
     let dir = tempfile::tempdir().unwrap();
     insta::glob!("../examples", "*.yaml", |path| {
-        let job = path
-            .strip_prefix(repo())
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_string();
+        let job = common::rel(path);
         let script = numaplan(&["compile", &job, "--emit", "sbatch"]).ok();
         let file = dir.path().join("job.sbatch");
         std::fs::write(&file, &script).unwrap();
-        let syntax = Command::new("bash").arg("-n").arg(&file).output().unwrap();
-        assert!(
-            syntax.status.success(),
-            "{job}: {}",
-            String::from_utf8_lossy(&syntax.stderr)
-        );
-        let sc = Command::new("shellcheck")
-            .arg(&file)
-            .output()
-            .expect("shellcheck is installed by scripts/deps.sh");
-        assert!(
-            sc.status.success(),
-            "{job}:\n{}",
-            String::from_utf8_lossy(&sc.stdout)
-        );
+        common::check_script(&file);
         insta::assert_snapshot!(script);
     });
 }
@@ -55,20 +36,7 @@ fn every_example_gets_a_clean_exec_batch_file() {
         let script = numaplan(&["compile", &job, "--emit", "sbatch-exec"]).ok();
         let file = dir.path().join("job.sbatch");
         std::fs::write(&file, &script).unwrap();
-        for checker in ["bash -n", "shellcheck"] {
-            let mut words = checker.split(' ');
-            let out = Command::new(words.next().unwrap())
-                .args(words)
-                .arg(&file)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{checker} {job}:\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        common::check_script(&file);
         let plan = numaplan(&["compile", &job]).ok();
         let embedded = script
             .split_once("<<'END_OF_PLAN'\n")

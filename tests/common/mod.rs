@@ -176,3 +176,22 @@ pub fn cc(flags: &[&str], source: &str, out: &Path) {
         String::from_utf8_lossy(&cc.stderr)
     );
 }
+
+/// Asserts that a generated script parses (`bash -n`) and passes shellcheck.
+pub fn check_script(file: &Path) {
+    for checker in [&["bash", "-n"][..], &["shellcheck"][..]] {
+        let out = Command::new(checker[0])
+            .args(&checker[1..])
+            .arg(file)
+            .output()
+            .expect("bash and shellcheck (scripts/deps.sh) are installed");
+        assert!(
+            out.status.success(),
+            "{} {}:\n{}{}",
+            checker.join(" "),
+            file.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
