@@ -68,6 +68,7 @@ fn reordering_a_fixture_changes_nothing() {
         for n in &mut raw.nodes {
             n.l3_groups.reverse();
         }
+        raw.cpu_kinds.reverse();
         raw.gpus.reverse();
         raw.nics.reverse();
         let shuffled = serde_yaml::to_string(&raw).unwrap();

@@ -38,7 +38,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         return emit(stdout, None, &dry_run(&plan, &opts)?);
     }
     let node = NodeFacts {
-        host: hostname(),
+        host: crate::topology::hostname(),
         shape: machine_shape(),
         allowed: affinity::own_affinity().map_err(|source| ExecError::Syscall {
             what: "read this process's CPU affinity",
@@ -177,12 +177,6 @@ fn online_nodes() -> CpuSet {
         .ok()
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or_else(|| [0].into_iter().collect())
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "this node".into())
 }
 
 /// `LOCAL_RANK` from a process's environment.

@@ -203,6 +203,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         })
         .collect();
     warnings.extend(memory_warnings);
+    warnings.extend(ranks.iter().filter_map(|r| mixed_kinds(topo, r)));
 
     Ok(Plan {
         name: spec.name.clone(),
@@ -221,6 +222,48 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         warnings,
         port: spec.port,
         slurm: spec.slurm.clone(),
+    })
+}
+
+/// On a hybrid machine, says when a rank's CPUs are cores of different speeds: a synchronous job
+/// runs at the pace of its slowest threads. Kinds that differ only in the kernel's capacity
+/// estimate (`LinuxCapacity`: hwloc 2.x splits one core design into several kinds by it) count as
+/// one speed; kinds with no other attribute count by their efficiency rank.
+fn mixed_kinds(topo: &Topology, rank: &RankBinding) -> Option<String> {
+    let mut speeds: BTreeMap<String, CpuSet> = BTreeMap::new();
+    for kind in topo.cpu_kinds() {
+        let cpus = kind.cpus.intersection(&rank.cpus);
+        if cpus.is_empty() {
+            continue;
+        }
+        let attributes: Vec<String> = kind
+            .info
+            .iter()
+            .filter(|(k, _)| k.as_str() != "LinuxCapacity")
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let speed = if attributes.is_empty() {
+            kind.label()
+        } else {
+            attributes.join(", ")
+        };
+        let set = speeds.entry(speed).or_default();
+        *set = set.union(&cpus);
+    }
+    (speeds.len() > 1).then(|| {
+        let mut parts: Vec<(CpuSet, String)> =
+            speeds.into_iter().map(|(speed, cpus)| (cpus, speed)).collect();
+        parts.sort_by_key(|(cpus, _)| cpus.first());
+        let parts: Vec<String> = parts
+            .iter()
+            .map(|(cpus, speed)| format!("{cpus} at {speed}"))
+            .collect();
+        format!(
+            "rank {} mixes cores of {} speeds ({}); a synchronous job runs at the pace of its slowest threads",
+            rank.local_rank,
+            parts.len(),
+            parts.join("; ")
+        )
     })
 }
 

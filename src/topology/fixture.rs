@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use super::error::TopologyError;
 pub use super::fixture_file::*;
 use super::model::{
-    Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Subject, Topology, TopologyParts, Vendor,
+    Core, CpuKind, Gpu, Nic, NicKind, NodeKind, NumaNode, Subject, Topology, TopologyParts, Vendor,
 };
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
@@ -240,6 +240,18 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
             })
         })
         .collect::<Result<Vec<_>, Located>>()?;
+    let cpu_kinds = raw
+        .cpu_kinds
+        .iter()
+        .enumerate()
+        .map(|(k, kind)| {
+            Ok(CpuKind {
+                cpus: cpus_at(format!("cpu_kinds[{k}].cpus"), &kind.cpus)?,
+                efficiency: kind.efficiency,
+                info: kind.info.clone(),
+            })
+        })
+        .collect::<Result<Vec<_>, Located>>()?;
     let allowed = raw
         .allowed
         .as_ref()
@@ -258,6 +270,7 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
         notes: raw.notes.clone(),
         nodes,
         cores,
+        cpu_kinds,
         distances,
         allowed,
         allowed_memory,
@@ -308,6 +321,11 @@ fn subject_path(raw: &FixtureFile, subject: &Subject) -> String {
             .map(|k| format!("nics[{k}].numa_node")),
         Subject::Distances => Some("distances".into()),
         Subject::Allowed => Some("allowed".into()),
+        Subject::CpuKind(cpus) => raw
+            .cpu_kinds
+            .iter()
+            .position(|k| k.cpus.0.parse::<CpuSet>().is_ok_and(|s| s == *cpus))
+            .map(|k| format!("cpu_kinds[{k}].cpus")),
     };
     found.unwrap_or_default()
 }
@@ -427,6 +445,15 @@ pub fn to_file(t: &Topology) -> FixtureFile {
         allowed_memory_nodes: (t.allowed_memory().len() != t.nodes().len())
             .then(|| CpuList(crate::ids::node_list(t.allowed_memory()))),
         nodes,
+        cpu_kinds: t
+            .cpu_kinds()
+            .iter()
+            .map(|k| CpuKindEntry {
+                cpus: CpuList(k.cpus.to_string()),
+                efficiency: k.efficiency,
+                info: k.info.clone(),
+            })
+            .collect(),
         distances,
         gpus,
         nics,

@@ -34,6 +34,10 @@ pub struct FixtureFile {
     pub allowed_memory_nodes: Option<CpuList>,
     /// NUMA nodes: CPU nodes with their L3 groups, and memory-only nodes.
     pub nodes: Vec<NodeEntry>,
+    /// The kinds of core of a hybrid machine (Intel P/E cores, Arm big.LITTLE), as hwloc reports
+    /// them; absent on a machine with one kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_kinds: Vec<CpuKindEntry>,
     /// NUMA distances (as `numactl -H` prints them): for each node id, its distances to every
     /// node that has a row here, in ascending node id order.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -83,6 +87,22 @@ pub struct L3Entry {
     /// Row 0 lists every core's first thread. `["48-51", "176-179"]` is four cores with two
     /// threads each: {48,176}, {49,177}, {50,178}, {51,179}.
     pub threads: Vec<CpuList>,
+}
+
+/// One kind of core.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CpuKindEntry {
+    /// The CPUs of this kind (cpulist); whole cores, disjoint from the other kinds.
+    pub cpus: CpuList,
+    /// hwloc's ranking: 0 is the most power-efficient (slowest) kind, higher is faster; absent
+    /// when hwloc could not rank the kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<u32>,
+    /// hwloc's attributes of the kind: `CoreType` (IntelCore, IntelAtom), `FrequencyMaxMHz`,
+    /// `LinuxCapacity`, `CPUPart`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub info: BTreeMap<String, String>,
 }
 
 /// A GPU.

@@ -8,6 +8,7 @@
 //! - a NUMA node that no PU calls its own is memory-only; its kind comes from hwloc's subtype
 //!   (`GPUMemory` with info `PCIBusID`, `HBM`/`MCDRAM`, `NVM`, `SPM`, `CXL-*`);
 //! - an L3 group is the set of PUs under one highest-level data/unified cache;
+//! - CPU kinds are hwloc's, kept only when there are at least two (a hybrid machine);
 //! - GPUs are PCI devices of NVIDIA/AMD/Intel with a display, 3D or processing-accelerator class;
 //!   NICs are network or InfiniBand PCI devices, named after their OpenFabrics or network OS
 //!   device.
@@ -22,7 +23,9 @@ use hwlocality::object::types::{CacheType, OSDeviceType, ObjectType};
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::error::TopologyError;
-use super::model::{Core, Gpu, Nic, NicKind, NodeKind, NumaNode, Topology, TopologyParts, Vendor};
+use super::model::{
+    Core, CpuKind, Gpu, Nic, NicKind, NodeKind, NumaNode, Topology, TopologyParts, Vendor,
+};
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
@@ -402,6 +405,7 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
 
     let all: CpuSet = cores.values().map(|c| &c.cpus).collect();
     let allowed = to_cpuset(&topo.allowed_cpuset()).intersection(&all);
+    let cpu_kinds = cpu_kinds(topo, &all);
     let allowed_memory: Vec<NodeId> = topo
         .allowed_nodeset()
         .iter_set()
@@ -415,11 +419,37 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
             .then_some(allowed_memory),
         nodes,
         cores: cores.into_values().collect(),
+        cpu_kinds,
         distances,
         allowed: (!allowed.is_empty() && allowed != all).then_some(allowed),
         gpus,
         nics,
     }
+}
+
+/// hwloc's CPU kinds (limited to the CPUs the topology has), or none on a machine with one kind.
+fn cpu_kinds(topo: &hwlocality::Topology, all: &CpuSet) -> Vec<CpuKind> {
+    let Ok(kinds) = topo.cpu_kinds() else {
+        return Vec::new();
+    };
+    let kinds: Vec<CpuKind> = kinds
+        .map(|k| CpuKind {
+            cpus: to_cpuset(&k.cpuset).intersection(all),
+            efficiency: k.efficiency.map(|e| e as u32),
+            info: k
+                .infos
+                .iter()
+                .map(|i| {
+                    (
+                        i.name().to_string_lossy().into_owned(),
+                        i.value().to_string_lossy().into_owned(),
+                    )
+                })
+                .collect(),
+        })
+        .filter(|k| !k.cpus.is_empty())
+        .collect();
+    if kinds.len() < 2 { Vec::new() } else { kinds }
 }
 
 /// The bridges above a PCI device, outermost first: `host:DDDD:BB` for a host bridge (its
@@ -457,6 +487,10 @@ fn bridge_path(dev: &TopologyObject) -> Vec<String> {
 /// a cgroup-restricted job still sees every CPU and node), with the CPUs this process may use,
 /// the cgroup's cpuset (hwloc's allowed set) intersected with its affinity (`taskset`, a Slurm
 /// step's binding), as the allowed set.
+///
+/// With `HWLOC_FSROOT` set, hwloc reads a sysfs snapshot (`hwloc-gather-topology`) instead; the
+/// machine is then named after the snapshot's folder, and neither this process's affinity nor
+/// NVML (which would describe this machine, not the snapshot's) is consulted.
 pub fn discover() -> Result<Topology, TopologyError> {
     let failed = |detail: String| TopologyError::Discover { detail };
     let topo = hwlocality::Topology::builder()
@@ -466,30 +500,46 @@ pub fn discover() -> Result<Topology, TopologyError> {
         .map_err(|e| failed(e.to_string()))?
         .build()
         .map_err(|e| failed(e.to_string()))?;
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .ok()
-        // An unnamed machine (a bare kernel says `(none)`) still needs a name for its plans.
-        .filter(|h| !h.is_empty() && h != "(none)")
-        .unwrap_or_else(|| "this-machine".into());
-    let mut parts = convert(&topo, &name, "discovered with hwloc on this machine");
-    if parts.gpus.iter().any(|g| g.vendor == Vendor::Nvidia) {
+    let snapshot = (!topo.is_this_system())
+        .then(|| std::env::var_os("HWLOC_FSROOT"))
+        .flatten()
+        .map(std::path::PathBuf::from);
+    let root = snapshot.clone().unwrap_or_else(|| "/".into());
+    let (name, provenance) = match &snapshot {
+        Some(dir) => (
+            dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "snapshot".into()),
+            format!(
+                "discovered with hwloc from the sysfs snapshot `{}` (HWLOC_FSROOT)",
+                dir.display()
+            ),
+        ),
+        None => (
+            super::hostname(),
+            "discovered with hwloc on this machine".to_string(),
+        ),
+    };
+    let mut parts = convert(&topo, &name, &provenance);
+    if snapshot.is_none() && parts.gpus.iter().any(|g| g.vendor == Vendor::Nvidia) {
         parts.notes = super::nvml::merge(&mut parts, super::nvml::probe());
     }
     if parts.gpus.iter().any(|g| g.vendor == Vendor::Amd) {
-        let kfd = super::kfd::read(std::path::Path::new("/sys/class/kfd/kfd/topology/nodes"));
+        let kfd = super::kfd::read(&root.join("sys/class/kfd/kfd/topology/nodes"));
         super::kfd::apply(&mut parts, &super::kfd::gpu_order(&kfd));
     }
-    let affinity = topo
-        .cpu_binding(CpuBindingFlags::PROCESS)
-        .map_err(|e| failed(format!("cannot read this process's CPU affinity: {e}")))?;
-    let all: CpuSet = parts.cores.iter().map(|c| &c.cpus).collect();
-    let allowed = parts
-        .allowed
-        .take()
-        .unwrap_or_else(|| all.clone())
-        .intersection(&to_cpuset(&affinity));
-    parts.allowed = (allowed != all).then_some(allowed);
+    if snapshot.is_none() {
+        let affinity = topo
+            .cpu_binding(CpuBindingFlags::PROCESS)
+            .map_err(|e| failed(format!("cannot read this process's CPU affinity: {e}")))?;
+        let all: CpuSet = parts.cores.iter().map(|c| &c.cpus).collect();
+        let allowed = parts
+            .allowed
+            .take()
+            .unwrap_or_else(|| all.clone())
+            .intersection(&to_cpuset(&affinity));
+        parts.allowed = (allowed != all).then_some(allowed);
+    }
     Topology::build(parts).map_err(|error| TopologyError::Inconsistent {
         file: "this machine".into(),
         error,

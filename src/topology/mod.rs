@@ -40,3 +40,13 @@ pub fn load_file(path: &Path) -> Result<Topology, TopologyError> {
         fixture::load(&file, &text)
     }
 }
+
+/// This machine's name; an unnamed one (a bare kernel says `(none)`) still needs one for its
+/// plans and messages.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty() && h != "(none)")
+        .unwrap_or_else(|| "this-machine".into())
+}

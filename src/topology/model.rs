@@ -1,5 +1,6 @@
 //! The machine model every later stage reads: NUMA nodes (CPU and memory-only), cores grouped by
-//! package, node and L3 group, the distance matrix, the allowed CPU set, GPUs and NICs.
+//! package, node and L3 group, the kinds of core on a hybrid machine, the distance matrix, the
+//! allowed CPU set, GPUs and NICs.
 //!
 //! A `Topology` is only built through [`Topology::build`], which sorts everything into one
 //! canonical order and checks the invariants listed there, so two sources describing the same
@@ -22,6 +23,8 @@ pub struct Topology {
     notes: Vec<String>,
     nodes: Vec<NumaNode>,
     cores: Vec<Core>,
+    /// Empty unless the machine has cores of more than one kind.
+    cpu_kinds: Vec<CpuKind>,
     distances: BTreeMap<(NodeId, NodeId), u32>,
     allowed: CpuSet,
     /// The NUMA nodes whose memory the process may use (the cpuset's mems); every node if all.
@@ -100,6 +103,29 @@ impl Core {
     }
 }
 
+/// One kind of core on a hybrid machine (hwloc's CPU kinds): Intel P- or E-cores, Arm big or
+/// LITTLE cores. Ranks whose CPUs mix kinds run their threads at different speeds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuKind {
+    pub cpus: CpuSet,
+    /// hwloc's ranking: 0 is the most power-efficient (slowest) kind, higher is faster; `None`
+    /// when the source could not rank the kinds.
+    pub efficiency: Option<u32>,
+    /// What the source says about the kind, under hwloc's names: `CoreType` (IntelCore,
+    /// IntelAtom), `FrequencyMaxMHz`, `LinuxCapacity`, `CPUPart`.
+    pub info: BTreeMap<String, String>,
+}
+
+impl CpuKind {
+    /// How output names the kind: by its efficiency rank where known.
+    pub fn label(&self) -> String {
+        match self.efficiency {
+            Some(e) => format!("efficiency {e}"),
+            None => "unranked".to_string(),
+        }
+    }
+}
+
 /// Everything a source knows, in any order; [`Topology::build`] checks and sorts it.
 #[derive(Clone, Debug, Default)]
 pub struct TopologyParts {
@@ -108,6 +134,8 @@ pub struct TopologyParts {
     pub notes: Vec<String>,
     pub nodes: Vec<NumaNode>,
     pub cores: Vec<Core>,
+    /// Only for hybrid machines; empty = one kind of core.
+    pub cpu_kinds: Vec<CpuKind>,
     /// `(from, to, distance)`; a full matrix over some or all nodes.
     pub distances: Vec<(NodeId, NodeId, u32)>,
     /// `None` = every CPU.
@@ -132,6 +160,8 @@ pub enum Subject {
     NicLocality(String),
     Distances,
     Allowed,
+    /// The CPU kind with these CPUs.
+    CpuKind(CpuSet),
 }
 
 /// A broken invariant.
@@ -153,12 +183,13 @@ impl Topology {
     /// Checks and normalises the parts.
     ///
     /// Invariants of the result: node ids are unique; every core is non-empty, in a CPU node, and
-    /// no CPU is in two cores; an L3 group lies in one package; memory-only nodes own no cores and
+    /// no CPU is in two cores; CPU kinds are non-empty, disjoint, within the machine and never
+    /// split a core; an L3 group lies in one package; memory-only nodes own no cores and
     /// CPU nodes own at least one; the allowed set is a non-empty subset of the CPUs; GPU indices,
     /// GPU PCI addresses and NIC names are unique; every node a GPU or NIC names exists and has
     /// CPUs; distances cover only existing nodes. Cores are in topology order (package, node,
-    /// L3 group, key) with L3 ids renumbered 0.. in that order; nodes, GPUs and NICs are sorted by
-    /// id, index and name.
+    /// L3 group, key) with L3 ids renumbered 0.. in that order; CPU kinds by efficiency, then
+    /// first CPU; nodes, GPUs and NICs are sorted by id, index and name.
     pub fn build(parts: TopologyParts) -> Result<Topology, ModelError> {
         let TopologyParts {
             name,
@@ -166,6 +197,7 @@ impl Topology {
             notes,
             mut nodes,
             mut cores,
+            mut cpu_kinds,
             distances,
             allowed,
             allowed_memory,
@@ -270,6 +302,7 @@ impl Topology {
         }
 
         let all = seen;
+        check_cpu_kinds(&mut cpu_kinds, &cores, &all)?;
         let allowed = allowed.unwrap_or_else(|| all.clone());
         if !allowed.is_subset(&all) {
             return Err(model_error(
@@ -368,6 +401,7 @@ impl Topology {
             notes,
             nodes,
             cores,
+            cpu_kinds,
             distances: distance_map,
             allowed,
             allowed_memory,
@@ -402,6 +436,11 @@ impl Topology {
     /// Cores in topology order.
     pub fn cores(&self) -> &[Core] {
         &self.cores
+    }
+
+    /// The kinds of core, most power-efficient first; empty on a machine with one kind.
+    pub fn cpu_kinds(&self) -> &[CpuKind] {
+        &self.cpu_kinds
     }
 
     pub fn gpus(&self) -> &[Gpu] {
@@ -487,6 +526,51 @@ impl Topology {
     }
 }
 
+/// Sorts the kinds and checks that each is non-empty, within the machine, disjoint from the
+/// others and made of whole cores.
+fn check_cpu_kinds(kinds: &mut [CpuKind], cores: &[Core], all: &CpuSet) -> Result<(), ModelError> {
+    kinds.sort_by_key(|k| (k.efficiency, k.cpus.first()));
+    let mut seen = CpuSet::new();
+    for kind in kinds.iter() {
+        if kind.cpus.is_empty() {
+            return Err(model_error(Subject::Machine, "a CPU kind has no CPUs"));
+        }
+        let subject = || Subject::CpuKind(kind.cpus.clone());
+        if !kind.cpus.is_subset(all) {
+            return Err(model_error(
+                subject(),
+                format!(
+                    "a CPU kind names CPUs {}, which are not in the machine",
+                    kind.cpus.difference(all)
+                ),
+            ));
+        }
+        if kind.cpus.intersects(&seen) {
+            return Err(model_error(
+                subject(),
+                format!(
+                    "CPUs {} belong to more than one CPU kind",
+                    kind.cpus.intersection(&seen)
+                ),
+            ));
+        }
+        seen = seen.union(&kind.cpus);
+        if let Some(core) = cores
+            .iter()
+            .find(|c| c.cpus.intersects(&kind.cpus) && !c.cpus.is_subset(&kind.cpus))
+        {
+            return Err(model_error(
+                subject(),
+                format!(
+                    "the CPU kind of CPUs {} splits core {}; SMT siblings are always of one kind",
+                    kind.cpus, core.cpus
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Orders device names as people do: `mlx5_2` before `mlx5_10`.
 fn natural_key(name: &str) -> (&str, u64, &str) {
     let digits_start = name
@@ -548,6 +632,31 @@ mod tests {
     }
 
     #[test]
+    fn cpu_kinds_sort_by_efficiency() {
+        let kind = |cpus: &str, efficiency| CpuKind {
+            cpus: cpus.parse().unwrap(),
+            efficiency,
+            info: BTreeMap::new(),
+        };
+        let mut p = parts();
+        p.cpu_kinds = vec![
+            kind("1,5", Some(1)),
+            kind("2-3,6-7", None),
+            kind("0,4", Some(0)),
+        ];
+        let t = Topology::build(p).unwrap();
+        let order: Vec<String> = t
+            .cpu_kinds()
+            .iter()
+            .map(|k| format!("{} {}", k.label(), k.cpus))
+            .collect();
+        assert_eq!(
+            order,
+            ["unranked 2-3,6-7", "efficiency 0 0,4", "efficiency 1 1,5"]
+        );
+    }
+
+    #[test]
     fn nics_sort_naturally() {
         let mut names = ["mlx5_10", "mlx5_9", "hsn0", "mlx5_1", "eth"];
         names.sort_by_key(|n| natural_key(n));
@@ -577,6 +686,23 @@ mod tests {
                 .unwrap_err()
                 .message
                 .contains("memory-only")
+        );
+        let kind = |cpus: &str| CpuKind {
+            cpus: cpus.parse().unwrap(),
+            efficiency: None,
+            info: BTreeMap::new(),
+        };
+        let mut p = parts();
+        p.cpu_kinds = vec![kind("0-1,4-5"), kind("2-3,6-8")];
+        assert_eq!(
+            Topology::build(p).unwrap_err().message,
+            "a CPU kind names CPUs 8, which are not in the machine"
+        );
+        let mut p = parts();
+        p.cpu_kinds = vec![kind("0-3,4-7"), kind("")];
+        assert_eq!(
+            Topology::build(p).unwrap_err().message,
+            "a CPU kind has no CPUs"
         );
         let mut p = parts();
         p.allowed = Some("8".parse().unwrap());

@@ -1,5 +1,6 @@
 //! The readable summary `numaplan topo --format text` prints: per package and node, its CPUs,
-//! cores, L3 groups, memory, GPUs and NICs; then the distance matrix.
+//! cores, L3 groups, memory, GPUs and NICs; the kinds of core of a hybrid machine; then the
+//! distance matrix.
 
 use std::fmt::Write as _;
 
@@ -47,6 +48,22 @@ pub fn render(t: &Topology) -> String {
     }
     for note in t.notes() {
         let _ = writeln!(out, "note: {note}");
+    }
+    if !t.cpu_kinds().is_empty() {
+        let _ = writeln!(
+            out,
+            "CPU kinds ({}, most power-efficient first):",
+            t.cpu_kinds().len()
+        );
+        for kind in t.cpu_kinds() {
+            let info: Vec<String> = kind.info.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let info = if info.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", info.join(", "))
+            };
+            let _ = writeln!(out, "  {}: CPUs {}{info}", kind.label(), kind.cpus);
+        }
     }
 
     let mut packages: Vec<Option<crate::ids::PackageId>> =

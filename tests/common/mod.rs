@@ -16,10 +16,16 @@ pub fn numaplan(args: &[&str]) -> Run {
 
 /// Runs numaplan with `dir` as the working directory.
 pub fn numaplan_in(dir: &Path, args: &[&str]) -> Run {
+    numaplan_env(dir, &[], args)
+}
+
+/// Runs numaplan in `dir` with extra environment variables.
+pub fn numaplan_env(dir: &Path, envs: &[(&str, &Path)], args: &[&str]) -> Run {
     let out: Output = Command::new(env!("CARGO_BIN_EXE_numaplan"))
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1")
+        .envs(envs.iter().copied())
         .output()
         .expect("run numaplan");
     Run {
