@@ -154,3 +154,30 @@ fn ranks_that_mix_core_speeds_are_warned_about() {
         ]
     );
 }
+
+#[test]
+fn an_lstopo_export_of_the_snapshot_imports_like_discovery() {
+    let (dir, root) = dgx_spark();
+    let xml = dir.path().join("spark.xml");
+    let status = Command::new("lstopo-no-graphics")
+        .env("HWLOC_FSROOT", &root)
+        .args(["--of", "xml", "--force"])
+        .arg(&xml)
+        .status()
+        .expect("run lstopo-no-graphics (package hwloc)");
+    assert!(status.success());
+    let kinds = |args: &[&str]| {
+        let json: serde_json::Value = serde_json::from_str(&discover(&root, args)).unwrap();
+        assert_eq!(
+            json["cpu_kinds"].as_array().map(Vec::len),
+            Some(5),
+            "{json}"
+        );
+        (json["cpu_kinds"].clone(), json["nodes"].clone())
+    };
+    let xml = xml.to_str().unwrap();
+    assert_eq!(
+        kinds(&["topo", "--topology", xml, "--format", "json"]),
+        kinds(&["topo", "--format", "json"])
+    );
+}
