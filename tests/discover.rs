@@ -1,7 +1,7 @@
-//! Discovery (`--topology discover`, the default) on a real machine other than this one: hwloc
+//! Discovery (`--topology discover`, the default) on real machines other than this one: hwloc
 //! reads a sysfs snapshot in place of the live machine when HWLOC_FSROOT names it, so these tests
-//! run numaplan's real discovery code on the hybrid-core DGX Spark (tests/data/sysfs/README.md)
-//! and check it against the snapshot's own files.
+//! run numaplan's real discovery code on the hybrid-core DGX Spark and on an IBM AC922 with GPU
+//! memory as NUMA nodes (tests/data/sysfs/README.md), and check it against the snapshots' files.
 
 mod common;
 
@@ -12,10 +12,10 @@ use std::process::Command;
 use common::{numaplan_env, repo};
 use numaplan::cpuset::CpuSet;
 
-/// Extracts the DGX Spark snapshot; returns the temporary folder and the snapshot's root.
-fn dgx_spark() -> (tempfile::TempDir, PathBuf) {
+/// Extracts a snapshot; returns the temporary folder and the snapshot's root.
+fn snapshot(name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let archive = repo().join("tests/data/sysfs/nvidia-dgx-gb10.tar.bz2");
+    let archive = repo().join(format!("tests/data/sysfs/{name}.tar.bz2"));
     let status = Command::new("tar")
         .arg("-xjf")
         .arg(&archive)
@@ -24,8 +24,12 @@ fn dgx_spark() -> (tempfile::TempDir, PathBuf) {
         .status()
         .expect("run tar (with bzip2: scripts/deps.sh installs it)");
     assert!(status.success(), "tar -xjf {} failed", archive.display());
-    let root = dir.path().join("nvidia-dgx-gb10");
+    let root = dir.path().join(name);
     (dir, root)
+}
+
+fn dgx_spark() -> (tempfile::TempDir, PathBuf) {
+    snapshot("nvidia-dgx-gb10")
 }
 
 fn discover(root: &Path, args: &[&str]) -> String {
@@ -179,5 +183,95 @@ fn an_lstopo_export_of_the_snapshot_imports_like_discovery() {
     assert_eq!(
         kinds(&["topo", "--topology", xml, "--format", "json"]),
         kinds(&["topo", "--format", "json"])
+    );
+}
+
+/// hwloc hides NVIDIA GPU-memory NUMA nodes unless HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1; discovery
+/// sets it, so a POWER9 + V100 node shows its six GPU-memory nodes, each named after its GPU as
+/// the NVIDIA driver's `numa_status` files say, with the sizes and distances of the node files.
+#[test]
+fn gpu_memory_nodes_of_an_ac922_are_discovered() {
+    let (_dir, root) = snapshot("nvidiagpunumanodes");
+    let json: serde_json::Value =
+        serde_json::from_str(&discover(&root, &["topo", "--format", "json"])).unwrap();
+    let read = |path: PathBuf| std::fs::read_to_string(path).unwrap();
+
+    let mut expected: BTreeMap<u64, String> = BTreeMap::new();
+    let gpus = root.join("proc/driver/nvidia/gpus");
+    for entry in std::fs::read_dir(&gpus).unwrap() {
+        let pci = entry.unwrap().file_name().into_string().unwrap();
+        let status = read(gpus.join(&pci).join("numa_status"));
+        let node = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Node:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        expected.insert(node, pci.to_lowercase());
+    }
+    assert_eq!(expected.len(), 6);
+    let found: BTreeMap<u64, String> = json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "gpu-memory")
+        .map(|n| {
+            (
+                n["id"].as_u64().unwrap(),
+                n["gpu"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(found, expected);
+
+    let node_dir = |id: u64| root.join(format!("sys/devices/system/node/node{id}"));
+    let ids: Vec<u64> = json["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids, [0, 8, 250, 251, 252, 253, 254, 255]);
+    for node in json["nodes"].as_array().unwrap() {
+        let id = node["id"].as_u64().unwrap();
+        let meminfo = read(node_dir(id).join("meminfo"));
+        let kib: u64 = meminfo
+            .lines()
+            .find(|l| l.contains("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(node["memory_mib"].as_u64(), Some(kib / 1024), "node {id}");
+        let row: Vec<u64> = read(node_dir(id).join("distance"))
+            .split_whitespace()
+            .map(|d| d.parse().unwrap())
+            .collect();
+        let found: Vec<u64> = json["distances"][id.to_string()]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .collect();
+        assert_eq!(found, row, "distances of node {id}");
+    }
+}
+
+#[test]
+fn a_users_hwloc_keep_nvidia_gpu_numa_nodes_wins() {
+    let (_dir, root) = snapshot("nvidiagpunumanodes");
+    let hidden = numaplan_env(
+        root.parent().unwrap(),
+        &[
+            ("HWLOC_FSROOT", &root),
+            ("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", Path::new("0")),
+        ],
+        &["topo"],
+    )
+    .ok();
+    assert!(
+        hidden.starts_with("nvidiagpunumanodes: 2 packages, 2 NUMA nodes,"),
+        "{hidden}"
     );
 }

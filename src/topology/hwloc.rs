@@ -427,6 +427,24 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
     }
 }
 
+/// Runs `build` with `HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1` unless the user set it. hwloc hides the
+/// NUMA nodes of NVIDIA GPU memory by default on POWER9 (and on Grace Hopper before hwloc 2.11),
+/// but plans need them, and `exec` counts them in `/sys/devices/system/node` when it checks a
+/// node against its plan. The variable is removed again so that ranks do not inherit it.
+fn with_gpu_memory_nodes<T>(build: impl FnOnce() -> T) -> T {
+    const KEEP: &str = "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES";
+    if std::env::var_os(KEEP).is_some() {
+        return build();
+    }
+    // SAFETY: numaplan discovers before it starts any thread (exec's relays start later), so no
+    // other thread reads the environment meanwhile.
+    unsafe { std::env::set_var(KEEP, "1") };
+    let built = build();
+    // SAFETY: as above.
+    unsafe { std::env::remove_var(KEEP) };
+    built
+}
+
 /// hwloc's CPU kinds (limited to the CPUs the topology has), or none on a machine with one kind.
 fn cpu_kinds(topo: &hwlocality::Topology, all: &CpuSet) -> Vec<CpuKind> {
     let Ok(kinds) = topo.cpu_kinds() else {
@@ -493,13 +511,16 @@ fn bridge_path(dev: &TopologyObject) -> Vec<String> {
 /// NVML (which would describe this machine, not the snapshot's) is consulted.
 pub fn discover() -> Result<Topology, TopologyError> {
     let failed = |detail: String| TopologyError::Discover { detail };
-    let topo = hwlocality::Topology::builder()
-        .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-        .map_err(|e| failed(e.to_string()))?
-        .with_io_type_filter(TypeFilter::KeepImportant)
-        .map_err(|e| failed(e.to_string()))?
-        .build()
-        .map_err(|e| failed(e.to_string()))?;
+    let build = || {
+        hwlocality::Topology::builder()
+            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+            .map_err(|e| failed(e.to_string()))?
+            .with_io_type_filter(TypeFilter::KeepImportant)
+            .map_err(|e| failed(e.to_string()))?
+            .build()
+            .map_err(|e| failed(e.to_string()))
+    };
+    let topo = with_gpu_memory_nodes(build)?;
     let snapshot = (!topo.is_this_system())
         .then(|| std::env::var_os("HWLOC_FSROOT"))
         .flatten()
