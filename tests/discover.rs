@@ -144,12 +144,7 @@ fn ranks_that_mix_core_speeds_are_warned_about() {
         &["compile", "job.yaml", "--format", "json"],
     ))
     .unwrap();
-    let warnings: Vec<&str> = plan["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect();
+    let warnings = common::plan_warnings(&plan);
     assert_eq!(
         warnings,
         [

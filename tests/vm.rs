@@ -206,12 +206,7 @@ fn discovery_on_two_packages_with_smt() {
     assert_eq!(restricted["allowed"], "0-5", "{restricted}");
     assert_eq!(restricted["nodes"], topo["nodes"]);
     let plan = section(&guest, "RESTRICTED_PLAN");
-    let warnings: Vec<&str> = plan["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect();
+    let warnings = common::plan_warnings(&plan);
     for (node, of) in [(1, 2), (2, 0), (3, 0)] {
         let want = format!("node {node} has {of} of 4 CPUs allowed");
         assert!(

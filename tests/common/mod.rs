@@ -201,3 +201,13 @@ pub fn check_script(file: &Path) {
         );
     }
 }
+
+/// A JSON plan's warnings.
+pub fn plan_warnings(plan: &serde_json::Value) -> Vec<&str> {
+    plan["warnings"]
+        .as_array()
+        .expect("a plan has warnings")
+        .iter()
+        .map(|w| w.as_str().expect("warnings are text"))
+        .collect()
+}
