@@ -58,7 +58,7 @@ pub struct CompileArgs {
     #[arg(long, value_enum, default_value_t = PlanFormat::Yaml)]
     pub format: PlanFormat,
 
-    /// Write the plan to FILE (atomically) instead of standard output.
+    /// Write the plan to FILE (atomically) instead of standard output (`-`).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -205,7 +205,7 @@ pub struct ExplainArgs {
     #[arg(long, value_enum, default_value_t = ColourChoice::Auto)]
     pub color: ColourChoice,
 
-    /// Write to FILE (atomically) instead of standard output.
+    /// Write to FILE (atomically) instead of standard output (`-`).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -240,7 +240,7 @@ pub struct TopoArgs {
     #[arg(long, value_enum, default_value_t = TopoFormat::Text)]
     pub format: TopoFormat,
 
-    /// Write to FILE (atomically) instead of standard output.
+    /// Write to FILE (atomically) instead of standard output (`-`).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }

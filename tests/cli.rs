@@ -33,3 +33,21 @@ fn topo_on_this_machine() {
     assert!(text.contains(" NUMA node"), "{text}");
     assert!(text.contains(&format!(" {cpus} CPU")), "{text}");
 }
+
+#[test]
+fn dash_as_output_is_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = common::repo().join("examples/lumi-g.yaml");
+    let job = job.to_str().unwrap();
+    let to_stdout = common::numaplan_in(dir.path(), &["compile", job]).ok();
+    let dash = common::numaplan_in(dir.path(), &["compile", job, "-o", "-"]).ok();
+    // The same plan; only its "regenerate with" line repeats the command.
+    assert_eq!(
+        dash.replace(&format!("compile {job} -o -"), &format!("compile {job}")),
+        to_stdout
+    );
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "`-o -` wrote a file"
+    );
+}

@@ -216,7 +216,8 @@ fn emit_as(
     text: &str,
     mode: FileMode,
 ) -> Result<(), Error> {
-    match output {
+    // `-o -` is standard output, as for most command-line tools.
+    match output.filter(|path| *path != Path::new("-")) {
         Some(path) => write_atomic(path, text.as_bytes(), mode).map_err(|source| Error::Output {
             path: PathBuf::from(path),
             source,
