@@ -16,14 +16,14 @@ use numaplan::cpuset::CpuSet;
 fn snapshot(name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let archive = repo().join(format!("tests/data/sysfs/{name}.tar.bz2"));
-    let status = Command::new("tar")
-        .arg("-xjf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(dir.path())
-        .status()
-        .expect("run tar (with bzip2: scripts/deps.sh installs it)");
-    assert!(status.success(), "tar -xjf {} failed", archive.display());
+    // tar needs bzip2 here; scripts/deps.sh installs it.
+    common::succeed(
+        Command::new("tar")
+            .arg("-xjf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(dir.path()),
+    );
     let root = dir.path().join(name);
     (dir, root)
 }
@@ -158,13 +158,12 @@ fn ranks_that_mix_core_speeds_are_warned_about() {
 fn an_lstopo_export_of_the_snapshot_imports_like_discovery() {
     let (dir, root) = dgx_spark();
     let xml = dir.path().join("spark.xml");
-    let status = Command::new("lstopo-no-graphics")
-        .env("HWLOC_FSROOT", &root)
-        .args(["--of", "xml", "--force"])
-        .arg(&xml)
-        .status()
-        .expect("run lstopo-no-graphics (package hwloc)");
-    assert!(status.success());
+    common::succeed(
+        Command::new("lstopo-no-graphics")
+            .env("HWLOC_FSROOT", &root)
+            .args(["--of", "xml", "--force"])
+            .arg(&xml),
+    );
     let kinds = |args: &[&str]| {
         let json: serde_json::Value = serde_json::from_str(&discover(&root, args)).unwrap();
         assert_eq!(

@@ -311,15 +311,10 @@ fn without_numactl_taskset_binds_and_says_memory_is_not_applied() {
         assert!(!path.is_empty(), "{tool} is installed");
         std::os::unix::fs::symlink(path, bin.join(tool)).unwrap();
     }
-    let out = Command::new(&script)
-        .env("PATH", &bin)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::succeed(
+        Command::new(&script)
+            .env("PATH", &bin)
+            .current_dir(dir.path()),
     );
     assert!(
         String::from_utf8_lossy(&out.stderr)

@@ -119,13 +119,12 @@ int main(void) {
     )
     .unwrap();
     let bin = dir.path().join("threads");
-    let cc = Command::new("cc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .output()
-        .expect("a C compiler (cc)");
-    assert!(cc.status.success(), "{}", text(&cc.stderr));
+    common::succeed(
+        Command::new("cc")
+            .args(["-O1", "-pthread", "-o"])
+            .arg(&bin)
+            .arg(&src),
+    );
     let job = format!(
         "command: [{}]\nranks_per_node: 2\ngpus: none\nmemory: {{policy: bind}}\n",
         bin.display()

@@ -12,16 +12,11 @@ const DGX: &str = "examples/topologies/nvidia-dgx-a100.yaml";
 const MOVED: &str = "tests/cases/topologies/nvidia-dgx-a100-gpu3-moved.yaml";
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    common::succeed(
+        Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir),
     );
 }
 

@@ -32,16 +32,11 @@ fn boot(script: &str, env: &[(&str, &str)], extra: &[&Path]) -> Option<(Vec<Stri
     let mut prepared = PREPARED.lock().unwrap_or_else(|e| e.into_inner());
     {
         if !*prepared {
-            let out = Command::new("bash")
-                .arg(&harness)
-                .arg("prepare")
-                .env("QEMU_NUMA_DIR", &shared)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            common::succeed(
+                Command::new("bash")
+                    .arg(&harness)
+                    .arg("prepare")
+                    .env("QEMU_NUMA_DIR", &shared),
             );
             *prepared = true;
         }

@@ -128,16 +128,7 @@ pub struct Ended {
 /// waits (bounded) until the job has ended.
 pub fn sbatch(file: &Path, envs: &[(&str, &str)]) -> Ended {
     let slurm = |program: &str, args: &[&str]| {
-        let out = Command::new(program)
-            .args(args)
-            .envs(envs.iter().copied())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{program} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = succeed(Command::new(program).args(args).envs(envs.iter().copied()));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     let id = slurm("sbatch", &["--parsable", file.to_str().unwrap()]);
@@ -167,19 +158,28 @@ pub fn sbatch(file: &Path, envs: &[(&str, &str)]) -> Ended {
     }
 }
 
+/// Runs a command that must succeed and returns its output; a failure names the command and
+/// shows its stderr.
+pub fn succeed(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Compiles a C file of the repository with `cc` into `out`.
 pub fn cc(flags: &[&str], source: &str, out: &Path) {
-    let cc = Command::new("cc")
-        .args(flags)
-        .arg("-o")
-        .arg(out)
-        .arg(repo().join(source))
-        .output()
-        .unwrap();
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
+    succeed(
+        Command::new("cc")
+            .args(flags)
+            .arg("-o")
+            .arg(out)
+            .arg(repo().join(source)),
     );
 }
 
