@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use super::cpu_kinds::CpuKind;
 pub use super::devices::{Gpu, Nic, NicKind, Vendor};
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
@@ -103,29 +104,6 @@ impl Core {
     }
 }
 
-/// One kind of core on a hybrid machine (hwloc's CPU kinds): Intel P- or E-cores, Arm big or
-/// LITTLE cores. Ranks whose CPUs mix kinds run their threads at different speeds.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CpuKind {
-    pub cpus: CpuSet,
-    /// hwloc's ranking: 0 is the most power-efficient (slowest) kind, higher is faster; `None`
-    /// when the source could not rank the kinds.
-    pub efficiency: Option<u32>,
-    /// What the source says about the kind, under hwloc's names: `CoreType` (IntelCore,
-    /// IntelAtom), `FrequencyMaxMHz`, `LinuxCapacity`, `CPUPart`.
-    pub info: BTreeMap<String, String>,
-}
-
-impl CpuKind {
-    /// How output names the kind: by its efficiency rank where known.
-    pub fn label(&self) -> String {
-        match self.efficiency {
-            Some(e) => format!("efficiency {e}"),
-            None => "unranked".to_string(),
-        }
-    }
-}
-
 /// Everything a source knows, in any order; [`Topology::build`] checks and sorts it.
 #[derive(Clone, Debug, Default)]
 pub struct TopologyParts {
@@ -172,7 +150,7 @@ pub struct ModelError {
     pub message: String,
 }
 
-fn model_error(subject: Subject, message: impl Into<String>) -> ModelError {
+pub(super) fn model_error(subject: Subject, message: impl Into<String>) -> ModelError {
     ModelError {
         subject,
         message: message.into(),
@@ -302,7 +280,7 @@ impl Topology {
         }
 
         let all = seen;
-        check_cpu_kinds(&mut cpu_kinds, &cores, &all)?;
+        super::cpu_kinds::check(&mut cpu_kinds, &cores, &all)?;
         let allowed = allowed.unwrap_or_else(|| all.clone());
         if !allowed.is_subset(&all) {
             return Err(model_error(
@@ -526,51 +504,6 @@ impl Topology {
     }
 }
 
-/// Sorts the kinds and checks that each is non-empty, within the machine, disjoint from the
-/// others and made of whole cores.
-fn check_cpu_kinds(kinds: &mut [CpuKind], cores: &[Core], all: &CpuSet) -> Result<(), ModelError> {
-    kinds.sort_by_key(|k| (k.efficiency, k.cpus.first()));
-    let mut seen = CpuSet::new();
-    for kind in kinds.iter() {
-        if kind.cpus.is_empty() {
-            return Err(model_error(Subject::Machine, "a CPU kind has no CPUs"));
-        }
-        let subject = || Subject::CpuKind(kind.cpus.clone());
-        if !kind.cpus.is_subset(all) {
-            return Err(model_error(
-                subject(),
-                format!(
-                    "a CPU kind names CPUs {}, which are not in the machine",
-                    kind.cpus.difference(all)
-                ),
-            ));
-        }
-        if kind.cpus.intersects(&seen) {
-            return Err(model_error(
-                subject(),
-                format!(
-                    "CPUs {} belong to more than one CPU kind",
-                    kind.cpus.intersection(&seen)
-                ),
-            ));
-        }
-        seen = seen.union(&kind.cpus);
-        if let Some(core) = cores
-            .iter()
-            .find(|c| c.cpus.intersects(&kind.cpus) && !c.cpus.is_subset(&kind.cpus))
-        {
-            return Err(model_error(
-                subject(),
-                format!(
-                    "the CPU kind of CPUs {} splits core {}; SMT siblings are always of one kind",
-                    kind.cpus, core.cpus
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Orders device names as people do: `mlx5_2` before `mlx5_10`.
 fn natural_key(name: &str) -> (&str, u64, &str) {
     let digits_start = name
@@ -632,31 +565,6 @@ mod tests {
     }
 
     #[test]
-    fn cpu_kinds_sort_by_efficiency() {
-        let kind = |cpus: &str, efficiency| CpuKind {
-            cpus: cpus.parse().unwrap(),
-            efficiency,
-            info: BTreeMap::new(),
-        };
-        let mut p = parts();
-        p.cpu_kinds = vec![
-            kind("1,5", Some(1)),
-            kind("2-3,6-7", None),
-            kind("0,4", Some(0)),
-        ];
-        let t = Topology::build(p).unwrap();
-        let order: Vec<String> = t
-            .cpu_kinds()
-            .iter()
-            .map(|k| format!("{} {}", k.label(), k.cpus))
-            .collect();
-        assert_eq!(
-            order,
-            ["unranked 2-3,6-7", "efficiency 0 0,4", "efficiency 1 1,5"]
-        );
-    }
-
-    #[test]
     fn nics_sort_naturally() {
         let mut names = ["mlx5_10", "mlx5_9", "hsn0", "mlx5_1", "eth"];
         names.sort_by_key(|n| natural_key(n));
@@ -686,23 +594,6 @@ mod tests {
                 .unwrap_err()
                 .message
                 .contains("memory-only")
-        );
-        let kind = |cpus: &str| CpuKind {
-            cpus: cpus.parse().unwrap(),
-            efficiency: None,
-            info: BTreeMap::new(),
-        };
-        let mut p = parts();
-        p.cpu_kinds = vec![kind("0-1,4-5"), kind("2-3,6-8")];
-        assert_eq!(
-            Topology::build(p).unwrap_err().message,
-            "a CPU kind names CPUs 8, which are not in the machine"
-        );
-        let mut p = parts();
-        p.cpu_kinds = vec![kind("0-3,4-7"), kind("")];
-        assert_eq!(
-            Topology::build(p).unwrap_err().message,
-            "a CPU kind has no CPUs"
         );
         let mut p = parts();
         p.allowed = Some("8".parse().unwrap());
