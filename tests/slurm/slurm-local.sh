@@ -42,22 +42,8 @@ export SLURM_CONF=$CONF
 
 log()  { printf '[slurm-local %s] %s\n' "$(date +%T)" "$*" >&2; }
 die()  { log "ERROR: $*"; dump_logs; exit 1; }
-dump_logs() {
-  for f in "$DIR"/log/*.log; do
-    [ -f "$f" ] || continue
-    echo "----- last lines of $f -----" >&2; tail -n 15 "$f" >&2 || true
-  done
-}
-# wait_for SECONDS DESCRIPTION COMMAND...: poll until COMMAND succeeds or time runs out
-wait_for() {
-  local secs=$1 what=$2; shift 2
-  local end=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    [ "$SECONDS" -lt "$end" ] || { log "timed out after ${secs}s waiting for: $what"; return 1; }
-    sleep 0.5
-  done
-}
-pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 need_root() { [ "$(id -u)" = 0 ] || die "must run as root (daemons run with SlurmUser=root)"; }
 
@@ -127,23 +113,6 @@ NodeName=$NODE NodeHostname=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS Sockets=1 CoresP
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
   : > "$DIR/etc/plugstack.conf"
-}
-
-start_munge() {
-  [ "$AUTH" = munge ] || return 0
-  if pid_alive "$DIR/run/munged.pid"; then log "munged already running (pid $(cat "$DIR/run/munged.pid"))"; return 0; fi
-  if [ ! -s "$DIR/munge/key/munge.key" ]; then
-    dd if=/dev/urandom of="$DIR/munge/key/munge.key" bs=1024 count=1 status=none
-    chmod 400 "$DIR/munge/key/munge.key"
-  fi
-  # --force: tolerate group-writable parent dirs (e.g. a CI workspace)
-  munged --force --key-file="$DIR/munge/key/munge.key" --socket="$MUNGE_SOCK" \
-         --pid-file="$DIR/run/munged.pid" --log-file="$DIR/log/munged.log" \
-         --seed-file="$DIR/munge/key/munged.seed" \
-    || die "munged failed to start"
-  wait_for "$TIMEOUT" "munge socket" bash -c "munge -n -S '$MUNGE_SOCK' | unmunge -S '$MUNGE_SOCK'" \
-    || die "munge does not answer on $MUNGE_SOCK"
-  log "munged started (pid $(cat "$DIR/run/munged.pid"))"
 }
 
 start_slurm() {
