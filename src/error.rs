@@ -25,7 +25,7 @@ pub enum Error {
     /// The plan cannot be met; `map` locates the spec keys involved.
     #[error("{error}")]
     Resolve {
-        error: ResolveError,
+        error: Box<ResolveError>,
         map: Box<SourceMap>,
     },
     /// The output file could not be written.
@@ -347,6 +347,7 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         ResolveErrorKind::PreferredManyNodes { .. } => E0210_PREFERRED_MANY_NODES,
         ResolveErrorKind::UnplacedGpu { .. } => E0211_UNPLACED_GPU,
         ResolveErrorKind::VisibleDevices { .. } => E0212_VISIBLE_DEVICES,
+        ResolveErrorKind::UnknownLocality { .. } => E0213_UNKNOWN_LOCALITY,
     };
     let spot = map.exact(&e.path);
     let label = if spot.is_some() {

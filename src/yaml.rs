@@ -152,7 +152,8 @@ fn flow_safe(item: &str) -> Option<String> {
         return None;
     }
     if let Some(inner) = item.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
-        return (!inner.contains('\'')).then(|| item.to_string());
+        // Prose (a warning, a note) stays one item per line.
+        return (!inner.contains('\'') && !inner.contains(' ')).then(|| item.to_string());
     }
     if !item
         .bytes()

@@ -245,3 +245,287 @@ proptest! {
         prop_assert_eq!(resolve(&spec, &reloaded).unwrap(), p);
     }
 }
+
+/// A node's L3 groups: each a list of cores, each core its CPUs.
+type Groups<'a> = &'a [&'a [&'a [u32]]];
+
+/// A machine from rows `(node, package, L3 groups)`; GPUs by node (`None`: unknown locality).
+fn build(rows: &[(u32, u32, Groups)], gpu_nodes: &[Option<u32>]) -> Topology {
+    let mut parts = TopologyParts {
+        name: "hand-made".into(),
+        ..Default::default()
+    };
+    let mut l3 = 0;
+    for &(node, package, groups) in rows {
+        parts.nodes.push(NumaNode {
+            id: NodeId(node),
+            package: Some(PackageId(package)),
+            kind: NodeKind::Cpu,
+            memory_mib: None,
+        });
+        for group in groups {
+            for core in *group {
+                parts.cores.push(Core {
+                    cpus: core.iter().copied().collect(),
+                    package: PackageId(package),
+                    node: NodeId(node),
+                    l3: L3Id(l3),
+                });
+            }
+            l3 += 1;
+        }
+    }
+    let gpus: Vec<u32> = gpu_nodes.iter().map(|n| n.unwrap_or(0)).collect();
+    parts.gpus = small_parts(1, 1, 1, &gpus).gpus;
+    for (g, node) in parts.gpus.iter_mut().zip(gpu_nodes) {
+        g.numa_node = node.map(NodeId);
+    }
+    Topology::build(parts).unwrap()
+}
+
+fn plan_err(topology: &Topology, spec: &str) -> String {
+    let spec = load_str("spec.yaml", spec).unwrap().spec;
+    resolve(&spec, topology).unwrap_err().to_string()
+}
+
+#[test]
+fn core_complex_orders_equal_groups_by_the_first_cpu_of_the_whole_group() {
+    // Node 0: L3 group X = cores {0,8} {1,9}, group Y = {2,10} {3,11}. The mask leaves X its
+    // high siblings and Y its low ones: 2 allowed CPUs each, Y's first allowed CPU (2) below
+    // X's (8), but X's whole group starts at 0, so X comes first, as PyTorch reads
+    // `shared_cpu_list`.
+    let t = build(
+        &[
+            (0, 0, &[&[&[0, 8], &[1, 9]], &[&[2, 10], &[3, 11]]]),
+            (1, 1, &[&[&[4, 12], &[5, 13]]]),
+        ],
+        &[Some(0), Some(0)],
+    );
+    let p = plan(
+        &t,
+        "cpu: {policy: core-complex, allowed: \"2,3,8,9,4-5,12-13\"}",
+    );
+    assert_eq!(cpus(&p), ["8-9", "2-3"]);
+}
+
+#[test]
+fn pytorch_counts_every_selected_gpu_as_a_peer() {
+    // Two GPUs on node 0 and one rank: PyTorch counts both GPUs (torch.cuda.device_count()),
+    // so `exclusive` gives rank 0 half the node, not all of it.
+    let t = build(
+        &[
+            (0, 0, &[&[&[0], &[1], &[2], &[3]]]),
+            (1, 1, &[&[&[4], &[5]]]),
+        ],
+        &[Some(0), Some(0)],
+    );
+    let p = plan(&t, "ranks_per_node: 1\ncpu: {policy: exclusive}");
+    assert_eq!(cpus(&p), ["0-1"]);
+    // Under gpu_affinity only the GPUs ranks use are peers.
+    let p = plan(&t, "ranks_per_node: 1\ncpu: {policy: unique-contiguous}");
+    assert_eq!(cpus(&p), ["0-3"]);
+}
+
+#[test]
+fn pytorch_unknown_locality_needs_node_zero_with_allowed_cpus() {
+    let no_zero = build(
+        &[(1, 0, &[&[&[0], &[1]]]), (2, 1, &[&[&[2], &[3]]])],
+        &[Some(1), None],
+    );
+    for policy in ["node", "socket", "exclusive", "core-complex"] {
+        let e = plan_err(&no_zero, &format!("cpu: {{policy: {policy}}}"));
+        assert_eq!(
+            e,
+            "GPU 1 has unknown NUMA locality, which PyTorch reads as node 0, but the machine has no node 0"
+        );
+    }
+    let zero = build(
+        &[(0, 0, &[&[&[0], &[1]]]), (1, 1, &[&[&[2], &[3]]])],
+        &[None],
+    );
+    assert_eq!(cpus(&plan(&zero, "cpu: {policy: node}")), ["0-1"]);
+    let e = plan_err(&zero, "cpu: {policy: node, allowed: \"2-3\"}");
+    assert!(e.ends_with("but node 0 has no allowed CPUs"), "{e}");
+}
+
+#[test]
+fn single_unique_ignores_min_and_max_cores_with_a_warning() {
+    let t = build(&[(0, 0, &[&[&[0], &[1], &[2]]])], &[Some(0), Some(0)]);
+    let p = plan(
+        &t,
+        "cpu: {policy: single-unique, min_cores: 4, max_cores: 2}",
+    );
+    assert_eq!(cpus(&p), ["0", "1"]);
+    assert_eq!(
+        p.warnings,
+        [
+            "cpu.min_cores is ignored by policy single-unique (it always gives a GPU one core); use unique-contiguous for several cores per GPU, or remove it",
+            "cpu.max_cores is ignored by policy single-unique (it always gives a GPU one core); use unique-contiguous for several cores per GPU, or remove it",
+        ]
+    );
+    // Where the limits apply, min above max stays an error.
+    let spec = "cpu: {policy: unique-contiguous, min_cores: 4, max_cores: 2}";
+    assert!(load_str("spec.yaml", spec).is_err());
+}
+
+#[test]
+fn unbalanced_unique_interleaved_takes_buckets_to_the_end_of_the_list() {
+    // POLICIES.md's example: one group of 3 GPUs over 10 buckets, unbalanced.
+    let cores: Vec<Vec<u32>> = (0..10).map(|c| vec![c]).collect();
+    let cores: Vec<&[u32]> = cores.iter().map(Vec::as_slice).collect();
+    let t = build(&[(0, 0, &[&cores])], &[Some(0), Some(0), Some(0)]);
+    let p = plan(&t, "cpu: {policy: unique-interleaved, balanced: false}");
+    assert_eq!(cpus(&p), ["0,3,6,9", "1,4,7", "2,5,8"]);
+    let p = plan(&t, "cpu: {policy: unique-interleaved}");
+    assert_eq!(cpus(&p), ["0,3,6", "1,4,7", "2,5,8"], "balanced: 3 each");
+}
+
+#[test]
+fn gpu_affinity_all_follows_each_cores_first_allowed_cpu() {
+    // Cores {0,4} {1,5} {2,6} {3,7}; the mask hides CPU 0, so core {0,4} starts at 4 and comes
+    // last: `all` with `max_cores: 1` keeps core {1,5}, as gpu_affinity sorts the cores' tuples.
+    let t = build(
+        &[(0, 0, &[&[&[0, 4], &[1, 5], &[2, 6], &[3, 7]]])],
+        &[Some(0)],
+    );
+    let p = plan(&t, "cpu: {policy: all, max_cores: 1, allowed: \"1-7\"}");
+    assert_eq!(cpus(&p), ["1,5"]);
+}
+
+#[test]
+fn gpu_affinity_buckets_deal_by_first_allowed_cpu_but_lists_follow_the_key() {
+    // Package 0: node 0 with cores {0,8} {1,9} (GPU 0), node 1 with {2,10} {3,11}. CPU 0 is
+    // hidden, so A = [{1,9}, {8}] by first allowed CPU and U = [{2,10}, {3,11}] is dealt onto
+    // them in that order; GPU 0's list follows the key: [{8}+{3,11}, {1,9}+{2,10}]. Flattened
+    // by socket: {8}, {1,9}, {3,11}, {2,10}; `max_cores: 3` keeps the first three.
+    let t = build(
+        &[
+            (0, 0, &[&[&[0, 8], &[1, 9]]]),
+            (1, 0, &[&[&[2, 10], &[3, 11]]]),
+        ],
+        &[Some(0)],
+    );
+    let spec =
+        "cpu: {policy: unique-contiguous, scope: socket, max_cores: 3, allowed: \"1-3,8-11\"}";
+    assert_eq!(cpus(&plan(&t, spec)), ["1,3,8-9,11"]);
+}
+
+#[test]
+fn every_gpu_affinity_mode_checks_socket_sets() {
+    // GPU 0 has unknown locality (its sets are the whole machine); GPU 1's node 1 has no allowed
+    // CPU, so its NODE set is empty (disjoint from all) but its SOCKET set is package 0, which
+    // overlaps the machine without being it: gpu_affinity fails, in every mode and scope.
+    let t = build(
+        &[
+            (0, 0, &[&[&[0], &[1]]]),
+            (1, 0, &[&[&[2], &[3]]]),
+            (2, 1, &[&[&[4], &[5]]]),
+        ],
+        &[None, Some(1)],
+    );
+    for policy in [
+        "all",
+        "single",
+        "single-unique",
+        "unique-contiguous",
+        "unique-interleaved",
+    ] {
+        for scope in ["node", "socket"] {
+            let e = plan_err(
+                &t,
+                &format!("cpu: {{policy: {policy}, scope: {scope}, allowed: \"0-1,4-5\"}}"),
+            );
+            assert_eq!(
+                e, "GPUs 0 and 1 have overlapping but different socket CPU sets",
+                "{policy} {scope}"
+            );
+        }
+    }
+}
+
+#[test]
+fn options_a_policy_ignores_are_warnings() {
+    let t = machine("nvidia-dgx-a100");
+    let with = plan(&t, "cpu: {policy: node, smt: one, reserve_per_l3: 1}");
+    let without = plan(&t, "cpu: {policy: node}");
+    assert_eq!(cpus(&with), cpus(&without), "the plan does not change");
+    assert_eq!(
+        with.warnings,
+        [
+            "cpu.smt is ignored by policy node (`torchrun --numa-binding=node` has no such setting); use policy auto, which honours it",
+            "cpu.reserve_per_l3 is ignored by policy node (PyTorch's node has no reserved cores); use policy auto, which honours it",
+        ]
+    );
+    let p = plan(&t, "cpu: {policy: unique-contiguous, reserve_cores: 1}");
+    assert_eq!(
+        p.warnings,
+        [
+            "cpu.reserve_cores is ignored by policy unique-contiguous (gpu_affinity has no reserved cores); use policy auto, which honours it"
+        ]
+    );
+    let p = plan(&t, "cpu: {policy: all, balanced: false}");
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    // `auto` uses every option: no warning.
+    let p = plan(
+        &t,
+        "cpu: {smt: one, reserve_per_l3: 1, reserve_cores: 1, scope: socket, balanced: true, min_cores: 1, max_cores: 6}",
+    );
+    assert_eq!(p.warnings, Vec::<String>::new());
+}
+
+#[test]
+fn reserve_cores_keeps_the_last_cores_of_every_node() {
+    let t = build(
+        &[
+            (0, 0, &[&[&[0], &[1], &[2]]]),
+            (1, 0, &[&[&[3], &[4], &[5]]]),
+        ],
+        &[Some(0), Some(1)],
+    );
+    let p = plan(&t, "cpu: {reserve_cores: 1}");
+    assert_eq!(cpus(&p), ["0-1", "3-4"]);
+    assert_eq!(p.reserved.to_string(), "2,5");
+}
+
+#[test]
+fn memory_nodes_local_follow_each_ranks_home() {
+    // Aurora: CPU nodes 0 and 1, HBM nodes 2 and 3 (node + 2).
+    let t = machine("alcf-aurora");
+    let p = plan(&t, "memory: {policy: bind, nodes: \"local+2\"}");
+    let nodes: Vec<String> = p
+        .ranks
+        .iter()
+        .map(|r| format!("{:?}->{:?}", r.numa_node, r.memory.nodes))
+        .collect();
+    assert!(
+        p.ranks
+            .iter()
+            .all(|r| r.memory.nodes == [NodeId(r.numa_node.unwrap().0 + 2)]),
+        "{nodes:?}"
+    );
+    assert!(
+        p.warnings.is_empty(),
+        "HBM of the home node is local: {:?}",
+        p.warnings
+    );
+    let p = plan(&t, "memory: {policy: interleave, nodes: \"local,local+2\"}");
+    assert!(p.ranks.iter().all(|r| r.memory.nodes.len() == 2));
+    // An absolute list remote from some ranks' home is said.
+    let p = plan(&t, "memory: {policy: bind, nodes: \"0\"}");
+    let remote: Vec<&String> = p.warnings.iter().filter(|w| w.contains("remote")).collect();
+    assert_eq!(remote.len(), 1, "{:?}", p.warnings);
+    assert!(
+        remote[0].starts_with("memory of rank(s) 3-5 goes to node(s) 0"),
+        "{}",
+        remote[0]
+    );
+    // A `local+N` that names no node is an error.
+    let spec = load_str("spec.yaml", "memory: {policy: bind, nodes: \"local+3\"}")
+        .unwrap()
+        .spec;
+    let e = resolve(&spec, &t).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "memory node 4 does not exist on `alcf-aurora`"
+    );
+}

@@ -69,7 +69,7 @@ pub(crate) fn compile_loaded(
             .find_map(|var| Some((var.to_string(), std::env::var(var).ok()?)));
     }
     let plan = resolve(&spec, &t).map_err(|error| Error::Resolve {
-        error,
+        error: Box::new(error),
         map: Box::new(loaded.map.clone()),
     })?;
     Ok(Compiled {

@@ -29,6 +29,7 @@ pub const E0209_UNKNOWN_MEMORY_NODE: Code = Code("E0209");
 pub const E0210_PREFERRED_MANY_NODES: Code = Code("E0210");
 pub const E0211_UNPLACED_GPU: Code = Code("E0211");
 pub const E0212_VISIBLE_DEVICES: Code = Code("E0212");
+pub const E0213_UNKNOWN_LOCALITY: Code = Code("E0213");
 pub const E0300_TOPOLOGY_READ: Code = Code("E0300");
 pub const E0301_YAML_SYNTAX: Code = Code("E0301");
 pub const E0302_FIXTURE_INVALID: Code = Code("E0302");
@@ -109,8 +110,10 @@ pub const ALL: &[(Code, &str)] = &[
     ),
     (
         E0207_OVERLAPPING_NODE_SETS,
-        "The gpu_affinity policies need the NUMA node CPU sets of any two GPUs to be identical \
-         or disjoint; this topology has two that partly overlap.",
+        "The gpu_affinity policies need the NUMA node CPU sets of any two GPUs, and their socket \
+         CPU sets, to be identical or disjoint (an empty set is disjoint from every set); this \
+         topology has two that partly overlap, typically because one GPU has unknown locality \
+         (its sets are the whole machine). gpu_affinity fails here too.",
     ),
     (
         E0208_NOTHING_ALLOWED,
@@ -137,6 +140,13 @@ pub const ALL: &[(Code, &str)] = &[
          ROCR_VISIBLE_DEVICES (AMD) names in numaplan's environment, and an entry names no GPU \
          of the topology: an index it does not have, a UUID prefix that matches none or several, \
          an entry given twice, or an empty list.",
+    ),
+    (
+        E0213_UNKNOWN_LOCALITY,
+        "A GPU has unknown NUMA locality (sysfs `numa_node` -1); the PyTorch-compatible \
+         policies read it as node 0, as PyTorch does, and the machine has no node 0 or node 0 \
+         has no allowed CPU, where PyTorch raises. `policy: auto` places such a rank like a \
+         CPU-only rank instead.",
     ),
     (
         E0300_TOPOLOGY_READ,

@@ -1,6 +1,6 @@
-//! Family 3, numaplan's `auto` (POLICIES.md): each rank on its GPU's home node (the nearest node
-//! with allowed CPUs), reserved cores left out, equal shares, as few L3 groups per rank as
-//! possible. CPU-only ranks are spread over the nodes in blocks.
+//! Family 3, numaplan's `auto` (POLICIES.md): 1. home node, 2. pool, 3. share, 4. placement,
+//! 5. threads; one function per step. CPU-only ranks (and GPUs of unknown locality) are spread
+//! over the nodes no GPU calls home, in blocks.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,8 +16,16 @@ struct Site {
     nodes: Vec<NodeId>,
     /// Pool: indices into `ctx.cores`, topology order.
     pool: Vec<usize>,
-    /// The ranks placed here, in rank order.
+    /// The ranks placed here (positions in `units`), in rank order.
     ranks: Vec<usize>,
+}
+
+/// Where each rank goes before its cores are counted.
+struct Homes {
+    /// GPU ranks by home node.
+    gpu: BTreeMap<usize, NodeId>,
+    /// CPU-only ranks, and GPU ranks of unknown locality, in rank order.
+    cpu_only: Vec<usize>,
 }
 
 pub fn place(
@@ -31,176 +39,199 @@ pub fn place(
             .filter(|&i| ctx.cores[i].node == node && !reserved.contains(&ctx.cores[i].order))
             .collect()
     };
-
-    // Home nodes of GPU ranks; ranks without known locality are placed like CPU-only ranks.
-    let mut homes: BTreeMap<usize, NodeId> = BTreeMap::new();
-    let mut cpu_only: Vec<usize> = Vec::new();
-    for (i, u) in units.iter().enumerate() {
-        match u.lead() {
-            Some(g) => match g.numa_node {
-                Some(node) => {
-                    let home = ctx
-                        .nearest_cpu_node(node, ctx.gpu_package(g))
-                        .ok_or_else(|| nothing_allowed(&format!("GPU {}", g.index)))?;
-                    if home != node {
-                        let distance = ctx
-                            .topo
-                            .distance(node, home)
-                            .map_or(String::new(), |d| format!(" at distance {d}"));
-                        let why = if ctx.topo.node_cpus(node).is_empty() {
-                            "has no CPUs"
-                        } else {
-                            "has no allowed CPUs"
-                        };
-                        warnings.push(format!(
-                            "GPU {}'s node {node} {why}; using node {home}{distance}",
-                            g.index
-                        ));
-                    }
-                    homes.insert(i, home);
-                }
-                None => {
-                    warnings.push(format!(
-                        "GPU {} has unknown NUMA locality; its rank is placed as a CPU-only rank",
-                        g.index
-                    ));
-                    cpu_only.push(i);
-                }
-            },
-            None => cpu_only.push(i),
-        }
-    }
-
-    let mut sites: Vec<Site> = Vec::new();
-    let home_nodes: BTreeSet<NodeId> = homes.values().copied().collect();
-    for &node in &home_nodes {
-        sites.push(Site {
-            nodes: vec![node],
-            pool: pool_of(node),
-            ranks: homes
-                .iter()
-                .filter(|(_, h)| **h == node)
-                .map(|(i, _)| *i)
-                .collect(),
-        });
-    }
-    if ctx.cpu.scope == Scope::Socket && !sites.is_empty() {
-        lend_idle_nodes(ctx, &mut sites, &home_nodes, &pool_of);
-    }
-
-    // CPU-only ranks: blocks over the nodes with allowed CPUs that no GPU rank calls home.
-    let mut spans: Vec<(usize, Vec<NodeId>)> = Vec::new();
-    if !cpu_only.is_empty() {
-        let free: Vec<NodeId> = ctx
-            .cpu_nodes()
-            .into_iter()
-            .filter(|n| !home_nodes.contains(n) && !pool_of(*n).is_empty())
-            .collect();
-        if free.is_empty() {
-            let gpu = units[cpu_only[0]].lead().map_or(0, |g| g.index.0);
-            return Err(ResolveError::new(
-                ResolveErrorKind::UnplacedGpu { gpu },
-                "gpus",
-                "select only GPUs with a known NUMA node, or fix the topology's `numa_node`",
-            ));
-        }
-        let (r, n) = (cpu_only.len(), free.len());
-        if r >= n {
-            for (k, node) in free.iter().enumerate() {
-                let ranks = (k * r / n..(k + 1) * r / n).map(|j| cpu_only[j]).collect();
-                sites.push(Site {
-                    nodes: vec![*node],
-                    pool: pool_of(*node),
-                    ranks,
-                });
-            }
-        } else {
-            for (j, &rank) in cpu_only.iter().enumerate() {
-                spans.push((rank, free[j * n / r..(j + 1) * n / r].to_vec()));
-            }
-        }
-    }
-
-    // Share: equal across every site when balanced.
-    let share_of = |s: &Site| {
-        let k = (s.pool.len() / s.ranks.len().max(1)) as u32;
-        ctx.cpu.max_cores.map_or(k, |m| k.min(m))
-    };
-    let balanced = sites.iter().map(share_of).min();
+    let homes = home_nodes(ctx, units, warnings)?;
+    let mut sites = gpu_pools(ctx, &homes, &pool_of);
+    let spans = cpu_only_pools(ctx, units, &homes, &pool_of, &mut sites)?;
+    let share_of = share(ctx, units, &sites)?;
     let mut out: BTreeMap<usize, Placement> = BTreeMap::new();
-    for site in &sites {
-        if site.ranks.is_empty() {
-            continue;
-        }
-        let share = match ctx.cpu.balance {
-            Balance::Balanced => balanced.unwrap_or(0),
-            Balance::Unbalanced => share_of(site),
-        };
-        if share < ctx.cpu.min_cores.max(1) {
-            let node = site.nodes[0];
-            let who = match units[site.ranks[0]].lead() {
-                Some(_) => format!("each of the {} ranks on node {node}", site.ranks.len()),
-                None => format!("each CPU-only rank on node {node}"),
-            };
-            let mut e = ResolveError::new(
-                ResolveErrorKind::MinCores {
-                    who,
-                    got: share,
-                    min: ctx.cpu.min_cores.max(1),
-                },
-                if ctx.cpu.min_cores > 1 { "cpu.min_cores" } else { "ranks_per_node" },
-                "run fewer ranks per node, reserve fewer cores, or use `scope: socket` to borrow idle nodes",
-            )
-            .note(format!(
-                "node {node} has {} usable cores for {} ranks (allowed CPUs `{}`)",
-                site.pool.len(),
-                site.ranks.len(),
-                ctx.node_allowed(node)
-            ));
-            if balanced != Some(share_of(site)) && ctx.cpu.balance == Balance::Balanced {
-                e = e.note("`balanced: true` gives every rank the smallest node's share");
-            }
-            return Err(e);
-        }
-        for (position, cores) in deal(ctx, &site.pool, site.ranks.len(), share)
+    for site in sites.iter().filter(|s| !s.ranks.is_empty()) {
+        for (position, cores) in placement(ctx, &site.pool, site.ranks.len(), share_of(site))
             .into_iter()
             .enumerate()
         {
-            let refs: Vec<&ACore> = cores.iter().map(|&c| &ctx.cores[c]).collect();
             out.insert(
                 site.ranks[position],
-                Placement {
-                    cpus: ctx.threads(&refs),
-                    cores: refs.len() as u32,
-                    home: Some(site.nodes[0]),
-                    memory_nodes: site.nodes.clone(),
-                },
+                threads(ctx, &cores, site.nodes.clone()),
             );
         }
     }
     for (rank, nodes) in spans {
         let cores: Vec<usize> = nodes.iter().flat_map(|n| pool_of(*n)).collect();
-        let cores: Vec<usize> = match ctx.cpu.max_cores {
-            Some(m) => cores.into_iter().take(m as usize).collect(),
-            None => cores,
-        };
-        let refs: Vec<&ACore> = cores.iter().map(|&c| &ctx.cores[c]).collect();
-        out.insert(
-            rank,
-            Placement {
-                cpus: ctx.threads(&refs),
-                cores: refs.len() as u32,
-                home: (nodes.len() == 1).then(|| nodes[0]),
-                memory_nodes: nodes,
-            },
-        );
+        let limit = ctx.cpu.max_cores.map_or(cores.len(), |m| m as usize);
+        out.insert(rank, threads(ctx, &cores[..limit.min(cores.len())], nodes));
     }
     Ok(out.into_values().collect())
 }
 
-/// Step 4: whole L3 groups in contiguous runs when that leaves everyone `share` cores, else
-/// contiguous slices of the pool.
-fn deal(ctx: &Ctx, pool: &[usize], ranks: usize, share: u32) -> Vec<Vec<usize>> {
+/// Step 1: each GPU rank's home node, the GPU's node or (when it has no allowed CPU) the nearest
+/// node with allowed CPUs, which the plan says; ranks without a GPU or with a GPU of unknown
+/// locality (also said) are placed as CPU-only ranks.
+fn home_nodes(
+    ctx: &Ctx,
+    units: &[Unit],
+    warnings: &mut Vec<String>,
+) -> Result<Homes, ResolveError> {
+    let mut homes = Homes {
+        gpu: BTreeMap::new(),
+        cpu_only: Vec::new(),
+    };
+    for (i, u) in units.iter().enumerate() {
+        let Some(g) = u.lead() else {
+            homes.cpu_only.push(i);
+            continue;
+        };
+        let Some(node) = g.numa_node else {
+            warnings.push(format!(
+                "GPU {} has unknown NUMA locality; its rank is placed as a CPU-only rank",
+                g.index
+            ));
+            homes.cpu_only.push(i);
+            continue;
+        };
+        let home = ctx
+            .nearest_cpu_node(node, ctx.gpu_package(g))
+            .ok_or_else(|| nothing_allowed(&format!("GPU {}", g.index)))?;
+        if home != node {
+            let distance = ctx
+                .topo
+                .distance(node, home)
+                .map_or(String::new(), |d| format!(" at distance {d}"));
+            let why = if ctx.topo.node_cpus(node).is_empty() {
+                "has no CPUs"
+            } else {
+                "has no allowed CPUs"
+            };
+            warnings.push(format!(
+                "GPU {}'s node {node} {why}; using node {home}{distance}",
+                g.index
+            ));
+        }
+        homes.gpu.insert(i, home);
+    }
+    Ok(homes)
+}
+
+/// Step 2, for GPU ranks: a pool per home node, its allowed cores minus reserved ones; with
+/// `scope: socket` the package's idle nodes are lent to it.
+fn gpu_pools(ctx: &Ctx, homes: &Homes, pool_of: &dyn Fn(NodeId) -> Vec<usize>) -> Vec<Site> {
+    let home_nodes: BTreeSet<NodeId> = homes.gpu.values().copied().collect();
+    let mut sites: Vec<Site> = home_nodes
+        .iter()
+        .map(|&node| Site {
+            nodes: vec![node],
+            pool: pool_of(node),
+            ranks: homes
+                .gpu
+                .iter()
+                .filter(|(_, h)| **h == node)
+                .map(|(i, _)| *i)
+                .collect(),
+        })
+        .collect();
+    if ctx.cpu.scope == Scope::Socket && !sites.is_empty() {
+        lend_idle_nodes(ctx, &mut sites, &home_nodes, pool_of);
+    }
+    sites
+}
+
+/// Step 2, for CPU-only ranks: blocks over the nodes with allowed CPUs that no GPU rank calls
+/// home. With R >= N such nodes, node n hosts ranks floor(nR/N)..floor((n+1)R/N)-1 (a new site);
+/// with fewer ranks than nodes, each rank spans whole nodes (returned as `(rank, nodes)`).
+fn cpu_only_pools(
+    ctx: &Ctx,
+    units: &[Unit],
+    homes: &Homes,
+    pool_of: &dyn Fn(NodeId) -> Vec<usize>,
+    sites: &mut Vec<Site>,
+) -> Result<Vec<(usize, Vec<NodeId>)>, ResolveError> {
+    let cpu_only = &homes.cpu_only;
+    if cpu_only.is_empty() {
+        return Ok(Vec::new());
+    }
+    let home_nodes: BTreeSet<NodeId> = homes.gpu.values().copied().collect();
+    let free: Vec<NodeId> = ctx
+        .cpu_nodes()
+        .into_iter()
+        .filter(|n| !home_nodes.contains(n) && !pool_of(*n).is_empty())
+        .collect();
+    if free.is_empty() {
+        let gpu = units[cpu_only[0]].lead().map_or(0, |g| g.index.0);
+        return Err(ResolveError::new(
+            ResolveErrorKind::UnplacedGpu { gpu },
+            "gpus",
+            "select only GPUs with a known NUMA node, or fix the topology's `numa_node`",
+        ));
+    }
+    let (r, n) = (cpu_only.len(), free.len());
+    if r >= n {
+        for (k, node) in free.iter().enumerate() {
+            sites.push(Site {
+                nodes: vec![*node],
+                pool: pool_of(*node),
+                ranks: (k * r / n..(k + 1) * r / n).map(|j| cpu_only[j]).collect(),
+            });
+        }
+        return Ok(Vec::new());
+    }
+    Ok(cpu_only
+        .iter()
+        .enumerate()
+        .map(|(j, &rank)| (rank, free[j * n / r..(j + 1) * n / r].to_vec()))
+        .collect())
+}
+
+/// Step 3: share = min(floor(K/P), `max_cores`) per site; balanced, its minimum over every
+/// site. A share below `min_cores` (default 1) is an error with the numbers. Returns each
+/// site's share.
+fn share<'s>(
+    ctx: &Ctx,
+    units: &[Unit],
+    sites: &'s [Site],
+) -> Result<impl Fn(&Site) -> u32 + 's, ResolveError> {
+    let max_cores = ctx.cpu.max_cores;
+    let own = move |s: &Site| {
+        let k = (s.pool.len() / s.ranks.len().max(1)) as u32;
+        max_cores.map_or(k, |m| k.min(m))
+    };
+    let balanced = sites.iter().filter(|s| !s.ranks.is_empty()).map(own).min();
+    let balance = ctx.cpu.balance;
+    let share = move |s: &Site| match balance {
+        Balance::Balanced => balanced.unwrap_or(0),
+        Balance::Unbalanced => own(s),
+    };
+    let min = ctx.cpu.min_cores.max(1);
+    if let Some(site) = sites.iter().find(|s| !s.ranks.is_empty() && share(s) < min) {
+        let node = site.nodes[0];
+        let who = match units[site.ranks[0]].lead() {
+            Some(_) => format!("each of the {} ranks on node {node}", site.ranks.len()),
+            None => format!("each CPU-only rank on node {node}"),
+        };
+        let mut e = ResolveError::new(
+            ResolveErrorKind::MinCores {
+                who,
+                got: share(site),
+                min,
+            },
+            if ctx.cpu.min_cores > 1 { "cpu.min_cores" } else { "ranks_per_node" },
+            "run fewer ranks per node, reserve fewer cores, or use `scope: socket` to borrow idle nodes",
+        )
+        .note(format!(
+            "node {node} has {} usable cores for {} ranks (allowed CPUs `{}`)",
+            site.pool.len(),
+            site.ranks.len(),
+            ctx.node_allowed(node)
+        ));
+        if balance == Balance::Balanced && balanced != Some(own(site)) {
+            e = e.note("`balanced: true` gives every rank the smallest node's share");
+        }
+        return Err(e);
+    }
+    Ok(share)
+}
+
+/// Step 4: whole L3 groups in contiguous runs when that leaves every rank `share` cores (the
+/// first `share` of its run), else contiguous slices of the pool.
+fn placement(ctx: &Ctx, pool: &[usize], ranks: usize, share: u32) -> Vec<Vec<usize>> {
     let share = share as usize;
     let mut groups: Vec<L3Id> = pool.iter().map(|&c| ctx.cores[c].l3).collect();
     groups.dedup();
@@ -230,6 +261,17 @@ fn deal(ctx: &Ctx, pool: &[usize], ranks: usize, share: u32) -> Vec<Vec<usize>> 
         .collect()
 }
 
+/// Step 5: the cores' CPUs after `smt`, on `nodes` (the home node first).
+fn threads(ctx: &Ctx, cores: &[usize], nodes: Vec<NodeId>) -> Placement {
+    let refs: Vec<&ACore> = cores.iter().map(|&c| &ctx.cores[c]).collect();
+    Placement {
+        cpus: ctx.threads(&refs),
+        cores: refs.len() as u32,
+        home: (nodes.len() == 1).then(|| nodes[0]),
+        memory_nodes: nodes,
+    }
+}
+
 /// The CPUs of the cores `auto` never hands out (see `reserved_cores`).
 pub fn reserved_cpus(ctx: &Ctx) -> CpuSet {
     reserved_cores(ctx)
@@ -237,13 +279,15 @@ pub fn reserved_cpus(ctx: &Ctx) -> CpuSet {
         .fold(CpuSet::new(), |acc, i| acc.union(&ctx.topo.cores()[i].cpus))
 }
 
-/// Cores never handed out: whole cores holding a CPU of `cpu.reserve`, and the first
-/// `cpu.reserve_per_l3` cores (by hardware position) of every L3 group. By topology order.
+/// Cores never handed out, by hardware position (topology order): whole cores holding a CPU of
+/// `cpu.reserve_cpus`, the first `cpu.reserve_per_l3` cores of every L3 group, and the last
+/// `cpu.reserve_cores` cores of every node with CPUs.
 fn reserved_cores(ctx: &Ctx) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
     let mut seen_per_l3: BTreeMap<L3Id, u32> = BTreeMap::new();
+    let mut per_node: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
     for (order, core) in ctx.topo.cores().iter().enumerate() {
-        if core.cpus.intersects(&ctx.cpu.reserve) {
+        if core.cpus.intersects(&ctx.cpu.reserve_cpus) {
             out.insert(order);
         }
         let n = seen_per_l3.entry(core.l3).or_insert(0);
@@ -251,6 +295,11 @@ fn reserved_cores(ctx: &Ctx) -> BTreeSet<usize> {
             out.insert(order);
         }
         *n += 1;
+        per_node.entry(core.node).or_default().push(order);
+    }
+    for cores in per_node.values() {
+        let keep = cores.len().saturating_sub(ctx.cpu.reserve_cores as usize);
+        out.extend(&cores[keep..]);
     }
     out
 }

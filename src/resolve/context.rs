@@ -1,6 +1,8 @@
 //! What every policy works on: the allowed cores of the machine in topology order, and the
 //! ranks with their GPUs.
 
+use std::collections::BTreeMap;
+
 use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId, PackageId};
 use crate::spec::{CpuSpec, Smt};
@@ -51,6 +53,8 @@ pub struct Ctx<'t> {
     pub allowed: CpuSet,
     /// Allowed cores in topology order.
     pub cores: Vec<ACore>,
+    /// The first CPU of each whole L3 group, allowed or not.
+    l3_first: BTreeMap<L3Id, u32>,
 }
 
 impl<'t> Ctx<'t> {
@@ -71,12 +75,26 @@ impl<'t> Ctx<'t> {
                 })
             })
             .collect();
+        let mut l3_first: BTreeMap<L3Id, u32> = BTreeMap::new();
+        for c in topo.cores() {
+            let first = c.cpus.first().expect("invariant: a core has CPUs");
+            l3_first
+                .entry(c.l3)
+                .and_modify(|f| *f = (*f).min(first))
+                .or_insert(first);
+        }
         Ctx {
             topo,
             cpu,
             allowed,
             cores,
+            l3_first,
         }
+    }
+
+    /// The first CPU of an L3 group, allowed or not (the first of its `shared_cpu_list`).
+    pub fn l3_first_cpu(&self, l3: L3Id) -> u32 {
+        self.l3_first.get(&l3).copied().unwrap_or(u32::MAX)
     }
 
     pub fn node_cores(&self, node: NodeId) -> Vec<&ACore> {

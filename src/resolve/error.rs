@@ -18,9 +18,11 @@ pub enum ResolveErrorKind {
     NotEnoughGpus {
         ranks: u32,
         per_rank: u32,
-        needed: u32,
+        needed: u64,
         available: u32,
     },
+    #[error("{who} has unknown NUMA locality, which PyTorch reads as node 0, but {why}")]
+    UnknownLocality { who: String, why: String },
     #[error("GPU {index} does not exist on `{topology}`")]
     UnknownGpu { index: u32, topology: String },
     #[error("NUMA node {node} of GPU {gpu} has no allowed CPUs")]
@@ -31,8 +33,8 @@ pub enum ResolveErrorKind {
     MinCores { who: String, got: u32, min: u32 },
     #[error("no unused core is left for GPU {gpu} under `single-unique`")]
     NoUniqueCore { gpu: u32 },
-    #[error("GPUs {a} and {b} have overlapping but different NUMA node CPU sets")]
-    OverlappingNodeSets { a: u32, b: u32 },
+    #[error("GPUs {a} and {b} have overlapping but different {scope} CPU sets")]
+    OverlappingNodeSets { a: u32, b: u32, scope: &'static str },
     #[error("the allowed CPUs leave {what} nothing")]
     NothingAllowed { what: String },
     #[error("memory node {node} does not exist on `{topology}`")]

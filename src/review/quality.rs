@@ -3,12 +3,13 @@
 use serde::Serialize;
 
 use super::{core_owners, home_node};
-use crate::plan::Plan;
+use crate::plan::{Plan, RankBinding};
 use crate::topology::Topology;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Quality {
-    /// Rank CPUs on their rank's home node, over all rank CPUs (0 to 1).
+    /// Rank CPUs on their rank's home node, over all rank CPUs (0 to 1); a rank whose memory
+    /// policy names nodes counts only the share of them that are local to its CPUs.
     pub numa_local: f64,
     /// Physical cores holding CPUs of two or more ranks.
     pub shared_cores: u32,
@@ -21,13 +22,14 @@ pub struct Quality {
 }
 
 pub fn measure(plan: &Plan, topo: &Topology) -> Quality {
-    let (mut local, mut total) = (0usize, 0usize);
+    let (mut local, mut total) = (0.0, 0usize);
     let (mut remote_nics, mut ranks_with_nic) = (0, 0);
     for r in &plan.ranks {
         let home = home_node(topo, r.numa_node, &r.cpus);
         total += r.cpus.len();
         if let Some(h) = home {
-            local += topo.node_cpus(h).intersection(&r.cpus).len();
+            let cpus = topo.node_cpus(h).intersection(&r.cpus).len();
+            local += cpus as f64 * local_memory_share(topo, r);
         }
         if let Some(name) = r.nics.first() {
             ranks_with_nic += 1;
@@ -49,7 +51,7 @@ pub fn measure(plan: &Plan, topo: &Topology) -> Quality {
         numa_local: if total == 0 {
             0.0
         } else {
-            local as f64 / total as f64
+            local / total as f64
         },
         shared_cores,
         min_cores: plan.ranks.iter().map(|r| r.cores).min().unwrap_or(0),
@@ -57,6 +59,24 @@ pub fn measure(plan: &Plan, topo: &Topology) -> Quality {
         remote_nics,
         ranks_with_nic,
     }
+}
+
+/// The share of a rank's memory nodes that belong to nodes holding its CPUs (1 without a
+/// memory policy: first touch allocates locally).
+fn local_memory_share(topo: &Topology, rank: &RankBinding) -> f64 {
+    if rank.memory.nodes.is_empty() {
+        return 1.0;
+    }
+    let local = rank
+        .memory
+        .nodes
+        .iter()
+        .filter(|n| {
+            topo.cpu_node_of_memory(**n)
+                .is_some_and(|c| topo.node_cpus(c).intersects(&rank.cpus))
+        })
+        .count();
+    local as f64 / rank.memory.nodes.len() as f64
 }
 
 impl Quality {

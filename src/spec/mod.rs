@@ -31,6 +31,8 @@ pub struct Spec {
     pub port: u16,
     pub master_addr: String,
     pub slurm: SlurmSpec,
+    /// What the spec says that the plan should repeat (a deprecated key), in order.
+    pub warnings: Vec<String>,
 }
 
 /// Settings of the Slurm batch file, passed through to the plan.
@@ -69,9 +71,44 @@ pub struct CpuSpec {
     pub balance: Balance,
     pub min_cores: u32,
     pub max_cores: Option<u32>,
-    pub reserve: CpuSet,
+    /// CPUs whose whole cores no rank gets (`cpu.reserve_cpus`).
+    pub reserve_cpus: CpuSet,
+    /// The last N cores of every node with CPUs (`cpu.reserve_cores`).
+    pub reserve_cores: u32,
+    /// The first N cores of every L3 group (`cpu.reserve_per_l3`).
     pub reserve_per_l3: u32,
     pub allowed: Option<CpuSet>,
+    /// The options the spec sets explicitly, so that a policy that ignores one can say so.
+    pub set: Vec<CpuOption>,
+}
+
+/// The `cpu:` options a policy may ignore (POLICIES.md, "Options a policy ignores").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CpuOption {
+    Scope,
+    Smt,
+    Balanced,
+    MinCores,
+    MaxCores,
+    ReserveCpus,
+    ReserveCores,
+    ReservePerL3,
+}
+
+impl CpuOption {
+    /// The spec key (`cpu.reserve_per_l3`).
+    pub fn key(self) -> &'static str {
+        match self {
+            CpuOption::Scope => "cpu.scope",
+            CpuOption::Smt => "cpu.smt",
+            CpuOption::Balanced => "cpu.balanced",
+            CpuOption::MinCores => "cpu.min_cores",
+            CpuOption::MaxCores => "cpu.max_cores",
+            CpuOption::ReserveCpus => "cpu.reserve_cpus",
+            CpuOption::ReserveCores => "cpu.reserve_cores",
+            CpuOption::ReservePerL3 => "cpu.reserve_per_l3",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,7 +199,16 @@ pub struct MemorySpec {
     /// `None`: the family's default (preferred for `auto`, none for the compatibility families).
     pub policy: Option<MemPolicy>,
     /// `None`: the rank's home node(s).
-    pub nodes: Option<Vec<NodeId>>,
+    pub nodes: Option<Vec<MemoryNode>>,
+}
+
+/// One entry of `memory.nodes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MemoryNode {
+    /// A node named by its id.
+    Node(NodeId),
+    /// `local+N`: the node whose id is the rank's home node's plus N (`local` is `local+0`).
+    Local(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -179,10 +179,18 @@ pub struct CpuOptions {
     /// Give no rank more cores than this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cores: Option<u32>,
-    /// CPUs whose whole cores are never handed out (cpulist, e.g. "0,64").
+    /// CPUs whose whole cores are never handed out (cpulist, e.g. "0,64"); `auto` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve_cpus: Option<CpuList>,
+    /// Leave the last N cores of every NUMA node with CPUs unused (by hardware position, e.g. 1
+    /// for the operating system's daemons); `auto` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve_cores: Option<u32>,
+    /// Deprecated spelling of `reserve_cpus` (it names CPUs, not a count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserve: Option<CpuList>,
-    /// Leave the first N cores of every L3 group unused (LUMI/Frontier low-noise mode: 1).
+    /// Leave the first N cores of every L3 group unused (LUMI/Frontier low-noise mode: 1);
+    /// `auto` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserve_per_l3: Option<u32>,
     /// Restrict the plan to these CPUs, as a cgroup cpuset or `taskset` would (cpulist).
@@ -226,7 +234,9 @@ pub struct MemoryOptions {
     /// compatibility policies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<MemPolicyName>,
-    /// The NUMA nodes of the policy (node list, e.g. "0,2"); default: the rank's home node.
+    /// The NUMA nodes of the policy: a node list ("0,2"), `local` (each rank's home node),
+    /// `local+N` (the node whose id is the home node's plus N: the HBM node of a Xeon Max in
+    /// flat mode is `local+8`), or several of these separated by commas; default `local`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<CpuList>,
 }

@@ -4,8 +4,8 @@
 use super::error::SpecProblem;
 use super::raw::{self, JobSpec};
 use super::{
-    Balance, CpuSpec, GpuChoice, MemPolicy, MemorySpec, NicPolicy, Policy, Scope, SlurmSpec, Smt,
-    Spec, Visibility,
+    Balance, CpuOption, CpuSpec, GpuChoice, MemPolicy, MemoryNode, MemorySpec, NicPolicy, Policy,
+    Scope, SlurmSpec, Smt, Spec, Visibility,
 };
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
@@ -110,13 +110,25 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
             }
         }
     };
-    let reserve = cpulist("cpu.reserve", &cpu.reserve).unwrap_or_default();
+    let mut warnings = Vec::new();
+    // `reserve` is the deprecated spelling of `reserve_cpus`; both at once is an error below.
+    let (reserve_path, reserve_list) = match (&cpu.reserve_cpus, &cpu.reserve) {
+        (None, Some(list)) => {
+            warnings.push(format!(
+                "`cpu.reserve` is deprecated: it names CPUs (\"{}\"), not a count; write `cpu.reserve_cpus: \"{}\"`, or `cpu.reserve_cores: N` to keep the last N cores of every node free",
+                list.0, list.0
+            ));
+            ("cpu.reserve", Some(list.clone()))
+        }
+        (list, _) => ("cpu.reserve_cpus", list.clone()),
+    };
+    let reserve_cpus = cpulist(reserve_path, &reserve_list).unwrap_or_default();
     let allowed = cpulist("cpu.allowed", &cpu.allowed);
     let memory_raw = raw.memory.clone().unwrap_or_default();
     let memory_nodes = match &memory_raw.nodes {
         None => None,
-        Some(text) => match text.0.parse::<CpuSet>() {
-            Ok(set) if set.is_empty() => {
+        Some(text) => match parse_memory_nodes(&text.0) {
+            Ok(nodes) if nodes.is_empty() => {
                 problem(
                     "memory.nodes",
                     "the node list is empty".into(),
@@ -125,20 +137,30 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
                 );
                 None
             }
-            Ok(set) => Some(set.iter().map(NodeId).collect::<Vec<_>>()),
+            Ok(nodes) => Some(nodes),
             Err(e) => {
                 problem(
                     "memory.nodes",
                     format!("invalid node list `{}`: {e}", text.0),
                     "not a node list",
-                    "write a list such as \"0\" or \"0,2\"",
+                    "write a list such as \"0\", \"0,2\", \"local\" or \"local,local+8\"",
                 );
                 None
             }
         },
     };
+    if cpu.reserve.is_some() && cpu.reserve_cpus.is_some() {
+        problem(
+            "cpu.reserve",
+            "`cpu.reserve` and `cpu.reserve_cpus` are both set".into(),
+            "deprecated spelling of `reserve_cpus`",
+            "remove `reserve`; `reserve_cpus` lists the CPUs",
+        );
+    }
+    let policy_ignores_limits = matches!(policy, Policy::Single | Policy::SingleUnique);
     if let (Some(min), Some(max)) = (cpu.min_cores, cpu.max_cores)
         && min > max
+        && !policy_ignores_limits
     {
         problem(
             "cpu.min_cores",
@@ -262,9 +284,11 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
             },
             min_cores: cpu.min_cores.unwrap_or(1),
             max_cores: cpu.max_cores,
-            reserve,
+            reserve_cpus,
+            reserve_cores: cpu.reserve_cores.unwrap_or(0),
             reserve_per_l3: cpu.reserve_per_l3.unwrap_or(0),
             allowed,
+            set: explicit_options(&cpu),
         },
         memory: MemorySpec {
             policy: memory_policy,
@@ -285,5 +309,55 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
             extra: slurm.extra,
             verbose: slurm.verbose.unwrap_or(false),
         },
+        warnings,
     })
+}
+
+/// The `cpu:` options the spec writes, whatever their value.
+fn explicit_options(cpu: &raw::CpuOptions) -> Vec<CpuOption> {
+    [
+        (cpu.scope.is_some(), CpuOption::Scope),
+        (cpu.smt.is_some(), CpuOption::Smt),
+        (cpu.balanced.is_some(), CpuOption::Balanced),
+        (cpu.min_cores.is_some(), CpuOption::MinCores),
+        (cpu.max_cores.is_some(), CpuOption::MaxCores),
+        (
+            cpu.reserve_cpus.is_some() || cpu.reserve.is_some(),
+            CpuOption::ReserveCpus,
+        ),
+        (cpu.reserve_cores.is_some(), CpuOption::ReserveCores),
+        (cpu.reserve_per_l3.is_some(), CpuOption::ReservePerL3),
+    ]
+    .into_iter()
+    .filter_map(|(set, option)| set.then_some(option))
+    .collect()
+}
+
+/// `memory.nodes`: comma-separated node ids and ranges (`0-3`), `local` and `local+N`.
+fn parse_memory_nodes(text: &str) -> Result<Vec<MemoryNode>, String> {
+    let mut out = Vec::new();
+    for item in text.split(',').map(str::trim) {
+        let node = if let Some(rest) = item.strip_prefix("local") {
+            let offset = match rest.strip_prefix('+') {
+                None if rest.is_empty() => 0,
+                Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => n
+                    .parse::<u32>()
+                    .map_err(|_| format!("`{item}`: the offset is too large"))?,
+                _ => return Err(format!("`{item}` is neither `local` nor `local+N`")),
+            };
+            vec![MemoryNode::Local(offset)]
+        } else {
+            item.parse::<CpuSet>()
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|n| MemoryNode::Node(NodeId(n)))
+                .collect()
+        };
+        for n in node {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    Ok(out)
 }

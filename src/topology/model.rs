@@ -494,6 +494,27 @@ impl Topology {
         !self.distances.is_empty()
     }
 
+    /// The node with CPUs whose memory `node` is: itself for a node with CPUs; for a
+    /// memory-only node (HBM, GPU memory), the nearest node with CPUs (by distance, then one in
+    /// its package, then the lowest id).
+    pub fn cpu_node_of_memory(&self, node: NodeId) -> Option<NodeId> {
+        let n = self.node(node)?;
+        if !n.kind.is_memory_only() {
+            return Some(node);
+        }
+        self.nodes
+            .iter()
+            .filter(|c| !c.kind.is_memory_only())
+            .min_by_key(|c| {
+                (
+                    self.distance(node, c.id).unwrap_or(u32::MAX),
+                    c.package != n.package,
+                    c.id,
+                )
+            })
+            .map(|c| c.id)
+    }
+
     /// Memory-only nodes holding a GPU's memory.
     pub fn gpu_memory_nodes(&self, gpu: &Gpu) -> Vec<NodeId> {
         self.nodes
