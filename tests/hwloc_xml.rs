@@ -214,3 +214,68 @@ fn truncated_xml_fails_with_one_clear_error_and_no_file() {
         .collect();
     assert_eq!(leftovers.len(), 1, "only the input remains: {leftovers:?}");
 }
+
+/// An export whose `allowed_cpuset` is narrower than the machine (made here by the real
+/// `lstopo --allow`, as a cgroup-restricted `lstopo --of xml` writes it) describes the same
+/// machine: only the allowed set and the allowed memory nodes narrow.
+#[test]
+fn a_restricted_export_narrows_only_the_allowed_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = repo().join("tests/data/xml/epyc-corona.xml");
+    let restricted = dir.path().join("restricted.xml");
+    common::succeed(
+        std::process::Command::new("lstopo-no-graphics")
+            .arg("--input")
+            .arg(&whole)
+            // CPUs 0-5: node 0 only; GPU 0's node 1 keeps no allowed CPU.
+            .args(["--allow", "0x0000003f", "--of", "xml"])
+            .arg(&restricted),
+    );
+    let text = std::fs::read_to_string(&restricted).unwrap();
+    assert!(
+        text.contains("allowed_cpuset=\"0x0000003f\""),
+        "lstopo wrote the restriction"
+    );
+    let a = load_file(&whole).unwrap();
+    let b = load_file(&restricted).unwrap();
+    assert_eq!(
+        b.cores(),
+        a.cores(),
+        "cores and siblings are the whole machine's"
+    );
+    assert_eq!(b.nodes(), a.nodes());
+    for n in a.nodes() {
+        assert_eq!(b.node_cpus(n.id), a.node_cpus(n.id), "node {}", n.id);
+    }
+    assert_eq!(b.gpus(), a.gpus(), "GPU localities are unchanged");
+    assert_eq!(
+        b.gpus()[0].numa_node,
+        Some(NodeId(1)),
+        "not unknown locality"
+    );
+    assert_eq!(b.allowed().to_string(), "0-5");
+    let topo = numaplan(&["topo", "--topology", restricted.to_str().unwrap()]).ok();
+    assert!(topo.contains("allowed: 0-5 (6 of 96 CPUs)"), "{topo}");
+    // A plan on it says what the restriction cuts and keeps GPU 0 on its own node's GPU.
+    let spec = dir.path().join("job.yaml");
+    std::fs::write(&spec, "gpus: [0]\n").unwrap();
+    let plan = numaplan(&[
+        "compile",
+        spec.to_str().unwrap(),
+        "--topology",
+        restricted.to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+    .ok();
+    let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    let warnings = common::plan_warnings(&plan);
+    assert!(
+        warnings.contains(&"node 1 has 0 of 12 CPUs allowed"),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.contains(&"GPU 0's node 1 has no allowed CPUs; using node 0 at distance 16"),
+        "{warnings:?}"
+    );
+}

@@ -37,9 +37,14 @@ pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, Topology
         file: file.to_string(),
         detail,
     };
+    // An export's `allowed_cpuset` (a cgroup, `lstopo --allow`) narrows only the allowed set:
+    // without INCLUDE_DISALLOWED hwloc would delete the other CPUs, changing cores, node CPU
+    // lists and GPU localities.
     let topo = hwlocality::Topology::builder()
         .from_xml(text)
         .map_err(|_| rejected("the XML is malformed or truncated".into()))?
+        .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+        .map_err(|e| rejected(e.to_string()))?
         .with_io_type_filter(TypeFilter::KeepImportant)
         .map_err(|e| rejected(e.to_string()))?
         .build()
