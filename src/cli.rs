@@ -14,6 +14,14 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human)]
     pub message_format: MessageFormat,
 
+    /// Do not print the plan's warnings on standard error.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+
+    /// Make the plan's warnings an error (exit 1; for CI): nothing is written or started.
+    #[arg(long, global = true)]
+    pub deny_warnings: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }

@@ -64,6 +64,15 @@ pub enum Error {
     /// `numaplan codes X` with an unknown X.
     #[error("unknown error code `{0}`")]
     UnknownCode(String),
+    /// `--deny-warnings` and a plan with warnings.
+    #[error("{count} warning(s) denied by `--deny-warnings`")]
+    WarningsDenied { count: usize },
+}
+
+impl From<crate::diag::report::Denied> for Error {
+    fn from(d: crate::diag::report::Denied) -> Self {
+        Error::WarningsDenied { count: d.0 }
+    }
 }
 
 impl Error {
@@ -147,6 +156,9 @@ impl Error {
                 .help(format!("pass the machine's fixture: `--topology FILE`, or explain the job spec that `{input}` was compiled from")),
             Error::Stale { regenerate, .. } => Diagnostic::error(E0404_STALE, self.to_string())
                 .help(format!("regenerate it with `{regenerate}`")),
+            Error::WarningsDenied { .. } => Diagnostic::error(E0214_WARNINGS_DENIED, self.to_string())
+                .note("nothing was written or started")
+                .help("fix what the warnings above say, or drop `--deny-warnings`"),
             Error::UnknownCode(code) => {
                 let known: Vec<&str> = ALL.iter().map(|(c, _)| c.0).collect();
                 let d =
@@ -185,7 +197,7 @@ fn exec(e: &ExecError) -> Diagnostic {
             .help("the rank's own output above says why"),
         ExecError::Interrupted { .. } => Diagnostic::error(E0415_INTERRUPTED, message)
             .note("the signal was forwarded to every rank's process group"),
-        ExecError::NoProcesses { .. } => Diagnostic::error(E0416_VERIFY, message)
+        ExecError::NoProcesses { .. } => Diagnostic::error(E0417_NO_PROCESSES, message)
             .help("`--match` looks for NAME in the processes' command lines; `--pids` names them"),
         ExecError::Verify { .. } => Diagnostic::error(E0416_VERIFY, message)
             .help("the table above shows planned and actual bindings per rank"),

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use numaplan::cli::Cli;
 use numaplan::diag::render::render;
+use numaplan::diag::report::{Reporter, WarningMode};
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
@@ -17,9 +18,17 @@ fn main() -> ExitCode {
     }));
     let cli = Cli::parse();
     let format = cli.message_format;
+    let mode = match (cli.deny_warnings, cli.quiet) {
+        (true, true) => WarningMode::DenyQuietly,
+        (true, false) => WarningMode::Deny,
+        (false, true) => WarningMode::Quiet,
+        (false, false) => WarningMode::Show,
+    };
     // Not locked for the whole run: `exec` relays ranks' output to stdout from other threads.
     let mut stdout = std::io::stdout();
-    match numaplan::app::run(cli, &mut stdout) {
+    let mut warnings_out = std::io::stderr();
+    let mut reporter = Reporter::new(&mut warnings_out, format, mode);
+    match numaplan::app::run(cli, &mut stdout, &mut reporter) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = stdout.flush();

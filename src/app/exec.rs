@@ -9,6 +9,7 @@ use super::emit;
 use super::input::load_subject;
 use crate::cli::{ExecArgs, VerifyArgs};
 use crate::cpuset::CpuSet;
+use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
 use crate::error::Error;
 use crate::exec::{
@@ -17,9 +18,10 @@ use crate::exec::{
 use crate::plan::{MachineShape, Plan};
 use crate::topology::devices::is_gpu;
 
-pub fn exec(args: &ExecArgs, stdout: &mut dyn Write) -> Result<(), Error> {
+pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let subject = load_subject(&args.input, args.topology.as_deref())?;
     let plan = subject.plan;
+    warnings.plan_warnings(&args.input, &plan.warnings)?;
     let opts = ExecOptions {
         place: node_place(args, &plan)?,
         output: match (&args.log_dir, args.no_prefix) {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{Cli, Command, CompileArgs, PlanFormat, SchemaKind, TopoArgs, TopoFormat};
 use crate::diag::codes;
+use crate::diag::report::Reporter;
 use crate::emit;
 use crate::error::Error;
 use crate::output::{FileMode, write_atomic};
@@ -20,10 +21,11 @@ use crate::spec::GpuChoice;
 use crate::spec::load::{LoadedSpec, load_file as load_spec};
 use crate::topology::{self, Topology, fixture, summary};
 
-pub fn run(cli: Cli, stdout: &mut dyn Write) -> Result<(), Error> {
+/// Runs a command: its data goes to `stdout`, the plan's warnings to `warnings`.
+pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     match cli.command {
-        Command::Compile(args) => compile(&args, stdout),
-        Command::Exec(args) => exec::exec(&args, stdout),
+        Command::Compile(args) => compile(&args, stdout, warnings),
+        Command::Exec(args) => exec::exec(&args, stdout, warnings),
         Command::Verify(args) => exec::verify(&args, stdout),
         Command::Diff(args) => review::diff(&args, stdout),
         Command::Explain(args) => review::explain(&args, stdout),
@@ -79,7 +81,11 @@ pub(crate) fn compile_loaded(
     })
 }
 
-fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
+fn compile(
+    args: &CompileArgs,
+    stdout: &mut dyn Write,
+    warnings: &mut Reporter,
+) -> Result<(), Error> {
     let loaded = load_spec(&args.spec)?;
     let Compiled {
         plan, fingerprint, ..
@@ -89,6 +95,7 @@ fn compile(args: &CompileArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         args.topology.as_deref(),
     )?;
     let spec_file = args.spec.display().to_string();
+    warnings.plan_warnings(&spec_file, &plan.warnings)?;
     let mut regenerate = format!("numaplan compile {spec_file}");
     if let Some(t) = &args.topology {
         regenerate.push_str(&format!(" --topology {t}"));

@@ -30,6 +30,7 @@ pub const E0210_PREFERRED_MANY_NODES: Code = Code("E0210");
 pub const E0211_UNPLACED_GPU: Code = Code("E0211");
 pub const E0212_VISIBLE_DEVICES: Code = Code("E0212");
 pub const E0213_UNKNOWN_LOCALITY: Code = Code("E0213");
+pub const E0214_WARNINGS_DENIED: Code = Code("E0214");
 pub const E0300_TOPOLOGY_READ: Code = Code("E0300");
 pub const E0301_YAML_SYNTAX: Code = Code("E0301");
 pub const E0302_FIXTURE_INVALID: Code = Code("E0302");
@@ -55,6 +56,8 @@ pub const E0413_SPAWN: Code = Code("E0413");
 pub const E0414_RANK_FAILED: Code = Code("E0414");
 pub const E0415_INTERRUPTED: Code = Code("E0415");
 pub const E0416_VERIFY: Code = Code("E0416");
+pub const E0417_NO_PROCESSES: Code = Code("E0417");
+pub const W0200_PLAN_WARNING: Code = Code("W0200");
 
 /// Every code with its explanation, in order.
 pub const ALL: &[(Code, &str)] = &[
@@ -147,6 +150,11 @@ pub const ALL: &[(Code, &str)] = &[
          policies read it as node 0, as PyTorch does, and the machine has no node 0 or node 0 \
          has no allowed CPU, where PyTorch raises. `policy: auto` places such a rank like a \
          CPU-only rank instead.",
+    ),
+    (
+        E0214_WARNINGS_DENIED,
+        "`--deny-warnings` turns the plan's warnings (shown above it as W0200) into an error, for \
+         CI: nothing was written or started. Fix what the warnings say, or drop the flag.",
     ),
     (
         E0300_TOPOLOGY_READ,
@@ -289,9 +297,23 @@ pub const ALL: &[(Code, &str)] = &[
     ),
     (
         E0416_VERIFY,
-        "`--verify` or `numaplan verify` found ranks whose real CPUs (of any thread) or memory \
-         policy, read from /proc, differ from the plan. A thread may narrow its CPUs within the \
-         rank's set (NCCL and OpenMP runtimes do); CPUs outside the set are a mismatch.",
+        "`--verify` or `numaplan verify` found live ranks whose real CPUs (of any thread) or \
+         memory policy, read from /proc, differ from the plan. A thread may narrow its CPUs \
+         within the rank's set (NCCL and OpenMP runtimes do); CPUs outside the set are a \
+         mismatch. A rank that already exited successfully is reported, not counted.",
+    ),
+    (
+        E0417_NO_PROCESSES,
+        "`numaplan verify --match NAME` found no running process whose command line contains \
+         NAME (numaplan itself excluded). `--pids` names the ranks directly.",
+    ),
+    (
+        W0200_PLAN_WARNING,
+        "A warning of the plan: something the reader should know that does not stop it (a \
+         fallback to another node, CPUs a restriction cuts, an option the policy ignores, a \
+         deprecated key, memory remote from a rank's home). `compile`, `exec` and `bind` print \
+         them on standard error and every generated launcher lists them at its top; `--quiet` \
+         hides them and `--deny-warnings` makes them an error (E0214).",
     ),
 ];
 

@@ -5,6 +5,7 @@
 
 pub mod codes;
 pub mod render;
+pub mod report;
 pub mod source;
 pub mod suggest;
 

@@ -23,6 +23,8 @@ pub struct Header {
     spec_file: String,
     topology: String,
     fingerprint: String,
+    /// The plan's warnings, listed at the top of the file.
+    warnings: Vec<String>,
     /// The plan's machine shape, which a node must have to start the ranks.
     expect_cpus: usize,
     expect_nodes: usize,
@@ -36,6 +38,7 @@ fn header(plan: &Plan, origin: &Origin) -> Header {
         spec_file: origin.spec_file.to_string(),
         topology: plan.topology.clone(),
         fingerprint: origin.fingerprint.to_string(),
+        warnings: plan.warnings.clone(),
         expect_cpus: plan.machine.cpus,
         expect_nodes: plan.machine.numa_nodes,
         expect_gpus: plan.machine.gpus,

@@ -1,6 +1,6 @@
 //! The embedded templates and the minijinja environment that renders them: strict undefined
 //! variables, trailing newlines kept, and the `sh` filter, through which every interpolated
-//! value passes.
+//! value passes (the `comment` filter, for text in `#` comment lines).
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::{Environment, UndefinedBehavior};
@@ -36,6 +36,7 @@ pub fn environment() -> Environment<'static> {
             .expect("invariant: the default delimiters are valid"),
     );
     env.add_filter("sh", sh);
+    env.add_filter("comment", comment);
     for (name, source) in TEMPLATES {
         env.add_template(name, source)
             .expect("invariant: embedded templates parse (a test renders each)");
@@ -59,9 +60,23 @@ pub fn sh(value: String) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 
+/// Text for a `#` comment line: control characters (a newline would end the comment and start
+/// a command) become spaces.
+pub fn comment(value: String) -> String {
+    value
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::sh;
+    use super::{comment, sh};
+
+    #[test]
+    fn comments_stay_on_their_line() {
+        assert_eq!(comment("a\nrm -rf /\r\tb".into()), "a rm -rf /  b");
+    }
 
     #[test]
     fn quoting() {

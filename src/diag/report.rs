@@ -1,0 +1,61 @@
+//! Where a command's warnings go: rendered like errors (`warning[W0200]: ...`, or JSON lines) on
+//! the stream `main` hands down, standard error. `--quiet` drops them; `--deny-warnings` shows
+//! them and makes the command fail before it writes or starts anything.
+
+use std::io::Write;
+
+use super::codes::W0200_PLAN_WARNING;
+use super::render::{MessageFormat, render};
+use super::{Diagnostic, Severity};
+
+/// What to do with warnings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WarningMode {
+    Show,
+    /// `--quiet`.
+    Quiet,
+    /// `--deny-warnings`: shown, then fatal.
+    Deny,
+    /// `--deny-warnings --quiet`: fatal, not shown.
+    DenyQuietly,
+}
+
+pub struct Reporter<'a> {
+    out: &'a mut dyn Write,
+    format: MessageFormat,
+    mode: WarningMode,
+}
+
+/// `--deny-warnings` and this many warnings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Denied(pub usize);
+
+impl<'a> Reporter<'a> {
+    pub fn new(out: &'a mut dyn Write, format: MessageFormat, mode: WarningMode) -> Self {
+        Reporter { out, format, mode }
+    }
+
+    /// A reporter that shows nothing (for library callers and tests).
+    pub fn silent(out: &'a mut dyn Write) -> Self {
+        Reporter::new(out, MessageFormat::Human, WarningMode::Quiet)
+    }
+
+    /// Shows the warnings of a plan made from (or read from) `file`; `Denied` under
+    /// `--deny-warnings` when there are any.
+    pub fn plan_warnings(&mut self, file: &str, warnings: &[String]) -> Result<(), Denied> {
+        if matches!(self.mode, WarningMode::Show | WarningMode::Deny) {
+            for w in warnings {
+                let d = Diagnostic {
+                    severity: Severity::Warning,
+                    ..Diagnostic::error(W0200_PLAN_WARNING, w.clone()).in_file(file)
+                };
+                // A closed standard error is no reason to fail the command.
+                let _ = self.out.write_all(render(&d, self.format).as_bytes());
+            }
+        }
+        match (self.mode, warnings.len()) {
+            (WarningMode::Deny | WarningMode::DenyQuietly, n) if n > 0 => Err(Denied(n)),
+            _ => Ok(()),
+        }
+    }
+}
