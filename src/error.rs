@@ -7,7 +7,7 @@ use crate::diag::codes::*;
 use crate::diag::suggest::did_you_mean;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::emit::EmitError;
-use crate::exec::ExecError;
+use crate::exec::{ExecError, NodeMismatch};
 use crate::plan_file::PlanFileError;
 use crate::resolve::{ResolveError, ResolveErrorKind};
 use crate::spec::SpecError;
@@ -184,8 +184,13 @@ fn exec(e: &ExecError) -> Diagnostic {
                 "run one `numaplan exec` per node under Slurm (`srun --ntasks-per-node=1`), or pass `--node-rank K --nodes N --master-addr HOST`",
             )
         }
-        ExecError::NotThisNode { .. } => Diagnostic::error(E0411_NOT_THIS_NODE, message)
-            .help("compile the plan for this machine (`numaplan topo` shows it) or run it where it was made for; `--force` starts despite a different CPU, NUMA node or GPU count"),
+        ExecError::NotThisNode { why, .. } => Diagnostic::error(E0411_NOT_THIS_NODE, message)
+            .note("nothing was started")
+            .help(match why {
+                NodeMismatch::Shape => "compile the plan for this machine (`numaplan topo` shows it) or run it where it was made for; `--force` starts despite a different CPU, NUMA node or GPU count",
+                NodeMismatch::CpusAbsent | NodeMismatch::MemoryNode => "this is another machine's plan: compile the job for this machine (`numaplan compile job.yaml` discovers it), or run the plan where it was made for",
+                NodeMismatch::CpusNotAllowed => "run with those CPUs allowed (a wider taskset or cgroup, `srun --cpu-bind=none`), or compile the job inside this allocation: discovery plans within this process's affinity",
+            }),
         ExecError::Bind { .. } => Diagnostic::error(E0412_BIND, message)
             .note("no rank was left running")
             .help("check the plan's CPUs and memory nodes against `numaplan topo` on this node"),

@@ -480,9 +480,11 @@ fn start_errors() {
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
     assert!(
-        err.contains("cannot run the plan: rank 0 is planned on CPUs 48-55,176-183 but CPUs"),
+        err.contains("cannot run the plan: rank 0 is planned on CPUs 48-55,176-183, and CPUs"),
         "{err}"
     );
+    assert!(err.contains("do not exist here"), "{err}");
+    assert!(!err.contains("--force"), "--force cannot help here: {err}");
     // A program that does not exist.
     let out = exec(
         dir.path(),
@@ -545,8 +547,110 @@ fn verify_running_processes() {
     assert_eq!(none.code, 1);
     assert!(
         none.stderr
-            .starts_with("error[E0416]: no running process matches"),
+            .starts_with("error[E0417]: no running process matches"),
         "{}",
         none.stderr
     );
+}
+
+/// Ranks that finish before `--verify` reads them are reported as exited, not as mismatches; a
+/// rank that failed still fails the job with its own status.
+#[test]
+fn verify_reports_ranks_that_already_exited() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..5 {
+        let out = exec(
+            dir.path(),
+            "command: [true]\ngpus: none\nranks_per_node: 2\n",
+            &["--verify"],
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(!err.contains("MISMATCH"), "{err}");
+    }
+    // Rank 0 exits 0 at once, rank 1 fails a moment later: the job ends with rank 1's status.
+    let out = exec(
+        dir.path(),
+        "command: [bash, -c, 'sleep 0.$LOCAL_RANK; exit $((3 * LOCAL_RANK))']\ngpus: none\nranks_per_node: 2\n",
+        &["--verify"],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("error[E0414]: rank 1 exited with status 3"),
+        "{err}"
+    );
+    assert!(!err.contains("MISMATCH"), "{err}");
+    // A rank that exits at once with a failure: reported in the table and by supervision.
+    let out = exec(
+        dir.path(),
+        "command: [bash, -c, 'exit 4']\ngpus: none\nranks_per_node: 1\n",
+        &["--verify"],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("error[E0414]: rank 0 exited with status 4"),
+        "{err}"
+    );
+}
+
+/// `--dry-run` of a plan the real run would refuse prints what it would run, says why not and
+/// exits 1, like the real run.
+#[test]
+fn dry_run_of_a_refused_plan_fails_like_the_real_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = common::repo().join("examples/topologies/nvidia-dgx-a100.yaml");
+    let out = exec(
+        dir.path(),
+        "command: [true]\n",
+        &["--dry-run", "--topology", topo.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).starts_with("rank 0: CPUs 48-55,176-183"));
+    assert!(text(&out.stderr).starts_with("error[E0411]: this node ("));
+    // A plan for this machine: exit 0.
+    let out = exec(dir.path(), "command: [true]\ngpus: none\n", &["--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// A plan whose CPUs exist but are outside this process's affinity (a real `taskset`): the
+/// error says which and why, and does not suggest `--force`, which cannot help.
+#[test]
+fn cpus_outside_the_affinity_are_named_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        return; // one CPU: nothing can be outside the affinity
+    }
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [true]\ngpus: none\nranks_per_node: 1\ncpu: {allowed: \"1\"}\n",
+    )
+    .unwrap();
+    let plan = numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let out = Command::new("taskset")
+        .args([
+            "-c",
+            "0",
+            env!("CARGO_BIN_EXE_numaplan"),
+            "--quiet",
+            "exec",
+            "plan.yaml",
+            "--force",
+        ])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("error[E0411]") && err.contains(
+            "rank 0 is planned on CPUs 1, and CPUs 1 are outside this process's affinity (it may use CPUs 0: a taskset, cgroup cpuset or Slurm step binding narrows it)"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("--force"), "{err}");
 }

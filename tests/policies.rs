@@ -529,3 +529,43 @@ fn memory_nodes_local_follow_each_ranks_home() {
         "memory node 4 does not exist on `alcf-aurora`"
     );
 }
+
+#[test]
+fn cpu_only_ranks_spanning_nodes_keep_the_default_memory_policy() {
+    // 2 CPU-only ranks on the 8 nodes of a DGX A100: each spans 4 nodes. `interleave` and
+    // `bind` cover them all; `preferred` (the default, MPOL_PREFERRED, one node) prefers the
+    // first and says so, instead of a list the kernel would cut to its first node.
+    let t = machine("nvidia-dgx-a100");
+    let p = plan(&t, "gpus: none\nranks_per_node: 2\nmemory: {policy: bind}");
+    let nodes: Vec<String> = p
+        .ranks
+        .iter()
+        .map(|r| numaplan::ids::node_list(&r.memory.nodes))
+        .collect();
+    assert_eq!(nodes, ["0-3", "4-7"]);
+    let p = plan(&t, "gpus: none\nranks_per_node: 2");
+    let nodes: Vec<String> = p
+        .ranks
+        .iter()
+        .map(|r| numaplan::ids::node_list(&r.memory.nodes))
+        .collect();
+    assert_eq!(nodes, ["0", "4"]);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.starts_with("CPU-only rank(s) 0-1 span several nodes")),
+        "{:?}",
+        p.warnings
+    );
+    let spec = load_str(
+        "s.yaml",
+        "gpus: none\nranks_per_node: 2\nmemory: {nodes: \"0,1\"}",
+    )
+    .unwrap()
+    .spec;
+    let e = resolve(&spec, &machine("nvidia-dgx-a100")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "`preferred` memory takes one node, but 2 are listed"
+    );
+}

@@ -13,7 +13,8 @@ use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
 use crate::error::Error;
 use crate::exec::{
-    self, ExecError, ExecOptions, NodeFacts, NodePlace, OutputMode, affinity, hostlist, verify,
+    self, ExecError, ExecOptions, Force, NodeFacts, NodePlace, OutputMode, affinity, hostlist,
+    verify,
 };
 use crate::plan::{MachineShape, Plan};
 use crate::topology::devices::is_gpu;
@@ -36,22 +37,33 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         verify: args.verify,
         extra_args: args.extra.clone(),
     };
+    let force = if args.force { Force::Yes } else { Force::No };
+    let checked = exec::check_node(&plan, &node_facts()?, force);
     if args.dry_run {
-        return emit(stdout, None, &dry_run(&plan, &opts)?);
+        emit(stdout, None, &dry_run(&plan, &opts)?)?;
+        // A dry run says what the real run would do, a refusal included.
+        return Ok(checked?);
     }
-    let node = NodeFacts {
+    checked?;
+    let _ = stdout.flush();
+    let mut report = std::io::stderr();
+    Ok(exec::run(&plan, &opts, &mut report)?)
+}
+
+/// What `exec` (and `bind`) check a plan against: this machine and this process.
+pub(super) fn node_facts() -> Result<NodeFacts, Error> {
+    Ok(NodeFacts {
         host: crate::topology::hostname(),
         shape: machine_shape(),
         allowed: affinity::own_affinity().map_err(|source| ExecError::Syscall {
             what: "read this process's CPU affinity",
             source,
         })?,
-        online_nodes: online_nodes(),
-    };
-    exec::check_node(&plan, &node, args.force)?;
-    let _ = stdout.flush();
-    let mut report = std::io::stderr();
-    Ok(exec::run(&plan, &opts, &mut report)?)
+        online_cpus: sys_list("/sys/devices/system/cpu/online")
+            .unwrap_or_else(|| CpuSet::range(0, machine_shape().cpus.max(1) as u32 - 1)),
+        online_nodes: sys_list("/sys/devices/system/node/online")
+            .unwrap_or_else(|| [0].into_iter().collect()),
+    })
 }
 
 pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
@@ -174,11 +186,9 @@ fn machine_shape() -> MachineShape {
     }
 }
 
-fn online_nodes() -> CpuSet {
-    std::fs::read_to_string("/sys/devices/system/node/online")
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or_else(|| [0].into_iter().collect())
+/// A list file of `/sys` (`0-3,8`), when readable.
+fn sys_list(path: &str) -> Option<CpuSet> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// `LOCAL_RANK` from a process's environment.

@@ -13,7 +13,11 @@ pub enum ExecError {
     #[error("a plan for {nodes} nodes needs this node's place in the job")]
     NoNodePlace { nodes: u32 },
     #[error("this node ({host}) cannot run the plan: {detail}")]
-    NotThisNode { host: String, detail: String },
+    NotThisNode {
+        host: String,
+        detail: String,
+        why: NodeMismatch,
+    },
     #[error("cannot bind rank {rank} to CPUs {cpus}: {source}")]
     Bind {
         rank: u32,
@@ -44,6 +48,19 @@ pub enum ExecError {
     NoProcesses { pattern: String },
     #[error("{mismatches} rank(s) are not bound as planned")]
     Verify { mismatches: usize },
+}
+
+/// Why a node cannot run a plan, which decides what can be done about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeMismatch {
+    /// Another CPU, NUMA node or GPU count than the plan's topology (`--force` starts anyway).
+    Shape,
+    /// Planned CPUs this machine does not have.
+    CpusAbsent,
+    /// Planned CPUs outside this process's affinity (taskset, a cgroup, a Slurm step).
+    CpusNotAllowed,
+    /// A memory node this machine does not have.
+    MemoryNode,
 }
 
 impl ExecError {

@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use affinity::Binding;
-pub use error::ExecError;
+pub use error::{ExecError, NodeMismatch};
 
 use crate::cpuset::CpuSet;
 use crate::plan::{MachineShape, Plan, RankBinding};
@@ -112,43 +112,73 @@ pub struct NodeFacts {
     pub shape: MachineShape,
     /// This process's CPU affinity.
     pub allowed: CpuSet,
+    /// `/sys/devices/system/cpu/online`.
+    pub online_cpus: CpuSet,
     /// `/sys/devices/system/node/online`.
     pub online_nodes: CpuSet,
 }
 
 /// Refuses a plan this node cannot run: a machine of another shape than the plan's topology
-/// (unless `force`), CPUs outside this process's affinity, memory nodes the kernel does not have.
-pub fn check_node(plan: &Plan, node: &NodeFacts, force: bool) -> Result<(), ExecError> {
-    let refuse = |detail: String| ExecError::NotThisNode {
+/// (unless `force`), CPUs this machine lacks or this process may not use, memory nodes the
+/// kernel does not have.
+pub fn check_node(plan: &Plan, node: &NodeFacts, force: Force) -> Result<(), ExecError> {
+    let refuse = |why: NodeMismatch, detail: String| ExecError::NotThisNode {
         host: node.host.clone(),
         detail,
+        why,
     };
     let differences = plan.machine.differences(&node.shape);
-    if !differences.is_empty() && !force {
-        return Err(refuse(format!(
-            "it has {}; it does not look like topology `{}`",
-            differences.join("; "),
-            plan.topology
-        )));
+    if !differences.is_empty() && force == Force::No {
+        return Err(refuse(
+            NodeMismatch::Shape,
+            format!(
+                "it has {}; it does not look like topology `{}`",
+                differences.join("; "),
+                plan.topology
+            ),
+        ));
     }
     for r in &plan.ranks {
         let missing = r.cpus.difference(&node.allowed);
+        let absent = missing.difference(&node.online_cpus);
+        if !absent.is_empty() {
+            return Err(refuse(
+                NodeMismatch::CpusAbsent,
+                format!(
+                    "rank {} is planned on CPUs {}, and CPUs {absent} do not exist here (this machine has CPUs {})",
+                    r.local_rank, r.cpus, node.online_cpus
+                ),
+            ));
+        }
         if !missing.is_empty() {
-            return Err(refuse(format!(
-                "rank {} is planned on CPUs {} but CPUs {missing} are not available here (this process may use {})",
-                r.local_rank, r.cpus, node.allowed
-            )));
+            return Err(refuse(
+                NodeMismatch::CpusNotAllowed,
+                format!(
+                    "rank {} is planned on CPUs {}, and CPUs {missing} are outside this process's affinity (it may use CPUs {}: a taskset, cgroup cpuset or Slurm step binding narrows it)",
+                    r.local_rank, r.cpus, node.allowed
+                ),
+            ));
         }
         for n in &r.memory.nodes {
             if !node.online_nodes.contains(n.0) {
-                return Err(refuse(format!(
-                    "rank {} binds memory to NUMA node {n}, which this node does not have (online: {})",
-                    r.local_rank, node.online_nodes
-                )));
+                return Err(refuse(
+                    NodeMismatch::MemoryNode,
+                    format!(
+                        "rank {} binds memory to NUMA node {n}, which this node does not have (online: {})",
+                        r.local_rank, node.online_nodes
+                    ),
+                ));
             }
         }
     }
     Ok(())
+}
+
+/// Whether to start on a node of another shape than the plan's topology (`--force`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Force {
+    No,
+    Yes,
 }
 
 /// A started rank.
@@ -208,7 +238,15 @@ pub fn run(
             .iter()
             .map(|r| (r.local_rank, r.child.id()))
             .collect();
-        let table = verify::check(plan, &pids);
+        let mut table = verify::check(plan, &pids);
+        // A rank that ended before it was read (a short job) shows no binding: report how it
+        // ended instead of a mismatch; its status is kept for supervision.
+        for r in running.iter_mut() {
+            if let Ok(Some(status)) = r.child.try_wait() {
+                r.status = Some(status);
+                table.exited(r.child.id(), short_status(status));
+            }
+        }
         if plan.nodes > 1 {
             let place = &opts.place;
             let _ = writeln!(report, "node {} of {}:", place.node_rank, place.nodes);
@@ -305,6 +343,23 @@ fn spawn(
     Ok((child, threads))
 }
 
+fn rank_failed(r: &Running, status: std::process::ExitStatus) -> ExecError {
+    ExecError::RankFailed {
+        rank: r.rank,
+        how: describe(status),
+        code: exit_code(status),
+    }
+}
+
+/// `0`, `3`, `SIGKILL`: how a process ended, in a table cell.
+fn short_status(status: std::process::ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(s)) => affinity::signal_name(s),
+        _ => "?".into(),
+    }
+}
+
 /// Waits for every rank. The first failure (or `stopped_by`, a failure before supervision)
 /// stops the others (TERM, then KILL after `grace`); a signal to numaplan is forwarded to
 /// every rank's process group.
@@ -313,7 +368,12 @@ fn supervise(
     grace: Duration,
     stopped_by: Option<ExecError>,
 ) -> Result<(), ExecError> {
-    let mut failure = stopped_by;
+    // A rank reaped before supervision (during `--verify`) may already have failed.
+    let mut failure = stopped_by.or_else(|| {
+        running
+            .iter()
+            .find_map(|r| r.status.filter(|s| !s.success()).map(|s| rank_failed(r, s)))
+    });
     let mut kill_at: Option<Instant> = None;
     let mut pause = Duration::from_micros(200);
     loop {
@@ -331,11 +391,7 @@ fn supervise(
                 r.status = Some(status);
                 pause = Duration::from_micros(200);
                 if !status.success() && failure.is_none() {
-                    failure = Some(ExecError::RankFailed {
-                        rank: r.rank,
-                        how: describe(status),
-                        code: exit_code(status),
-                    });
+                    failure = Some(rank_failed(r, status));
                 }
             }
         }

@@ -25,6 +25,9 @@ pub struct Row {
     pub planned_memory: String,
     pub actual_memory: String,
     pub problems: Vec<String>,
+    /// How the rank ended, when it had already exited by the time it was read: then what
+    /// `/proc` shows is not its binding, and it is reported but not counted as a mismatch.
+    pub exited: Option<String>,
 }
 
 /// `numa_maps`'s spelling of a memory policy: `default`, `prefer:1`, `bind:0`,
@@ -97,6 +100,7 @@ pub fn check(plan: &Plan, pids: &[(u32, u32)]) -> Table {
                 planned_memory,
                 actual_memory,
                 problems,
+                exited: None,
             }
         })
         .collect();
@@ -126,13 +130,28 @@ fn thread_cpus(proc_dir: &Path) -> Vec<(u32, String, CpuSet)> {
     out
 }
 
+impl Row {
+    /// A live rank whose binding differs from the plan.
+    fn mismatch(&self) -> bool {
+        self.exited.is_none() && !self.problems.is_empty()
+    }
+}
+
 impl Table {
     pub fn ok(&self) -> bool {
-        self.rows.iter().all(|r| r.problems.is_empty())
+        !self.rows.iter().any(Row::mismatch)
     }
 
     pub fn mismatches(&self) -> usize {
-        self.rows.iter().filter(|r| !r.problems.is_empty()).count()
+        self.rows.iter().filter(|r| r.mismatch()).count()
+    }
+
+    /// Marks the rank with this pid as having exited before it was read (`how`: `0`, `3`,
+    /// `SIGKILL`).
+    pub fn exited(&mut self, pid: u32, how: String) {
+        if let Some(row) = self.rows.iter_mut().find(|r| r.pid == pid) {
+            row.exited = Some(how);
+        }
     }
 
     pub fn render(&self) -> String {
@@ -150,7 +169,9 @@ impl Table {
             .rows
             .iter()
             .map(|r| {
-                let verdict = if r.problems.is_empty() {
+                let verdict = if let Some(how) = &r.exited {
+                    format!("exited ({how}) before the check")
+                } else if r.problems.is_empty() {
                     if r.narrowed > 0 {
                         format!("ok ({} threads narrowed their CPUs)", r.narrowed)
                     } else {

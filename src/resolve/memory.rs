@@ -22,13 +22,28 @@ pub fn memory_bindings(
     let policy = policy(spec);
     check_named_nodes(spec, topo)?;
     let mut remote: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut spans: Vec<u32> = Vec::new();
     let mut out = Vec::new();
     for (rank, p) in placements.iter().enumerate() {
         let nodes = match (policy, &spec.memory.nodes) {
             (MemPolicy::None, _) => Vec::new(),
+            // MPOL_PREFERRED takes one node: a CPU-only rank spanning several prefers its
+            // first, which the plan says, rather than a list the kernel would cut.
+            (MemPolicy::Preferred, None) if p.memory_nodes.len() > 1 => {
+                spans.push(rank as u32);
+                p.memory_nodes[..1].to_vec()
+            }
+            // The home node, or every node a CPU-only rank spans.
             (_, None) => p.memory_nodes.clone(),
             (_, Some(list)) => {
                 let nodes = rank_nodes(list, p, topo, rank as u32)?;
+                if policy == MemPolicy::Preferred && nodes.len() > 1 {
+                    return Err(ResolveError::new(
+                        ResolveErrorKind::PreferredManyNodes { count: nodes.len() },
+                        "memory.nodes",
+                        "use `policy: interleave` to spread over several nodes, or list one node",
+                    ));
+                }
                 if nodes.iter().any(|n| !is_local(topo, *n, &p.memory_nodes)) {
                     remote
                         .entry(node_list(&nodes))
@@ -38,15 +53,14 @@ pub fn memory_bindings(
                 nodes
             }
         };
-        if policy == MemPolicy::Preferred && nodes.len() > 1 {
-            return Err(ResolveError::new(
-                ResolveErrorKind::PreferredManyNodes { count: nodes.len() },
-                "memory.nodes",
-                "use `policy: interleave` to spread over several nodes, or list one node",
-            ));
-        }
         let nodes = within_allowed_memory(nodes, topo, warnings);
         out.push(MemoryBinding { policy, nodes });
+    }
+    if !spans.is_empty() {
+        let ranks: crate::cpuset::CpuSet = spans.into_iter().collect();
+        warnings.push(format!(
+            "CPU-only rank(s) {ranks} span several nodes, and `preferred` memory names one: each prefers its first node; set `memory.policy: interleave` or `bind` to cover them all"
+        ));
     }
     for (nodes, ranks) in remote {
         let ranks: crate::cpuset::CpuSet = ranks.into_iter().collect();
