@@ -43,9 +43,14 @@ pub enum Command {
     /// Print a machine's topology: packages, NUMA nodes, cores, L3 groups, GPUs and NICs.
     Topo(TopoArgs),
     /// Print a JSON schema of one of numaplan's file formats.
+    ///
+    /// For editors: point a plan's `--schema-ref`, or a spec's modeline, at the written file.
     Schema {
         #[arg(value_enum)]
         which: SchemaKind,
+        /// Write to FILE (atomically) instead of standard output (`-`).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// List error codes, or explain one (`numaplan codes E0302`).
     Codes { code: Option<String> },
@@ -78,6 +83,12 @@ pub struct CompileArgs {
     /// else print a unified diff and exit 1 (for a repository's CI, like `cargo fmt --check`).
     #[arg(long, requires = "output")]
     pub check: bool,
+
+    /// Start a YAML plan with a `yaml-language-server` modeline pointing editors at this plan
+    /// schema (a path relative to the plan, or a URL); `numaplan schema plan -o FILE` writes
+    /// it. Default: no modeline.
+    #[arg(long, value_name = "PATH|URL")]
+    pub schema_ref: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -197,7 +208,8 @@ pub enum DiffFormat {
 
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
-    /// A job spec, a plan file (needs `--topology`), or `git:REV:PATH`.
+    /// A job spec, a plan file (its machine: `--topology`, else the topology file the plan
+    /// names), or `git:REV:PATH`.
     #[arg(value_name = "JOB.yaml|PLAN.yaml")]
     pub input: String,
 
@@ -216,6 +228,10 @@ pub struct ExplainArgs {
     /// Write to FILE (atomically) instead of standard output (`-`).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// Draw a plan on a topology whose fingerprint differs from the plan's, under a banner.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

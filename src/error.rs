@@ -58,9 +58,17 @@ pub enum Error {
     /// `git:REV:PATH` that git cannot show.
     #[error("cannot read `{arg}` from git: {detail}")]
     Git { arg: String, detail: String },
-    /// `explain` of a plan file, which does not carry its machine.
-    #[error("`{input}` is a plan, which does not say what machine it is for")]
-    NeedsTopology { input: String },
+    /// `explain` of a plan file whose machine is not known.
+    #[error("`{input}` is a plan, and its machine is not known here")]
+    NeedsTopology { input: String, notes: Vec<String> },
+    /// `explain` of a plan on a topology of another fingerprint than the plan's.
+    #[error("`{input}` was made for topology fingerprint {expected}, and `{topology}` has {found}")]
+    TopologyMismatch {
+        input: String,
+        expected: String,
+        topology: String,
+        found: String,
+    },
     /// `numaplan codes X` with an unknown X.
     #[error("unknown error code `{0}`")]
     UnknownCode(String),
@@ -152,8 +160,13 @@ impl Error {
             Error::Git { .. } => Diagnostic::error(E0408_GIT, self.to_string()).help(
                 "write `git:REV:PATH` with PATH from the repository root, or `./PATH` from the current directory",
             ),
-            Error::NeedsTopology { input } => Diagnostic::error(E0409_NEEDS_TOPOLOGY, self.to_string())
+            Error::NeedsTopology { input, notes } => notes
+                .iter()
+                .fold(Diagnostic::error(E0409_NEEDS_TOPOLOGY, self.to_string()), |d, n| d.note(n.clone()))
                 .help(format!("pass the machine's fixture: `--topology FILE`, or explain the job spec that `{input}` was compiled from")),
+            Error::TopologyMismatch { .. } => Diagnostic::error(E0418_TOPOLOGY_MISMATCH, self.to_string())
+                .note("a plan drawn on another machine would show cores and reasons that are not the plan's")
+                .help("pass the topology the plan was compiled for, recompile the plan for this one, or add `--force` to draw it anyway"),
             Error::Stale { regenerate, .. } => Diagnostic::error(E0404_STALE, self.to_string())
                 .help(format!("regenerate it with `{regenerate}`")),
             Error::WarningsDenied { .. } => Diagnostic::error(E0214_WARNINGS_DENIED, self.to_string())

@@ -48,6 +48,11 @@ pub struct PlanFile {
 #[serde(deny_unknown_fields)]
 pub struct TopologyRef {
     pub name: String,
+    /// The topology file the plan was compiled from, relative to the plan file (or to the
+    /// directory `compile` ran in, for a plan written to standard output); `explain` and `diff`
+    /// use it when no `--topology` is given. Absent for a discovered machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// FNV-1a 64 of the topology's canonical fixture text: changes whenever the machine does.
     pub fingerprint: String,
     /// Logical CPUs of the machine; a node with another count refuses to start the plan.
@@ -90,22 +95,27 @@ pub struct MemoryEntry {
     pub nodes: String,
 }
 
-/// What the header of a YAML plan records about its inputs.
+/// What a plan file records about its inputs.
 pub struct Provenance<'a> {
     pub spec_file: &'a str,
     pub topology_fingerprint: &'a str,
+    /// The topology file, as a reader of the plan finds it (see `TopologyRef::file`).
+    pub topology_file: Option<&'a str>,
     /// The command that regenerates the file.
     pub regenerate: &'a str,
+    /// `--schema-ref`: the plan schema a `yaml-language-server` modeline points editors at.
+    pub schema_ref: Option<&'a str>,
 }
 
-pub fn to_file(plan: &Plan, fingerprint: &str) -> PlanFile {
+pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
     PlanFile {
         numaplan_plan: FORMAT_VERSION,
         name: plan.name.clone(),
         command: plan.command.clone(),
         topology: TopologyRef {
             name: plan.topology.clone(),
-            fingerprint: fingerprint.to_string(),
+            file: p.topology_file.map(str::to_string),
+            fingerprint: p.topology_fingerprint.to_string(),
             cpus: plan.machine.cpus,
             numa_nodes: plan.machine.numa_nodes,
             gpus: plan.machine.gpus,
@@ -137,33 +147,25 @@ pub fn to_file(plan: &Plan, fingerprint: &str) -> PlanFile {
     }
 }
 
-/// Where editors find the plan schema: the committed `schemas/plan.schema.json` at the tag of the
-/// numaplan version that wrote the plan.
-pub fn schema_url() -> String {
-    let repo = env!("CARGO_PKG_REPOSITORY")
-        .replace("https://github.com/", "https://raw.githubusercontent.com/");
-    format!(
-        "{repo}/v{}/schemas/plan.schema.json",
-        env!("CARGO_PKG_VERSION")
-    )
-}
-
 pub fn render_yaml(plan: &Plan, p: &Provenance) -> String {
-    let mut out = format!(
-        "# yaml-language-server: $schema={}\n# numaplan {} plan, generated: do not edit; regenerate with\n#   {}\n# spec: {}\n# topology: {} (fingerprint {})\n",
-        schema_url(),
+    let mut out = String::new();
+    if let Some(schema) = p.schema_ref {
+        out.push_str(&format!("# yaml-language-server: $schema={schema}\n"));
+    }
+    out.push_str(&format!(
+        "# numaplan {} plan, generated: do not edit; regenerate with\n#   {}\n# spec: {}\n# topology: {} (fingerprint {})\n",
         env!("CARGO_PKG_VERSION"),
         p.regenerate,
         p.spec_file,
         plan.topology,
         p.topology_fingerprint
-    );
-    out.push_str(&yaml::emit(&to_file(plan, p.topology_fingerprint)));
+    ));
+    out.push_str(&yaml::emit(&to_file(plan, p)));
     out
 }
 
-pub fn render_json(plan: &Plan, fingerprint: &str) -> String {
-    let mut s = serde_json::to_string_pretty(&to_file(plan, fingerprint))
+pub fn render_json(plan: &Plan, p: &Provenance) -> String {
+    let mut s = serde_json::to_string_pretty(&to_file(plan, p))
         .expect("invariant: plan types always serialize");
     s.push('\n');
     s
@@ -187,10 +189,12 @@ pub enum PlanFileError {
     },
 }
 
-/// A plan read back from a file: the plan and the fingerprint of the topology it was made for.
+/// A plan read back from a file: the plan, and the fingerprint and file (relative to the plan)
+/// of the topology it was made for.
 pub struct LoadedPlan {
     pub plan: Plan,
     pub fingerprint: String,
+    pub topology_file: Option<String>,
 }
 
 /// Reads a plan file (YAML or JSON, which is YAML too) back into a `Plan`.
@@ -201,6 +205,7 @@ pub fn load(file: &str, text: &str) -> Result<LoadedPlan, PlanFileError> {
         Ok(plan) => Ok(LoadedPlan {
             plan,
             fingerprint: f.topology.fingerprint,
+            topology_file: f.topology.file,
         }),
         Err((path, message)) => Err(PlanFileError::Invalid {
             map: Box::new(map),

@@ -300,7 +300,17 @@ fn diff_against_git_history() {
     // A spec from history compiles against its topology, found relative to the spec.
     let run = numaplan_in(dir.path(), &["diff", "git:HEAD:job.yaml", "job.yaml"]).ok();
     assert!(run.contains("plan: policy exclusive -> node"), "{run}");
-    // Without a topology, plans still diff rank by rank.
+    // Plans find the topology file they name (relative to the plan): cores and figures.
+    let run = numaplan_in(dir.path(), &["diff", "git:HEAD:plan.yaml", "plan.yaml"]).ok();
+    assert!(
+        run.contains(
+            "rank 0: CPUs 48-55,176-183 -> 48-63,176-191 (8 cores added in L3 groups 14-15)"
+        ),
+        "{run}"
+    );
+    assert!(run.contains("64 cores moved; NUMA-local"), "{run}");
+    // Without it, plans still diff rank by rank.
+    std::fs::rename(dir.path().join("machines"), dir.path().join("elsewhere")).unwrap();
     let run = numaplan_in(dir.path(), &["diff", "git:HEAD:plan.yaml", "plan.yaml"]).ok();
     assert!(
         run.contains("rank 0: CPUs 48-55,176-183 -> 48-63,176-191"),
@@ -326,6 +336,14 @@ fn diff_and_explain_errors() {
         plan.replacen("cpus: 48-55,176-183", "cpus: 48-55,oops", 1),
     )
     .unwrap();
+    // Another machine than the plan's, and a plan whose named topology file is not there.
+    std::fs::copy(repo().join(MOVED), dir.path().join("machines/other.yaml")).unwrap();
+    std::fs::create_dir(dir.path().join("moved")).unwrap();
+    std::fs::copy(
+        dir.path().join("plan.yaml"),
+        dir.path().join("moved/plan.yaml"),
+    )
+    .unwrap();
     let cases: &[(&str, &[&str], i32)] = &[
         ("plan_syntax", &["diff", "broken.yaml", "plan.yaml"], 1),
         ("plan_invalid", &["diff", "bad-cpus.yaml", "plan.yaml"], 1),
@@ -337,7 +355,12 @@ fn diff_and_explain_errors() {
         ),
         (
             "explain_plan_without_topology",
-            &["explain", "plan.yaml"],
+            &["explain", "moved/plan.yaml"],
+            1,
+        ),
+        (
+            "explain_plan_on_another_machine",
+            &["explain", "plan.yaml", "--topology", "machines/other.yaml"],
             1,
         ),
     ];
@@ -380,21 +403,26 @@ fn explain_a_plan_with_its_topology_matches_the_spec() {
     )
     .ok();
     assert_eq!(from_spec, from_plan);
-    // Another machine than the plan's is said.
+    // The plan names its topology file: no `--topology` needed.
+    let named = numaplan_in(dir.path(), &["explain", "plan.yaml"]).ok();
+    assert_eq!(named, from_spec);
+    // Another machine than the plan's is refused (E0418, snapshot in `diff_and_explain_errors`);
+    // `--force` draws it under a banner.
+    let moved = repo().join(MOVED).display().to_string();
+    let run = numaplan_in(dir.path(), &["explain", "plan.yaml", "--topology", &moved]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.starts_with("error[E0418]"), "{}", run.stderr);
     let run = numaplan_in(
         dir.path(),
-        &[
-            "explain",
-            "plan.yaml",
-            "--topology",
-            &repo().join(MOVED).display().to_string(),
-        ],
+        &["explain", "plan.yaml", "--topology", &moved, "--force"],
     )
     .ok();
-    assert!(
-        run.contains("note: `plan.yaml` was made for topology fingerprint"),
-        "{run}"
+    let lines: Vec<&str> = run.lines().take(3).collect();
+    assert_eq!(
+        lines[1],
+        "note: DRAWN ON ANOTHER MACHINE (--force): cores, L3 groups and reasons below may not be the plan's"
     );
+    assert!(lines[2].starts_with("note: `plan.yaml` was made for topology fingerprint"));
 }
 
 #[test]

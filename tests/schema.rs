@@ -58,8 +58,9 @@ fn schema_rejects_what_the_loader_rejects() {
 }
 
 /// Editors validate specs and plans through their yaml-language-server modeline: example specs
-/// point at the committed schema by path; generated plans at it by URL, at the tag of the
-/// version that wrote them.
+/// point at the committed schema by path; a plan has none by default (the repository's URL is
+/// not published), and `--schema-ref` points it at a schema the user wrote with
+/// `numaplan schema plan -o FILE`, which resolves.
 #[test]
 fn modelines_point_at_the_committed_schemas() {
     for e in std::fs::read_dir(common::repo().join("examples")).unwrap() {
@@ -81,15 +82,51 @@ fn modelines_point_at_the_committed_schemas() {
         assert!(target.ends_with("job.schema.json"));
     }
     let plan = numaplan(&["compile", "examples/lumi-g.yaml"]).ok();
-    let url = plan
+    assert!(
+        !plan.contains("yaml-language-server"),
+        "no modeline by default"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let lumi = common::repo().join("examples/lumi-g.yaml");
+    let written = common::numaplan_in(
+        dir.path(),
+        &["schema", "plan", "-o", "schemas/plan.schema.json"],
+    );
+    assert_eq!(
+        written.code, 3,
+        "the directory must exist: {}",
+        written.stderr
+    );
+    std::fs::create_dir(dir.path().join("schemas")).unwrap();
+    common::numaplan_in(
+        dir.path(),
+        &["schema", "plan", "-o", "schemas/plan.schema.json"],
+    )
+    .ok();
+    std::fs::create_dir(dir.path().join("plans")).unwrap();
+    common::numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            lumi.to_str().unwrap(),
+            "--schema-ref",
+            "../schemas/plan.schema.json",
+            "-o",
+            "plans/lumi.yaml",
+        ],
+    )
+    .ok();
+    let plan = std::fs::read_to_string(dir.path().join("plans/lumi.yaml")).unwrap();
+    let target = plan
         .lines()
         .next()
         .and_then(|l| l.strip_prefix("# yaml-language-server: $schema="))
-        .expect("plans start with a modeline");
-    let suffix = format!("/v{}/schemas/plan.schema.json", env!("CARGO_PKG_VERSION"));
-    assert!(
-        url.starts_with("https://") && url.ends_with(&suffix),
-        "{url}"
+        .expect("--schema-ref starts the plan with a modeline");
+    let resolved = dir.path().join("plans").join(target);
+    assert_eq!(
+        std::fs::read_to_string(resolved).unwrap(),
+        std::fs::read_to_string(common::repo().join("schemas/plan.schema.json")).unwrap(),
+        "the modeline resolves to the plan schema"
     );
     // The plan's keys are the schema's.
     let schema: serde_json::Value = serde_json::from_str(

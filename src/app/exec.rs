@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::emit;
-use super::input::load_subject;
+use super::input::{PlanMachine, load_subject};
 use crate::cli::{ExecArgs, VerifyArgs};
 use crate::cpuset::CpuSet;
 use crate::diag::report::Reporter;
@@ -20,7 +20,11 @@ use crate::plan::{MachineShape, Plan};
 use crate::topology::devices::is_gpu;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
-    let subject = load_subject(&args.input, args.topology.as_deref())?;
+    let subject = load_subject(
+        &args.input,
+        args.topology.as_deref(),
+        PlanMachine::NotNeeded,
+    )?;
     let plan = subject.plan;
     warnings.plan_warnings(&args.input, &plan.warnings)?;
     let opts = ExecOptions {
@@ -67,7 +71,12 @@ pub(super) fn node_facts() -> Result<NodeFacts, Error> {
 }
 
 pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
-    let plan = load_subject(&args.input, args.topology.as_deref())?.plan;
+    let plan = load_subject(
+        &args.input,
+        args.topology.as_deref(),
+        PlanMachine::NotNeeded,
+    )?
+    .plan;
     let pids: Vec<u32> = match &args.match_name {
         Some(name) => find_processes(name),
         None => args.pids.clone(),

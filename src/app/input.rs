@@ -29,48 +29,93 @@ fn label(arg: &str, topology: Option<&Topology>) -> String {
     }
 }
 
-/// Reads `arg` (a path, `git:REV:PATH` or `env:VAR`), tells a plan from a job spec by content, and loads it
-/// with its topology: a spec's own (or `topology`), a plan's only from `topology`.
-pub(crate) fn load_subject(arg: &str, topology: Option<&str>) -> Result<Subject, Error> {
-    let (text, spec_dir) = read_input(arg)?;
-    if plan_file::looks_like_plan(&text) {
-        let loaded = plan_file::load(arg, &text)?;
-        let mut notes = Vec::new();
-        let topology = match topology {
-            Some(t) => {
-                let t = load_topology(t)?;
-                let fp = fixture::fingerprint(&t);
-                if fp != loaded.fingerprint {
-                    notes.push(format!(
-                        "`{arg}` was made for topology fingerprint {}; `{}` has {fp}",
-                        loaded.fingerprint,
-                        t.name()
-                    ));
-                }
-                Some(t)
-            }
-            None => None,
-        };
-        return Ok(Subject {
-            label: label(arg, topology.as_ref()),
-            plan: loaded.plan,
-            fingerprint: loaded.fingerprint,
+/// Whether a plan's machine is wanted, and what to do when its topology (given, or named by the
+/// plan) has another fingerprint than the machine the plan was made for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PlanMachine {
+    /// Not wanted (`exec`, `verify` run from the plan alone).
+    NotNeeded,
+    /// A mismatch is an error (`explain`: reasons drawn on the wrong machine would be invented).
+    Strict,
+    /// A mismatch is noted (`diff`, `explain --force`).
+    Lenient,
+}
+
+/// Reads `arg` (a path, `git:REV:PATH` or `env:VAR`), tells a plan from a job spec by content,
+/// and loads it with its topology: a spec's own (or `topology`); a plan's from `topology`, else
+/// from the topology file the plan names (relative to the plan), when it is there.
+pub(crate) fn load_subject(
+    arg: &str,
+    topology: Option<&str>,
+    machine: PlanMachine,
+) -> Result<Subject, Error> {
+    let (text, input_dir) = read_input(arg)?;
+    if !plan_file::looks_like_plan(&text) {
+        let loaded = load_spec_str(arg, &text)?;
+        let Compiled {
+            plan,
             topology,
-            notes,
+            fingerprint,
+            ..
+        } = compile_loaded(&loaded, &input_dir, topology)?;
+        return Ok(Subject {
+            label: label(arg, Some(&topology)),
+            plan,
+            fingerprint,
+            topology: Some(topology),
+            notes: Vec::new(),
         });
     }
-    let loaded = load_spec_str(arg, &text)?;
-    let Compiled {
-        plan,
-        topology,
-        fingerprint,
-    } = compile_loaded(&loaded, &spec_dir, topology)?;
+    let loaded = plan_file::load(arg, &text)?;
+    let mut notes = Vec::new();
+    let named = loaded
+        .topology_file
+        .as_ref()
+        .map(|f| input_dir.join(f))
+        .filter(|p| p.exists());
+    let source = match (machine, topology, &named) {
+        (PlanMachine::NotNeeded, _, _) => None,
+        (_, Some(t), _) => Some(t.to_string()),
+        (_, None, Some(p)) => Some(p.display().to_string()),
+        (_, None, None) => {
+            if let Some(f) = &loaded.topology_file {
+                notes.push(format!(
+                    "the plan names topology file `{f}`, which is not at `{}`",
+                    input_dir.join(f).display()
+                ));
+            }
+            None
+        }
+    };
+    let topology = match source {
+        Some(source) => {
+            let t = load_topology(&source)?;
+            let fp = fixture::fingerprint(&t);
+            if fp != loaded.fingerprint {
+                if machine == PlanMachine::Strict {
+                    return Err(Error::TopologyMismatch {
+                        input: arg.to_string(),
+                        expected: loaded.fingerprint,
+                        topology: source,
+                        found: fp,
+                    });
+                }
+                notes.push(format!(
+                    "`{arg}` was made for topology fingerprint {}; `{}` has {fp}",
+                    loaded.fingerprint,
+                    t.name()
+                ));
+            }
+            Some(t)
+        }
+        None => None,
+    };
     Ok(Subject {
-        label: label(arg, Some(&topology)),
-        plan,
-        fingerprint,
-        topology: Some(topology),
-        notes: Vec::new(),
+        label: label(arg, topology.as_ref()),
+        plan: loaded.plan,
+        fingerprint: loaded.fingerprint,
+        topology,
+        notes,
     })
 }
 

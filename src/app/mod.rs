@@ -30,7 +30,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<
         Command::Diff(args) => review::diff(&args, stdout),
         Command::Explain(args) => review::explain(&args, stdout),
         Command::Topo(args) => topo(&args, stdout),
-        Command::Schema { which } => emit(stdout, None, &schema(which)),
+        Command::Schema { which, output } => emit(stdout, output.as_deref(), &schema(which)),
         Command::Codes { code } => codes_cmd(code.as_deref(), stdout),
     }
 }
@@ -43,11 +43,13 @@ pub fn load_topology(spec: &str) -> Result<Topology, Error> {
     })
 }
 
-/// A spec compiled: the plan, the topology it is for, and that topology's fingerprint.
+/// A spec compiled: the plan, the topology it is for, that topology's fingerprint, and the file
+/// it was read from (`None`: this machine, discovered).
 pub(crate) struct Compiled {
     pub plan: Plan,
     pub topology: Topology,
     pub fingerprint: String,
+    pub topology_file: Option<PathBuf>,
 }
 
 /// Loads the topology (`--topology`, else the spec's `topology:` relative to `spec_dir`, else
@@ -78,6 +80,7 @@ pub(crate) fn compile_loaded(
         fingerprint: fixture::fingerprint(&t),
         plan,
         topology: t,
+        topology_file: (topology_arg != "discover").then(|| PathBuf::from(topology_arg)),
     })
 }
 
@@ -88,7 +91,10 @@ fn compile(
 ) -> Result<(), Error> {
     let loaded = load_spec(&args.spec)?;
     let Compiled {
-        plan, fingerprint, ..
+        plan,
+        fingerprint,
+        topology_file,
+        ..
     } = compile_loaded(
         &loaded,
         args.spec.parent().unwrap_or(Path::new("")),
@@ -106,16 +112,20 @@ fn compile(
     if let Some(o) = &args.output {
         regenerate.push_str(&format!(" -o {}", o.display()));
     }
-    let plan_yaml = || {
-        plan_file::render_yaml(
-            &plan,
-            &Provenance {
-                spec_file: &spec_file,
-                topology_fingerprint: &fingerprint,
-                regenerate: &regenerate,
-            },
-        )
+    // Readers of the plan find its topology relative to the plan file.
+    let plan_dir = match &args.output {
+        Some(o) if o != Path::new("-") => o.parent().unwrap_or(Path::new("")),
+        _ => Path::new(""),
     };
+    let topology_file = topology_file.map(|t| relative_to(&t, plan_dir));
+    let provenance = Provenance {
+        spec_file: &spec_file,
+        topology_fingerprint: &fingerprint,
+        topology_file: topology_file.as_deref(),
+        regenerate: &regenerate,
+        schema_ref: args.schema_ref.as_deref(),
+    };
+    let plan_yaml = || plan_file::render_yaml(&plan, &provenance);
     let text = match (args.emit, args.format) {
         (Some(kind), _) => {
             let plan_file = plan_yaml();
@@ -127,7 +137,7 @@ fn compile(
             };
             emit::render(&plan, kind, &origin)?
         }
-        (None, PlanFormat::Json) => plan_file::render_json(&plan, &fingerprint),
+        (None, PlanFormat::Json) => plan_file::render_json(&plan, &provenance),
         (None, PlanFormat::Yaml) => plan_yaml(),
     };
     match (args.check, &args.output) {
@@ -140,6 +150,34 @@ fn compile(
             emit_as(stdout, args.output.as_deref(), &text, mode)
         }
     }
+}
+
+/// `target` as seen from the directory `dir` (both relative to the current directory, or
+/// absolute), in `/`-separated form: `../machines/dgx.yaml`.
+fn relative_to(target: &Path, dir: &Path) -> String {
+    let absolute = |p: &Path| -> Vec<String> {
+        let full = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::current_dir().unwrap_or_default().join(p)
+        };
+        let mut parts: Vec<String> = Vec::new();
+        for c in full.components() {
+            match c {
+                std::path::Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
+                std::path::Component::ParentDir => {
+                    parts.pop();
+                }
+                _ => {}
+            }
+        }
+        parts
+    };
+    let (t, d) = (absolute(target), absolute(dir));
+    let common = t.iter().zip(&d).take_while(|(a, b)| a == b).count();
+    let mut out: Vec<String> = vec!["..".to_string(); d.len() - common];
+    out.extend(t[common..].iter().cloned());
+    out.join("/")
 }
 
 /// `--check`: compares `text` with the file at `path`, writing nothing; prints a unified diff

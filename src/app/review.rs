@@ -4,7 +4,7 @@
 use std::io::{IsTerminal as _, Write};
 
 use super::emit;
-use super::input::{Subject, load_subject};
+use super::input::{PlanMachine, Subject, load_subject};
 use crate::cli::{ColourChoice, DiffArgs, DiffFormat, ExplainArgs, ExplainFormat};
 use crate::error::Error;
 use crate::review::{diff as plan_diff, explain as plan_explain, picture, svg};
@@ -12,8 +12,8 @@ use crate::review::{diff as plan_diff, explain as plan_explain, picture, svg};
 pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let old_t = args.old_topology.as_deref().or(args.topology.as_deref());
     let new_t = args.new_topology.as_deref().or(args.topology.as_deref());
-    let old = load_subject(&args.old, old_t)?;
-    let new = load_subject(&args.new, new_t)?;
+    let old = load_subject(&args.old, old_t, PlanMachine::Lenient)?;
+    let new = load_subject(&args.new, new_t, PlanMachine::Lenient)?;
     let report = plan_diff::diff(&side(&old), &side(&new));
     let text = match args.format {
         DiffFormat::Text => {
@@ -31,12 +31,24 @@ pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
 }
 
 pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> {
-    let s = load_subject(&args.input, args.topology.as_deref())?;
+    let machine = if args.force {
+        PlanMachine::Lenient
+    } else {
+        PlanMachine::Strict
+    };
+    let mut s = load_subject(&args.input, args.topology.as_deref(), machine)?;
     let Some(topo) = &s.topology else {
         return Err(Error::NeedsTopology {
             input: args.input.clone(),
+            notes: s.notes,
         });
     };
+    if args.force && !s.notes.is_empty() {
+        s.notes.insert(
+            0,
+            "DRAWN ON ANOTHER MACHINE (--force): cores, L3 groups and reasons below may not be the plan's".into(),
+        );
+    }
     let text = match args.format {
         ExplainFormat::Text => {
             let colour = match args.color {

@@ -57,6 +57,7 @@ pub const E0414_RANK_FAILED: Code = Code("E0414");
 pub const E0415_INTERRUPTED: Code = Code("E0415");
 pub const E0416_VERIFY: Code = Code("E0416");
 pub const E0417_NO_PROCESSES: Code = Code("E0417");
+pub const E0418_TOPOLOGY_MISMATCH: Code = Code("E0418");
 pub const W0200_PLAN_WARNING: Code = Code("W0200");
 
 /// Every code with its explanation, in order.
@@ -256,9 +257,10 @@ pub const ALL: &[(Code, &str)] = &[
     ),
     (
         E0409_NEEDS_TOPOLOGY,
-        "`explain` draws the plan on its machine, and a plan file records only the machine's \
-         name and fingerprint. Pass the topology with `--topology FILE`, or explain the job \
-         spec, which names its topology.",
+        "`explain` draws the plan on its machine. A plan file names the topology file it was \
+         compiled from (relative to the plan) and its fingerprint; when that file is not there, \
+         or the plan came from a discovered machine, pass the topology with `--topology FILE`, \
+         or explain the job spec, which names its topology.",
     ),
     (
         E0410_NODE_PLACE,
@@ -306,6 +308,13 @@ pub const ALL: &[(Code, &str)] = &[
         E0417_NO_PROCESSES,
         "`numaplan verify --match NAME` found no running process whose command line contains \
          NAME (numaplan itself excluded). `--pids` names the ranks directly.",
+    ),
+    (
+        E0418_TOPOLOGY_MISMATCH,
+        "`explain` draws a plan on its machine, and the topology given (or named in the plan's \
+         `topology.file`) has another fingerprint than the one the plan was compiled for: the \
+         machine, or its fixture, changed since. Pass the right topology, recompile the plan, or \
+         use `--force` to draw it anyway under a banner. `diff` only notes such a difference.",
     ),
     (
         W0200_PLAN_WARNING,
