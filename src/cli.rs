@@ -198,6 +198,10 @@ pub struct DiffArgs {
     /// Text for people, JSON for bots.
     #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
     pub format: DiffFormat,
+
+    /// Exit 1 when the plans differ, 0 when they do not (as `git diff --exit-code`).
+    #[arg(long)]
+    pub exit_code: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

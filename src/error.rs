@@ -72,6 +72,9 @@ pub enum Error {
     /// `numaplan codes X` with an unknown X.
     #[error("unknown error code `{0}`")]
     UnknownCode(String),
+    /// `diff --exit-code` and plans that differ: exit 1, the diff itself is the message.
+    #[error("the plans differ")]
+    Differs,
     /// `--deny-warnings` and a plan with warnings.
     #[error("{count} warning(s) denied by `--deny-warnings`")]
     WarningsDenied { count: usize },
@@ -96,9 +99,11 @@ impl Error {
         }
     }
 
-    /// Every diagnostic of the error (a spec can have several problems).
+    /// Every diagnostic of the error (a spec can have several problems; `diff --exit-code`
+    /// has none: the diff on stdout says it all).
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
         match self {
+            Error::Differs => Vec::new(),
             Error::Spec(SpecError::Invalid { map, problems }) => problems
                 .iter()
                 .map(|p| {
@@ -169,6 +174,7 @@ impl Error {
                 .help("pass the topology the plan was compiled for, recompile the plan for this one, or add `--force` to draw it anyway"),
             Error::Stale { regenerate, .. } => Diagnostic::error(E0404_STALE, self.to_string())
                 .help(format!("regenerate it with `{regenerate}`")),
+            Error::Differs => unreachable!("`diagnostics` renders no diagnostic for it"),
             Error::WarningsDenied { .. } => Diagnostic::error(E0214_WARNINGS_DENIED, self.to_string())
                 .note("nothing was written or started")
                 .help("fix what the warnings above say, or drop `--deny-warnings`"),

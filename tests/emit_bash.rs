@@ -326,3 +326,59 @@ fn without_numactl_taskset_binds_and_says_memory_is_not_applied() {
         assert_eq!(got.trim(), r["cpus"].as_str().unwrap());
     }
 }
+
+/// A multi-node plan's launcher needs this node's place: without `--node-rank` and
+/// `--master-addr` it refuses (exit 2, nothing started); with them each rank gets its global
+/// numbering, as on node 1 of 2 here.
+#[test]
+fn multi_node_launcher_takes_the_node_rank() {
+    let job = format!("{PROBE}  - PLACEHOLDER\ngpus: none\nranks_per_node: 2\nnodes: 2\n");
+    let (dir, script, plan) = launcher(&job);
+    let text = std::fs::read_to_string(&script)
+        .unwrap()
+        .replace("PLACEHOLDER", dir.path().to_str().unwrap());
+    std::fs::write(&script, text).unwrap();
+    for args in [
+        &[][..],
+        &["--node-rank", "1"],
+        &["--node-rank", "2", "--master-addr", "h"],
+    ] {
+        let out = Command::new(&script).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(
+                "this plan is for 2 nodes: pass --node-rank K (0 to 1) and --master-addr HOST"
+            ),
+            "{args:?}"
+        );
+        assert!(!dir.path().join("out-0.env").exists(), "no rank started");
+    }
+    let status = Command::new(&script)
+        .args([
+            "--no-prefix",
+            "--node-rank",
+            "1",
+            "--master-addr",
+            "10.1.2.3",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for r in plan["ranks"].as_array().unwrap() {
+        let local = r["local_rank"].as_u64().unwrap();
+        let env = std::fs::read_to_string(dir.path().join(format!("out-{local}.env"))).unwrap();
+        for line in [
+            format!("RANK={}", 2 + local),
+            "NODE_RANK=1".into(),
+            "GROUP_RANK=1".into(),
+            "MASTER_ADDR=10.1.2.3".into(),
+            "WORLD_SIZE=4".into(),
+            format!("LOCAL_RANK={local}"),
+        ] {
+            assert!(
+                env.lines().any(|l| l == line),
+                "rank {local} lacks {line}:\n{env}"
+            );
+        }
+    }
+}

@@ -504,3 +504,91 @@ fn readme_picture_is_current() {
         "docs/explain-lumi-g.svg is stale; regenerate with\n  numaplan explain examples/lumi-g.yaml --format svg -o docs/explain-lumi-g.svg && rsvg-convert -o docs/explain-lumi-g.png docs/explain-lumi-g.svg"
     );
 }
+
+/// `diff --exit-code`, a plan that loses its name, and ranks that exist on one side only: they
+/// read `added`/`removed` with their CPUs and their cores count as moved.
+#[test]
+fn diff_removed_ranks_names_and_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = std::fs::read_to_string(repo().join("examples/dgx-a100-llama.yaml")).unwrap();
+    let topo = repo().join("examples/topologies/nvidia-dgx-a100.yaml");
+    let fewer = job
+        .lines()
+        .filter(|l| !l.starts_with("name:"))
+        .map(|l| l.replace("ranks_per_node: 8", "ranks_per_node: 7"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.path().join("old.yaml"), &job).unwrap();
+    std::fs::write(dir.path().join("new.yaml"), fewer).unwrap();
+    let t = topo.to_str().unwrap();
+    let args = ["diff", "old.yaml", "new.yaml", "--topology", t];
+    let run = numaplan_in(dir.path(), &args).ok();
+    assert!(
+        run.contains("plan: name llama-pretrain -> (none)\n"),
+        "{run}"
+    );
+    assert!(run.contains("plan: ranks_per_node 8 -> 7\n"), "{run}");
+    assert!(
+        run.contains("rank 7: removed (CPUs 88-95,216-223)\n"),
+        "{run}"
+    );
+    assert!(
+        run.contains("summary: 8 of 8 ranks changed, 8 cores moved;"),
+        "{run}"
+    );
+    // The other way round.
+    let run = numaplan_in(
+        dir.path(),
+        &["diff", "new.yaml", "old.yaml", "--topology", t],
+    )
+    .ok();
+    assert!(
+        run.contains("rank 7: added (CPUs 88-95,216-223)\n"),
+        "{run}"
+    );
+    // --exit-code: 1 with the diff when they differ, 0 when they do not; no error message.
+    let differ = numaplan_in(dir.path(), &[&args[..], &["--exit-code"]].concat());
+    assert_eq!((differ.code, differ.stderr.as_str()), (1, ""));
+    assert!(differ.stdout.contains("rank 7: removed"));
+    let same = numaplan_in(
+        dir.path(),
+        &[
+            "diff",
+            "old.yaml",
+            "old.yaml",
+            "--topology",
+            t,
+            "--exit-code",
+        ],
+    );
+    assert_eq!((same.code, same.stderr.as_str()), (0, ""));
+    assert!(same.stdout.contains("no change"));
+}
+
+/// hwloc 1.x exports put NUMA nodes above packages: the picture still draws each node inside
+/// its package (by its cores), as `topo` lists it, and no package box is empty.
+#[test]
+fn explain_draws_nodes_inside_their_packages_for_hwloc1_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("job.yaml"), "gpus: none\n").unwrap();
+    let xml = repo().join("tests/data/xml/coral-lassen-hwloc1.xml");
+    let run = numaplan_in(
+        dir.path(),
+        &["explain", "job.yaml", "--topology", xml.to_str().unwrap()],
+    )
+    .ok();
+    let lines: Vec<&str> = run.lines().collect();
+    let packages: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].starts_with("┌─ package"))
+        .collect();
+    assert_eq!(packages.len(), 2, "{run}");
+    for i in packages {
+        assert!(
+            lines[i + 1].starts_with("│ ┌─ node "),
+            "{}\n{}",
+            lines[i],
+            lines[i + 1]
+        );
+    }
+    assert!(run.contains("┌─ package 0 ──") && run.contains("┌─ node 0 · 127 GiB · rank 0"));
+}

@@ -243,9 +243,14 @@ fn codes_cmd(code: Option<&str>, stdout: &mut dyn Write) -> Result<(), Error> {
             let explanation = codes::explain(c).ok_or_else(|| Error::UnknownCode(c.to_string()))?;
             format!("{}: {explanation}\n", c.to_ascii_uppercase())
         }
+        // One line per code: its first sentence, with the text's line breaks folded.
         None => codes::ALL
             .iter()
-            .map(|(c, text)| format!("{c}  {}\n", text.split(". ").next().unwrap_or(text)))
+            .map(|(c, text)| {
+                let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                let first = text.split(". ").next().unwrap_or(&text);
+                format!("{c}  {}\n", first.trim_end_matches('.'))
+            })
             .collect(),
     };
     emit(stdout, None, &text)

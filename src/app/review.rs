@@ -27,7 +27,11 @@ pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
             serde_json::to_string_pretty(&report).expect("invariant: reports serialize") + "\n"
         }
     };
-    emit(stdout, None, &text)
+    emit(stdout, None, &text)?;
+    if args.exit_code && !report.is_empty() {
+        return Err(Error::Differs);
+    }
+    Ok(())
 }
 
 pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> {

@@ -49,6 +49,8 @@ fn header(plan: &Plan, origin: &Origin) -> Header {
 pub struct BashContext {
     #[serde(flatten)]
     header: Header,
+    /// Nodes of the job: above 1 the launcher needs `--node-rank` and `--master-addr`.
+    nodes: u32,
     rank_count: usize,
     command: Vec<String>,
     ranks: Vec<BashRank>,
@@ -77,6 +79,7 @@ fn numactl_memory(policy: MemPolicy, nodes: &str) -> String {
 pub fn bash(plan: &Plan, origin: &Origin) -> BashContext {
     BashContext {
         header: header(plan, origin),
+        nodes: plan.nodes,
         rank_count: plan.ranks.len(),
         command: plan.command.clone(),
         ranks: plan

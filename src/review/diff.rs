@@ -50,7 +50,8 @@ pub struct RankChanges {
 pub struct Summary {
     pub ranks_changed: u32,
     pub ranks: u32,
-    /// Sum over ranks of max(cores gained, cores lost); `None` without both topologies.
+    /// Sum over ranks of max(cores gained, cores lost), an added or removed rank counting all
+    /// its cores; `None` without both topologies.
     pub cores_moved: Option<u32>,
     pub quality_old: Option<Quality>,
     pub quality_new: Option<Quality>,
@@ -69,11 +70,11 @@ pub fn diff(old: &Side, new: &Side) -> Report {
         }
     };
     field("name", opt(&old.plan.name), opt(&new.plan.name));
-    field(
-        "command",
-        old.plan.command.join(" "),
-        new.plan.command.join(" "),
-    );
+    let command = |p: &Plan| match p.command.is_empty() {
+        true => NONE.to_string(),
+        false => p.command.join(" "),
+    };
+    field("command", command(old.plan), command(new.plan));
     field(
         "policy",
         old.plan.policy.name().into(),
@@ -121,8 +122,14 @@ pub fn diff(old: &Side, new: &Side) -> Report {
                 cores_moved += moved;
                 changes
             }
-            (Some(a), None) => vec![presence(a, false)],
-            (None, Some(b)) => vec![presence(b, true)],
+            (Some(a), None) => {
+                cores_moved += a.cores;
+                vec![presence(a, Presence::Removed)]
+            }
+            (None, Some(b)) => {
+                cores_moved += b.cores;
+                vec![presence(b, Presence::Added)]
+            }
             (None, None) => Vec::new(),
         };
         if !changes.is_empty() {
@@ -147,16 +154,24 @@ pub fn diff(old: &Side, new: &Side) -> Report {
     }
 }
 
+/// How a missing value reads (an unnamed plan, no command).
+const NONE: &str = "(none)";
+
 fn opt(s: &Option<String>) -> String {
-    s.clone().unwrap_or_default()
+    s.clone().unwrap_or_else(|| NONE.to_string())
 }
 
-fn presence(r: &RankBinding, added: bool) -> Change {
+enum Presence {
+    Added,
+    Removed,
+}
+
+/// A rank that exists on one side only: `field: rank`, the side it is on holds its CPUs.
+fn presence(r: &RankBinding, presence: Presence) -> Change {
     let what = format!("CPUs {}", r.cpus);
-    let (old, new) = if added {
-        ("absent".to_string(), what)
-    } else {
-        (what, "absent".to_string())
+    let (old, new) = match presence {
+        Presence::Added => (String::new(), what),
+        Presence::Removed => (what, String::new()),
     };
     Change {
         field: "rank".into(),
@@ -321,9 +336,12 @@ fn change_text(c: &Change) -> String {
         "nics" => "NIC".into(),
         other => other.replacen("env.", "env ", 1),
     };
-    let body = match (c.old.is_empty(), c.new.is_empty()) {
-        (true, _) => format!("{field} + {}", c.new),
-        (_, true) => format!("{field} - {}", c.old),
+    // Ranks and warnings exist on one side or both; other fields change value.
+    let body = match (c.field.as_str(), c.old.is_empty(), c.new.is_empty()) {
+        ("rank", true, _) => format!("added ({})", c.new),
+        ("rank", _, true) => format!("removed ({})", c.old),
+        (_, true, _) => format!("{field} + {}", c.new),
+        (_, _, true) => format!("{field} - {}", c.old),
         _ => format!("{field} {} -> {}", c.old, c.new),
     };
     match &c.detail {

@@ -70,8 +70,14 @@ pub fn build(plan: &Plan, topo: &Topology) -> Picture {
     let cell = max_rank.to_string().len();
     let capacity = (64 / (cell + 1)).max(4);
 
+    // A node's package is its own or that of its cores (hwloc 1.x exports put NUMA nodes above
+    // packages); nodes without either (memory-only ones there) go in a machine box.
     let mut package_ids: Vec<Option<PackageId>> = topo.packages().into_iter().map(Some).collect();
-    if topo.nodes().iter().any(|n| n.package.is_none()) {
+    if topo
+        .nodes()
+        .iter()
+        .any(|n| topo.node_package(n.id).is_none())
+    {
         package_ids.push(None);
     }
     let packages = package_ids
@@ -81,7 +87,7 @@ pub fn build(plan: &Plan, topo: &Topology) -> Picture {
             nodes: fold_memory_nodes(
                 topo.nodes()
                     .iter()
-                    .filter(|n| n.package == p)
+                    .filter(|n| topo.node_package(n.id) == p)
                     .map(|n| (n.id, node_box(plan, topo, n.id, &marks, capacity)))
                     .collect(),
             ),
