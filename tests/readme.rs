@@ -40,3 +40,34 @@ fn readme_lists_every_fixture() {
         );
     }
 }
+
+/// The README never calls an existing subcommand missing: every sentence that says something is
+/// not implemented, not yet there or planned names no subcommand the binary has.
+#[test]
+fn readme_does_not_call_existing_subcommands_missing() {
+    use clap::CommandFactory;
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let subcommands: Vec<String> = numaplan::cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    assert!(subcommands.contains(&"exec".to_string()));
+    let text = readme.replace('\n', " ");
+    for sentence in text.split(". ") {
+        let lower = sentence.to_lowercase();
+        let says_missing = ["not implemented", "not yet", "unimplemented", "coming soon", "planned for", "open issues and"]
+            .iter()
+            .any(|p| lower.contains(p));
+        if !says_missing {
+            continue;
+        }
+        for sub in &subcommands {
+            for mention in [format!("`numaplan {sub}`"), format!("`{sub}`")] {
+                assert!(
+                    !sentence.contains(&mention),
+                    "README calls `{sub}` missing, but it exists: {sentence}"
+                );
+            }
+        }
+    }
+}
