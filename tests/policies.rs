@@ -211,13 +211,38 @@ proptest! {
         reserve_per_l3 in 0u32..2,
         cut in 0u32..4,
         cpu_only in any::<bool>(),
+        no_node_zero in any::<bool>(),
+        hide_group_firsts in any::<bool>(),
     ) {
         let gpu_nodes: Vec<u32> = gpu_nodes.into_iter().map(|n| n % nodes).collect();
-        let parts = small_parts(nodes, cores, smt, &gpu_nodes);
+        let mut parts = small_parts(nodes, cores, smt, &gpu_nodes);
+        if no_node_zero {
+            // Nodes numbered from 1, as on some partitioned machines.
+            for n in &mut parts.nodes {
+                n.id = NodeId(n.id.0 + 1);
+            }
+            for c in &mut parts.cores {
+                c.node = NodeId(c.node.0 + 1);
+            }
+            for g in &mut parts.gpus {
+                g.numa_node = g.numa_node.map(|n| NodeId(n.0 + 1));
+            }
+        }
         let t = Topology::build(parts).unwrap();
         let all = t.all_cpus();
-        // Cut a few CPUs away, as a cgroup would.
-        let allowed: CpuSet = all.iter().filter(|c| cut == 0 || c % (cut + 3) != 0).collect();
+        // Cut a few CPUs away, as a cgroup would; optionally hide the first CPU of every L3
+        // group, which reorders groups and cores for a tool that sorts by allowed CPUs.
+        let group_firsts: CpuSet = t
+            .l3_groups()
+            .iter()
+            .filter_map(|l3| t.cores().iter().filter(|c| c.l3 == *l3).map(|c| c.key()).min())
+            .collect();
+        let allowed: CpuSet = all
+            .iter()
+            .filter(|c| cut == 0 || c % (cut + 3) != 0)
+            .filter(|c| !hide_group_firsts || !group_firsts.contains(*c))
+            .collect();
+        prop_assume!(!allowed.is_empty());
         let spec = format!(
             "gpus: {}\ncpu: {{policy: {policy}, smt: {}, reserve_per_l3: {reserve_per_l3}, allowed: \"{allowed}\"}}\n",
             if cpu_only { "none" } else { "all" },

@@ -55,9 +55,16 @@ fn readme_does_not_call_existing_subcommands_missing() {
     let text = readme.replace('\n', " ");
     for sentence in text.split(". ") {
         let lower = sentence.to_lowercase();
-        let says_missing = ["not implemented", "not yet", "unimplemented", "coming soon", "planned for", "open issues and"]
-            .iter()
-            .any(|p| lower.contains(p));
+        let says_missing = [
+            "not implemented",
+            "not yet",
+            "unimplemented",
+            "coming soon",
+            "planned for",
+            "open issues and",
+        ]
+        .iter()
+        .any(|p| lower.contains(p));
         if !says_missing {
             continue;
         }

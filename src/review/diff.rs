@@ -58,6 +58,25 @@ pub struct Summary {
 }
 
 pub fn diff(old: &Side, new: &Side) -> Report {
+    let topologies = old.topology.zip(new.topology);
+    let (ranks, cores_moved) = rank_diffs(old.plan, new.plan, topologies);
+    Report {
+        old: old.label.to_string(),
+        new: new.label.to_string(),
+        summary: Summary {
+            ranks_changed: ranks.len() as u32,
+            ranks: old.plan.ranks.len().max(new.plan.ranks.len()) as u32,
+            cores_moved: topologies.map(|_| cores_moved),
+            quality_old: old.topology.map(|t| quality::measure(old.plan, t)),
+            quality_new: new.topology.map(|t| quality::measure(new.plan, t)),
+        },
+        plan: plan_changes(old, new),
+        ranks,
+    }
+}
+
+/// Changes to the plan as a whole: its fields, and warnings gone or new.
+fn plan_changes(old: &Side, new: &Side) -> Vec<Change> {
     let mut plan = Vec::new();
     let mut field = |name: &str, a: String, b: String| {
         if a != b {
@@ -69,54 +88,49 @@ pub fn diff(old: &Side, new: &Side) -> Report {
             });
         }
     };
-    field("name", opt(&old.plan.name), opt(&new.plan.name));
     let command = |p: &Plan| match p.command.is_empty() {
         true => NONE.to_string(),
         false => p.command.join(" "),
     };
-    field("command", command(old.plan), command(new.plan));
-    field(
-        "policy",
-        old.plan.policy.name().into(),
-        new.plan.policy.name().into(),
-    );
-    field(
-        "nodes",
-        old.plan.nodes.to_string(),
-        new.plan.nodes.to_string(),
-    );
+    let (a, b) = (old.plan, new.plan);
+    field("name", opt(&a.name), opt(&b.name));
+    field("command", command(a), command(b));
+    field("policy", a.policy.name().into(), b.policy.name().into());
+    field("nodes", a.nodes.to_string(), b.nodes.to_string());
     field(
         "ranks_per_node",
-        old.plan.ranks_per_node.to_string(),
-        new.plan.ranks_per_node.to_string(),
+        a.ranks_per_node.to_string(),
+        b.ranks_per_node.to_string(),
     );
     field(
         "topology",
-        format!("{} ({})", old.plan.topology, old.fingerprint),
-        format!("{} ({})", new.plan.topology, new.fingerprint),
+        format!("{} ({})", a.topology, old.fingerprint),
+        format!("{} ({})", b.topology, new.fingerprint),
     );
     field(
         "reserved_cpus",
-        old.plan.reserved.to_string(),
-        new.plan.reserved.to_string(),
+        a.reserved.to_string(),
+        b.reserved.to_string(),
     );
-    for w in &old.plan.warnings {
-        if !new.plan.warnings.contains(w) {
-            field("warning", w.clone(), String::new());
-        }
+    for w in a.warnings.iter().filter(|w| !b.warnings.contains(w)) {
+        field("warning", w.clone(), String::new());
     }
-    for w in &new.plan.warnings {
-        if !old.plan.warnings.contains(w) {
-            field("warning", String::new(), w.clone());
-        }
+    for w in b.warnings.iter().filter(|w| !a.warnings.contains(w)) {
+        field("warning", String::new(), w.clone());
     }
+    plan
+}
 
-    let topologies = old.topology.zip(new.topology);
-    let count = old.plan.ranks.len().max(new.plan.ranks.len());
+/// The ranks with changes, and the cores moved (an added or removed rank moves all its cores).
+fn rank_diffs(
+    old: &Plan,
+    new: &Plan,
+    topologies: Option<(&Topology, &Topology)>,
+) -> (Vec<RankChanges>, u32) {
     let mut ranks = Vec::new();
     let mut cores_moved = 0;
-    for i in 0..count {
-        let changes = match (old.plan.ranks.get(i), new.plan.ranks.get(i)) {
+    for i in 0..old.ranks.len().max(new.ranks.len()) {
+        let changes = match (old.ranks.get(i), new.ranks.get(i)) {
             (Some(a), Some(b)) => {
                 let (changes, moved) = rank_changes(a, b, topologies);
                 cores_moved += moved;
@@ -139,19 +153,7 @@ pub fn diff(old: &Side, new: &Side) -> Report {
             });
         }
     }
-    Report {
-        old: old.label.to_string(),
-        new: new.label.to_string(),
-        summary: Summary {
-            ranks_changed: ranks.len() as u32,
-            ranks: count as u32,
-            cores_moved: topologies.map(|_| cores_moved),
-            quality_old: old.topology.map(|t| quality::measure(old.plan, t)),
-            quality_new: new.topology.map(|t| quality::measure(new.plan, t)),
-        },
-        plan,
-        ranks,
-    }
+    (ranks, cores_moved)
 }
 
 /// How a missing value reads (an unnamed plan, no command).

@@ -1,5 +1,5 @@
 //! `raw::JobSpec` -> `Spec`: parse CPU and node lists, apply defaults, and collect every problem
-//! (with its path) before stopping.
+//! (with its path) before stopping. One function per part of the spec.
 
 use super::error::SpecProblem;
 use super::raw::{self, JobSpec};
@@ -7,52 +7,159 @@ use super::{
     Balance, CpuOption, CpuSpec, GpuChoice, MemPolicy, MemoryNode, MemorySpec, NicPolicy, Policy,
     Scope, SlurmSpec, Smt, Spec, Visibility,
 };
-use crate::cpuset::CpuSet;
+use crate::cpuset::{CpuSet, MAX_CPU};
 use crate::ids::{GpuIndex, NodeId};
 use crate::topology::fixture::CpuList;
 
 /// torchrun's default MASTER_PORT.
 pub const DEFAULT_PORT: u16 = 29500;
 
+/// The most ranks a node can run, and GPUs a rank can take: a node has at most `MAX_CPU` CPUs.
+pub const MAX_PER_NODE: u32 = MAX_CPU;
+
 pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
-    let mut problems = Vec::new();
-    let mut problem = |path: &str, message: String, label: &str, help: &str| {
-        problems.push(SpecProblem {
+    let mut p = Problems::default();
+    let counts = counts(raw, &mut p);
+    let gpus = gpu_choice(raw, &mut p);
+    let mut warnings = Vec::new();
+    let cpu = cpu_spec(raw, &mut p, &mut warnings);
+    let memory = memory_spec(raw, &mut p);
+    let command = command(raw, &mut p);
+    environment(raw, &mut p);
+    let rendezvous = raw.rendezvous.clone().unwrap_or_default();
+    if rendezvous.port == Some(0) {
+        p.add(
+            "rendezvous.port",
+            "port 0 cannot be a rendezvous port".into(),
+            "port 0",
+            "use a fixed port such as 29500",
+        );
+    }
+    let slurm = slurm(raw, &mut p);
+    if !p.0.is_empty() {
+        return Err(p.0);
+    }
+    Ok(Spec {
+        name: raw.name.clone(),
+        command,
+        topology: raw.topology.clone(),
+        nodes: counts.nodes,
+        ranks_per_node: raw.ranks_per_node,
+        gpus,
+        gpus_per_rank: counts.gpus_per_rank,
+        visible: match raw.gpu.as_ref().and_then(|g| g.visible) {
+            Some(raw::VisibleName::Own) => Visibility::Own,
+            _ => Visibility::All,
+        },
+        cpu,
+        memory,
+        nic: match raw.nic.as_ref().and_then(|n| n.policy) {
+            Some(raw::NicPolicyName::None) => NicPolicy::None,
+            _ => NicPolicy::Closest,
+        },
+        env: raw.env.clone(),
+        port: rendezvous.port.unwrap_or(DEFAULT_PORT),
+        master_addr: rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()),
+        slurm,
+        warnings,
+    })
+}
+
+/// Every problem found, in the order found.
+#[derive(Default)]
+struct Problems(Vec<SpecProblem>);
+
+impl Problems {
+    fn add(&mut self, path: &str, message: String, label: &str, help: &str) {
+        self.0.push(SpecProblem {
             path: path.to_string(),
             message,
             label: label.to_string(),
             help: help.to_string(),
         });
-    };
+    }
 
-    let positive = |value: Option<u32>, default: u32| value.unwrap_or(default);
-    let nodes = positive(raw.nodes, 1);
-    if nodes == 0 {
-        problem(
-            "nodes",
-            "`nodes` must be at least 1".into(),
-            "zero nodes",
-            "set `nodes: 1` or more",
-        );
+    /// A CPU or node list, or `None` (with a problem) when it does not parse.
+    fn cpulist(&mut self, path: &str, value: Option<&CpuList>) -> Option<CpuSet> {
+        match value?.0.parse::<CpuSet>() {
+            Ok(set) => Some(set),
+            Err(e) => {
+                self.add(
+                    path,
+                    format!("invalid CPU list `{}`: {e}", value?.0),
+                    "not a cpulist",
+                    "write a list such as \"0,64\" or \"0-23,48-71\"",
+                );
+                None
+            }
+        }
     }
-    if raw.ranks_per_node == Some(0) {
-        problem(
+}
+
+struct Counts {
+    nodes: u32,
+    gpus_per_rank: u32,
+}
+
+/// `nodes`, `ranks_per_node`, `gpus_per_rank`: at least 1, and small enough that every count
+/// numaplan derives from them (`WORLD_SIZE`, GPUs needed) stays exact.
+fn counts(raw: &JobSpec, p: &mut Problems) -> Counts {
+    let nodes = raw.nodes.unwrap_or(1);
+    let gpus_per_rank = raw.gpus_per_rank.unwrap_or(1);
+    for (path, value, what, help) in [
+        ("nodes", Some(nodes), "nodes", "set `nodes: 1` or more"),
+        (
             "ranks_per_node",
-            "`ranks_per_node` must be at least 1".into(),
-            "zero ranks",
+            raw.ranks_per_node,
+            "ranks",
             "remove the key to get one rank per GPU",
-        );
-    }
-    let gpus_per_rank = positive(raw.gpus_per_rank, 1);
-    if gpus_per_rank == 0 {
-        problem(
+        ),
+        (
             "gpus_per_rank",
-            "`gpus_per_rank` must be at least 1".into(),
-            "zero GPUs",
+            Some(gpus_per_rank),
+            "GPUs",
             "for CPU-only ranks write `gpus: none` instead",
+        ),
+    ] {
+        if value == Some(0) {
+            p.add(
+                path,
+                format!("`{path}` must be at least 1"),
+                &format!("zero {what}"),
+                help,
+            );
+        }
+    }
+    for (path, value) in [
+        ("ranks_per_node", raw.ranks_per_node),
+        ("gpus_per_rank", Some(gpus_per_rank)),
+    ] {
+        if value.is_some_and(|v| v > MAX_PER_NODE) {
+            p.add(
+                path,
+                format!("`{path}` is larger than {MAX_PER_NODE}, more than a node has CPUs"),
+                "too large",
+                "a node runs at most one rank per CPU",
+            );
+        }
+    }
+    let world = u64::from(nodes) * u64::from(raw.ranks_per_node.unwrap_or(1));
+    if world > u64::from(u32::MAX) {
+        p.add(
+            "nodes",
+            format!("{world} ranks in all (`nodes` x `ranks_per_node`) do not fit `WORLD_SIZE`"),
+            "too many nodes",
+            "run fewer nodes or fewer ranks per node",
         );
     }
-    let gpus = match &raw.gpus {
+    Counts {
+        nodes,
+        gpus_per_rank,
+    }
+}
+
+fn gpu_choice(raw: &JobSpec, p: &mut Problems) -> GpuChoice {
+    match &raw.gpus {
         None | Some(raw::GpuSelection::Keyword(raw::GpuKeyword::All)) => GpuChoice::All,
         Some(raw::GpuSelection::Keyword(raw::GpuKeyword::None)) => GpuChoice::None,
         Some(raw::GpuSelection::Keyword(raw::GpuKeyword::Visible)) => GpuChoice::Visible(None),
@@ -62,7 +169,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
             let mut seen = std::collections::BTreeSet::new();
             for (i, g) in list.iter().enumerate() {
                 if !seen.insert(*g) {
-                    problem(
+                    p.add(
                         &format!("gpus[{i}]"),
                         format!("GPU {g} is listed twice"),
                         "listed before",
@@ -71,7 +178,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
                 }
             }
             if list.is_empty() {
-                problem(
+                p.add(
                     "gpus",
                     "the GPU list is empty".into(),
                     "no GPUs",
@@ -80,10 +187,81 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
             }
             GpuChoice::List(list.iter().map(|g| GpuIndex(*g)).collect())
         }
-    };
+    }
+}
 
+fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<String>) -> CpuSpec {
     let cpu = raw.cpu.clone().unwrap_or_default();
-    let policy = match cpu.policy.unwrap_or(raw::PolicyName::Auto) {
+    let policy = policy(cpu.policy.unwrap_or(raw::PolicyName::Auto));
+    // `reserve` is the deprecated spelling of `reserve_cpus`.
+    let reserve_cpus = match (&cpu.reserve_cpus, &cpu.reserve) {
+        (Some(_), Some(_)) => {
+            p.add(
+                "cpu.reserve",
+                "`cpu.reserve` and `cpu.reserve_cpus` are both set".into(),
+                "deprecated spelling of `reserve_cpus`",
+                "remove `reserve`; `reserve_cpus` lists the CPUs",
+            );
+            None
+        }
+        (None, Some(list)) => {
+            warnings.push(format!(
+                "`cpu.reserve` is deprecated: it names CPUs (\"{}\"), not a count; write `cpu.reserve_cpus: \"{}\"`, or `cpu.reserve_cores: N` to keep the last N cores of every node free",
+                list.0, list.0
+            ));
+            p.cpulist("cpu.reserve", Some(list))
+        }
+        (list, None) => p.cpulist("cpu.reserve_cpus", list.as_ref()),
+    };
+    let allowed = p.cpulist("cpu.allowed", cpu.allowed.as_ref());
+    // `single` and `single-unique` ignore the limits (a warning), so `min > max` is no error.
+    let limits_apply = !matches!(policy, Policy::Single | Policy::SingleUnique);
+    if let (Some(min), Some(max)) = (cpu.min_cores, cpu.max_cores)
+        && min > max
+        && limits_apply
+    {
+        p.add(
+            "cpu.min_cores",
+            format!("`min_cores` ({min}) is larger than `max_cores` ({max})"),
+            "larger than max_cores",
+            "lower `min_cores` or raise `max_cores`",
+        );
+    }
+    if cpu.max_cores == Some(0) {
+        p.add(
+            "cpu.max_cores",
+            "`max_cores` must be at least 1".into(),
+            "zero cores",
+            "remove `max_cores` for no limit",
+        );
+    }
+    CpuSpec {
+        policy,
+        scope: match cpu.scope {
+            Some(raw::ScopeName::Socket) => Scope::Socket,
+            _ => Scope::Node,
+        },
+        smt: match cpu.smt {
+            Some(raw::SmtName::One) => Smt::One,
+            _ => Smt::All,
+        },
+        balance: if cpu.balanced.unwrap_or(true) {
+            Balance::Balanced
+        } else {
+            Balance::Unbalanced
+        },
+        min_cores: cpu.min_cores.unwrap_or(1),
+        max_cores: cpu.max_cores,
+        reserve_cpus: reserve_cpus.unwrap_or_default(),
+        reserve_cores: cpu.reserve_cores.unwrap_or(0),
+        reserve_per_l3: cpu.reserve_per_l3.unwrap_or(0),
+        allowed,
+        set: explicit_options(&cpu),
+    }
+}
+
+fn policy(name: raw::PolicyName) -> Policy {
+    match name {
         raw::PolicyName::Auto => Policy::Auto,
         raw::PolicyName::Node => Policy::Node,
         raw::PolicyName::Socket => Policy::Socket,
@@ -94,223 +272,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         raw::PolicyName::SingleUnique => Policy::SingleUnique,
         raw::PolicyName::UniqueContiguous => Policy::UniqueContiguous,
         raw::PolicyName::UniqueInterleaved => Policy::UniqueInterleaved,
-    };
-    let mut cpulist = |path: &str, value: &Option<CpuList>| -> Option<CpuSet> {
-        let text = value.as_ref()?;
-        match text.0.parse::<CpuSet>() {
-            Ok(set) => Some(set),
-            Err(e) => {
-                problem(
-                    path,
-                    format!("invalid CPU list `{}`: {e}", text.0),
-                    "not a cpulist",
-                    "write a list such as \"0,64\" or \"0-23,48-71\"",
-                );
-                None
-            }
-        }
-    };
-    let mut warnings = Vec::new();
-    // `reserve` is the deprecated spelling of `reserve_cpus`; both at once is an error below.
-    let (reserve_path, reserve_list) = match (&cpu.reserve_cpus, &cpu.reserve) {
-        (None, Some(list)) => {
-            warnings.push(format!(
-                "`cpu.reserve` is deprecated: it names CPUs (\"{}\"), not a count; write `cpu.reserve_cpus: \"{}\"`, or `cpu.reserve_cores: N` to keep the last N cores of every node free",
-                list.0, list.0
-            ));
-            ("cpu.reserve", Some(list.clone()))
-        }
-        (list, _) => ("cpu.reserve_cpus", list.clone()),
-    };
-    let reserve_cpus = cpulist(reserve_path, &reserve_list).unwrap_or_default();
-    let allowed = cpulist("cpu.allowed", &cpu.allowed);
-    let memory_raw = raw.memory.clone().unwrap_or_default();
-    let memory_nodes = match &memory_raw.nodes {
-        None => None,
-        Some(text) => match parse_memory_nodes(&text.0) {
-            Ok(nodes) if nodes.is_empty() => {
-                problem(
-                    "memory.nodes",
-                    "the node list is empty".into(),
-                    "no nodes",
-                    "remove `nodes` to use each rank's home node",
-                );
-                None
-            }
-            Ok(nodes) => Some(nodes),
-            Err(e) => {
-                problem(
-                    "memory.nodes",
-                    format!("invalid node list `{}`: {e}", text.0),
-                    "not a node list",
-                    "write a list such as \"0\", \"0,2\", \"local\" or \"local,local+8\"",
-                );
-                None
-            }
-        },
-    };
-    if cpu.reserve.is_some() && cpu.reserve_cpus.is_some() {
-        problem(
-            "cpu.reserve",
-            "`cpu.reserve` and `cpu.reserve_cpus` are both set".into(),
-            "deprecated spelling of `reserve_cpus`",
-            "remove `reserve`; `reserve_cpus` lists the CPUs",
-        );
     }
-    let policy_ignores_limits = matches!(policy, Policy::Single | Policy::SingleUnique);
-    if let (Some(min), Some(max)) = (cpu.min_cores, cpu.max_cores)
-        && min > max
-        && !policy_ignores_limits
-    {
-        problem(
-            "cpu.min_cores",
-            format!("`min_cores` ({min}) is larger than `max_cores` ({max})"),
-            "larger than max_cores",
-            "lower `min_cores` or raise `max_cores`",
-        );
-    }
-    if cpu.max_cores == Some(0) {
-        problem(
-            "cpu.max_cores",
-            "`max_cores` must be at least 1".into(),
-            "zero cores",
-            "remove `max_cores` for no limit",
-        );
-    }
-    let memory_policy = memory_raw.policy.map(|p| match p {
-        raw::MemPolicyName::Preferred => MemPolicy::Preferred,
-        raw::MemPolicyName::Bind => MemPolicy::Bind,
-        raw::MemPolicyName::Interleave => MemPolicy::Interleave,
-        raw::MemPolicyName::None => MemPolicy::None,
-    });
-    if memory_policy == Some(MemPolicy::None) && memory_nodes.is_some() {
-        problem(
-            "memory.nodes",
-            "`memory.nodes` has no effect with `policy: none`".into(),
-            "ignored",
-            "remove `nodes`, or choose `preferred`, `bind` or `interleave`",
-        );
-    }
-    for key in raw.env.keys() {
-        let valid = !key.is_empty()
-            && !key.starts_with(|c: char| c.is_ascii_digit())
-            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            problem(
-                &format!("env.{key}"),
-                format!("`{key}` is not a valid environment variable name"),
-                "invalid name",
-                "use letters, digits and `_`, not starting with a digit",
-            );
-        }
-    }
-    let command = raw.command.clone().unwrap_or_default();
-    if raw.command.is_some() && command.is_empty() {
-        problem(
-            "command",
-            "`command` is empty".into(),
-            "no program",
-            "write the program and its arguments, e.g. [python, train.py]",
-        );
-    }
-    let rendezvous = raw.rendezvous.clone().unwrap_or_default();
-    if rendezvous.port == Some(0) {
-        problem(
-            "rendezvous.port",
-            "port 0 cannot be a rendezvous port".into(),
-            "port 0",
-            "use a fixed port such as 29500",
-        );
-    }
-
-    let slurm = raw.slurm.clone().unwrap_or_default();
-    for (i, line) in slurm.extra.iter().enumerate() {
-        if !line.starts_with('-') || line.contains('\n') {
-            problem(
-                &format!("slurm.extra[{i}]"),
-                format!("`{line}` is not an sbatch option"),
-                "not an option",
-                "write one option per entry, e.g. \"--qos=high\"",
-            );
-        }
-    }
-    for (key, value) in [
-        ("slurm.partition", &slurm.partition),
-        ("slurm.account", &slurm.account),
-        ("slurm.time", &slurm.time),
-    ] {
-        if value
-            .as_deref()
-            .is_some_and(|v| v.is_empty() || v.contains(char::is_whitespace))
-        {
-            problem(
-                key,
-                format!("`{key}` cannot be empty or contain spaces"),
-                "invalid",
-                "write a single Slurm word",
-            );
-        }
-    }
-
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    Ok(Spec {
-        name: raw.name.clone(),
-        command,
-        topology: raw.topology.clone(),
-        nodes,
-        ranks_per_node: raw.ranks_per_node,
-        gpus,
-        gpus_per_rank,
-        visible: match raw.gpu.as_ref().and_then(|g| g.visible) {
-            Some(raw::VisibleName::Own) => Visibility::Own,
-            _ => Visibility::All,
-        },
-        cpu: CpuSpec {
-            policy,
-            scope: match cpu.scope {
-                Some(raw::ScopeName::Socket) => Scope::Socket,
-                _ => Scope::Node,
-            },
-            smt: match cpu.smt {
-                Some(raw::SmtName::One) => Smt::One,
-                _ => Smt::All,
-            },
-            balance: if cpu.balanced.unwrap_or(true) {
-                Balance::Balanced
-            } else {
-                Balance::Unbalanced
-            },
-            min_cores: cpu.min_cores.unwrap_or(1),
-            max_cores: cpu.max_cores,
-            reserve_cpus,
-            reserve_cores: cpu.reserve_cores.unwrap_or(0),
-            reserve_per_l3: cpu.reserve_per_l3.unwrap_or(0),
-            allowed,
-            set: explicit_options(&cpu),
-        },
-        memory: MemorySpec {
-            policy: memory_policy,
-            nodes: memory_nodes,
-        },
-        nic: match raw.nic.as_ref().and_then(|n| n.policy) {
-            Some(raw::NicPolicyName::None) => NicPolicy::None,
-            _ => NicPolicy::Closest,
-        },
-        env: raw.env.clone(),
-        port: rendezvous.port.unwrap_or(DEFAULT_PORT),
-        master_addr: rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()),
-        slurm: SlurmSpec {
-            partition: slurm.partition,
-            account: slurm.account,
-            time: slurm.time,
-            exclusive: slurm.exclusive.unwrap_or(true),
-            extra: slurm.extra,
-            verbose: slurm.verbose.unwrap_or(false),
-        },
-        warnings,
-    })
 }
 
 /// The `cpu:` options the spec writes, whatever their value.
@@ -331,6 +293,49 @@ fn explicit_options(cpu: &raw::CpuOptions) -> Vec<CpuOption> {
     .into_iter()
     .filter_map(|(set, option)| set.then_some(option))
     .collect()
+}
+
+fn memory_spec(raw: &JobSpec, p: &mut Problems) -> MemorySpec {
+    let memory = raw.memory.clone().unwrap_or_default();
+    let nodes = match &memory.nodes {
+        None => None,
+        Some(text) => match parse_memory_nodes(&text.0) {
+            Ok(nodes) if nodes.is_empty() => {
+                p.add(
+                    "memory.nodes",
+                    "the node list is empty".into(),
+                    "no nodes",
+                    "remove `nodes` to use each rank's home node",
+                );
+                None
+            }
+            Ok(nodes) => Some(nodes),
+            Err(e) => {
+                p.add(
+                    "memory.nodes",
+                    format!("invalid node list `{}`: {e}", text.0),
+                    "not a node list",
+                    "write a list such as \"0\", \"0,2\", \"local\" or \"local,local+8\"",
+                );
+                None
+            }
+        },
+    };
+    let policy = memory.policy.map(|p| match p {
+        raw::MemPolicyName::Preferred => MemPolicy::Preferred,
+        raw::MemPolicyName::Bind => MemPolicy::Bind,
+        raw::MemPolicyName::Interleave => MemPolicy::Interleave,
+        raw::MemPolicyName::None => MemPolicy::None,
+    });
+    if policy == Some(MemPolicy::None) && nodes.is_some() {
+        p.add(
+            "memory.nodes",
+            "`memory.nodes` has no effect with `policy: none`".into(),
+            "ignored",
+            "remove `nodes`, or choose `preferred`, `bind` or `interleave`",
+        );
+    }
+    MemorySpec { policy, nodes }
 }
 
 /// `memory.nodes`: comma-separated node ids and ranges (`0-3`), `local` and `local+N`.
@@ -360,4 +365,72 @@ fn parse_memory_nodes(text: &str) -> Result<Vec<MemoryNode>, String> {
         }
     }
     Ok(out)
+}
+
+fn command(raw: &JobSpec, p: &mut Problems) -> Vec<String> {
+    let command = raw.command.clone().unwrap_or_default();
+    if raw.command.is_some() && command.is_empty() {
+        p.add(
+            "command",
+            "`command` is empty".into(),
+            "no program",
+            "write the program and its arguments, e.g. [python, train.py]",
+        );
+    }
+    command
+}
+
+fn environment(raw: &JobSpec, p: &mut Problems) {
+    for key in raw.env.keys() {
+        let valid = !key.is_empty()
+            && !key.starts_with(|c: char| c.is_ascii_digit())
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            p.add(
+                &format!("env.{key}"),
+                format!("`{key}` is not a valid environment variable name"),
+                "invalid name",
+                "use letters, digits and `_`, not starting with a digit",
+            );
+        }
+    }
+}
+
+fn slurm(raw: &JobSpec, p: &mut Problems) -> SlurmSpec {
+    let slurm = raw.slurm.clone().unwrap_or_default();
+    for (i, line) in slurm.extra.iter().enumerate() {
+        if !line.starts_with('-') || line.contains('\n') {
+            p.add(
+                &format!("slurm.extra[{i}]"),
+                format!("`{line}` is not an sbatch option"),
+                "not an option",
+                "write one option per entry, e.g. \"--qos=high\"",
+            );
+        }
+    }
+    for (key, value) in [
+        ("slurm.partition", &slurm.partition),
+        ("slurm.account", &slurm.account),
+        ("slurm.time", &slurm.time),
+    ] {
+        if value
+            .as_deref()
+            .is_some_and(|v| v.is_empty() || v.contains(char::is_whitespace))
+        {
+            p.add(
+                key,
+                format!("`{key}` cannot be empty or contain spaces"),
+                "invalid",
+                "write a single Slurm word",
+            );
+        }
+    }
+    SlurmSpec {
+        partition: slurm.partition,
+        account: slurm.account,
+        time: slurm.time,
+        exclusive: slurm.exclusive.unwrap_or(true),
+        extra: slurm.extra,
+        verbose: slurm.verbose.unwrap_or(false),
+    }
 }
