@@ -107,6 +107,7 @@ impl Error {
             Error::Spec(SpecError::Invalid { map, problems }) => problems
                 .iter()
                 .map(|p| {
+                    let map = map.for_path(&p.path);
                     Diagnostic::error(E0103_SPEC_INVALID, p.message.clone())
                         .at(map, map.value(&p.path), p.label.clone())
                         .help(p.help.clone())

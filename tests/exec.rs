@@ -303,7 +303,8 @@ fn alive(pid: u32) -> bool {
 #[test]
 fn sigterm_to_numaplan_reaches_every_rank() {
     let dir = tempfile::tempdir().unwrap();
-    let (child, pids) = start_background(dir.path(), "numaplan-sigterm-test");
+    let marker = format!("numaplan-sigterm-test-{}", std::process::id());
+    let (child, pids) = start_background(dir.path(), &marker);
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -323,13 +324,14 @@ fn sigterm_to_numaplan_reaches_every_rank() {
     for pid in pids {
         assert!(!alive(pid), "rank {pid} survived");
     }
-    assert_no_process("numaplan-sigterm-test");
+    assert_no_process(&marker);
 }
 
 #[test]
 fn sigkill_to_numaplan_takes_the_ranks_with_it() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut child, pids) = start_background(dir.path(), "numaplan-sigkill-test");
+    let marker = format!("numaplan-sigkill-test-{}", std::process::id());
+    let (mut child, pids) = start_background(dir.path(), &marker);
     child.kill().unwrap();
     let _ = child.wait();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -507,8 +509,9 @@ fn verify_running_processes() {
         "command: [sh, -c, 'if [ \"$LOCAL_RANK\" = 1 ]; then taskset -a -p -c 0-1023 $$ >/dev/null 2>&1; fi; echo $$ > $OUT/pid-$LOCAL_RANK; sleep 30 & wait', {marker}]\nranks_per_node: 2\ngpus: none\nmemory: {{policy: bind}}\n"
     );
     std::fs::write(dir.path().join("job.yaml"), &job).unwrap();
+    // The marker is in the supervisor's arguments too: `--match` must not take it for a rank.
     let mut child = Command::new(env!("CARGO_BIN_EXE_numaplan"))
-        .args(["exec", "job.yaml"])
+        .args(["exec", "job.yaml", "--", &marker])
         .current_dir(dir.path())
         .env("OUT", dir.path())
         .stdout(Stdio::null())

@@ -216,15 +216,19 @@ fn local_rank_of(pid: u32) -> Option<u32> {
         .ok()
 }
 
-/// Processes (other than numaplan itself) whose command line contains `name`.
+/// Processes whose command line contains `name`, other than numaplan's own (this `verify`, an
+/// `exec` supervisor whose arguments name the program): those are not ranks.
 fn find_processes(name: &str) -> Vec<u32> {
-    let me = std::process::id();
+    let numaplan = std::fs::read_link("/proc/self/exe").ok();
+    let is_numaplan = |pid: u32| {
+        numaplan.is_some() && std::fs::read_link(format!("/proc/{pid}/exe")).ok() == numaplan
+    };
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     let mut pids: Vec<u32> = entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&pid: &u32| pid != me)
+        .filter(|&pid: &u32| !is_numaplan(pid))
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
                 let c: Vec<u8> = c.iter().map(|&b| if b == 0 { b' ' } else { b }).collect();

@@ -73,8 +73,8 @@ pub(crate) fn compile_loaded(
             .find_map(|var| Some((var.to_string(), std::env::var(var).ok()?)));
     }
     let plan = resolve(&spec, &t).map_err(|error| Error::Resolve {
+        map: Box::new(loaded.map.for_path(&error.path).clone()),
         error: Box::new(error),
-        map: Box::new(loaded.map.clone()),
     })?;
     Ok(Compiled {
         fingerprint: fixture::fingerprint(&t),

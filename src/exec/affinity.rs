@@ -62,18 +62,13 @@ impl Binding {
         })
     }
 
-    /// In the child between fork and exec: die with the parent, then bind CPUs and memory.
-    /// Async-signal-safe: syscalls only, on data owned by `self`.
+    /// The binding step every way of applying a rank shares (exec's child before `execve`,
+    /// `numaplan bind` before its own `execve`): the CPU affinity, then the memory policy, of
+    /// the calling thread, which the threads and processes it starts and the program it execs
+    /// inherit. Async-signal-safe: syscalls only, on data owned by `self`.
     pub fn apply(&self) -> io::Result<()> {
         // SAFETY: plain syscalls with valid pointers to data `self` owns for the call.
         unsafe {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() != self.parent {
-                // numaplan died between fork and prctl.
-                libc::_exit(128 + libc::SIGKILL);
-            }
             if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.cpus) != 0 {
                 return Err(io::Error::last_os_error());
             }
@@ -86,15 +81,30 @@ impl Binding {
         }
         Ok(())
     }
+
+    /// In exec's child between fork and exec: die with numaplan, then `apply`.
+    fn apply_in_child(&self) -> io::Result<()> {
+        // SAFETY: plain syscalls without pointers.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != self.parent {
+                // numaplan died between fork and prctl.
+                libc::_exit(128 + libc::SIGKILL);
+            }
+        }
+        self.apply()
+    }
 }
 
 /// Makes `cmd`'s child apply `bind` after fork, before exec.
 pub fn bind_before_exec(cmd: &mut std::process::Command, bind: Binding) {
     use std::os::unix::process::CommandExt as _;
-    // SAFETY: the closure runs between fork and exec; `Binding::apply` makes only
+    // SAFETY: the closure runs between fork and exec; `apply_in_child` makes only
     // async-signal-safe syscalls on data owned by `bind`, and allocates nothing.
     unsafe {
-        cmd.pre_exec(move || bind.apply());
+        cmd.pre_exec(move || bind.apply_in_child());
     }
 }
 

@@ -240,11 +240,26 @@ pub fn run(
             .collect();
         let mut table = verify::check(plan, &pids);
         // A rank that ended before it was read (a short job) shows no binding: report how it
-        // ended instead of a mismatch; its status is kept for supervision.
+        // ended instead of a mismatch; its status is kept for supervision. An exiting rank
+        // releases its memory (empty numa_maps) a moment before wait reports it, so a rank
+        // with problems gets up to 100 ms to finish exiting.
+        let patience = Instant::now() + Duration::from_millis(100);
         for r in running.iter_mut() {
-            if let Ok(Some(status)) = r.child.try_wait() {
-                r.status = Some(status);
-                table.exited(r.child.id(), short_status(status));
+            if !table.has_problems(r.child.id()) {
+                continue;
+            }
+            loop {
+                match r.child.try_wait() {
+                    Ok(Some(status)) => {
+                        r.status = Some(status);
+                        table.exited(r.child.id(), short_status(status));
+                        break;
+                    }
+                    Ok(None) if Instant::now() < patience => {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    _ => break,
+                }
             }
         }
         if plan.nodes > 1 {

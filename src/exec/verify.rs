@@ -146,6 +146,13 @@ impl Table {
         self.rows.iter().filter(|r| r.mismatch()).count()
     }
 
+    /// Whether the rank with this pid was found differing from the plan.
+    pub fn has_problems(&self, pid: u32) -> bool {
+        self.rows
+            .iter()
+            .any(|r| r.pid == pid && !r.problems.is_empty())
+    }
+
     /// Marks the rank with this pid as having exited before it was read (`how`: `0`, `3`,
     /// `SIGKILL`).
     pub fn exited(&mut self, pid: u32, how: String) {

@@ -19,7 +19,7 @@ pub enum SpecError {
     /// Values that are well-formed but not acceptable; every one found.
     #[error("{} problems in the job spec", problems.len())]
     Invalid {
-        map: Box<SourceMap>,
+        map: Box<super::load::SpecMaps>,
         problems: Vec<SpecProblem>,
     },
 }

@@ -1,4 +1,5 @@
-//! Reads a spec file: YAML -> `raw::JobSpec` with a `SourceMap`, then validation.
+//! Reads a spec: YAML -> `raw::JobSpec` with a `SourceMap`, the command line's `--set`
+//! overrides applied, then validation.
 
 use std::path::Path;
 
@@ -6,12 +7,31 @@ use super::error::SpecError;
 use super::raw::JobSpec;
 use super::{Spec, validate};
 use crate::diag::SourceMap;
-use crate::yaml;
+use crate::yaml::{self, Override};
 
 /// A loaded spec with the positions of its text, kept for pointing resolve errors at lines.
 pub struct LoadedSpec {
     pub spec: Spec,
-    pub map: SourceMap,
+    pub map: SpecMaps,
+}
+
+/// Where a spec's values were written: the file, or a `--set` of the command line.
+#[derive(Clone, Debug)]
+pub struct SpecMaps {
+    pub file: SourceMap,
+    /// The `--set` arguments, one per line (file `--set`).
+    pub sets: SourceMap,
+}
+
+impl SpecMaps {
+    /// The map that locates `path`: the `--set` that wrote it (or an enclosing key), else the
+    /// file.
+    pub fn for_path(&self, path: &str) -> &SourceMap {
+        match self.sets.value(path) {
+            Some(_) => &self.sets,
+            None => &self.file,
+        }
+    }
 }
 
 pub fn load_file(path: &Path) -> Result<LoadedSpec, SpecError> {
@@ -23,8 +43,17 @@ pub fn load_file(path: &Path) -> Result<LoadedSpec, SpecError> {
 }
 
 pub fn load_str(file: &str, text: &str) -> Result<LoadedSpec, SpecError> {
-    let (raw, map) = yaml::parse::<JobSpec>(file, text)
-        .map_err(|(error, map)| SpecError::Yaml { map, error })?;
+    load_with(file, text, &[])
+}
+
+/// A spec's text with `--set` overrides applied, in order.
+pub fn load_with(file: &str, text: &str, overrides: &[Override]) -> Result<LoadedSpec, SpecError> {
+    let (raw, file_map, sets) = yaml::parse_with_overrides::<JobSpec>(file, text, overrides)
+        .map_err(|(error, map, _)| SpecError::Yaml { map, error })?;
+    let map = SpecMaps {
+        file: file_map,
+        sets,
+    };
     match validate::validate(&raw) {
         Ok(spec) => Ok(LoadedSpec { spec, map }),
         Err(problems) => Err(SpecError::Invalid {
