@@ -1,10 +1,12 @@
 //! Command-line syntax (clap). Doc comments are the help text; no logic lives here.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::diag::render::MessageFormat;
+use crate::yaml::Override;
 
 /// numaplan: compile a job spec and a machine topology into a reviewable per-rank binding plan.
 #[derive(Debug, Parser)]
@@ -33,6 +35,11 @@ pub enum Command {
     /// Start the plan's ranks on this node, each bound to its CPUs and memory policy before it
     /// starts, and supervise them (a torchrun-style launcher).
     Exec(ExecArgs),
+    /// Bind this process as one local rank of a plan, then run CMD in its place.
+    ///
+    /// The per-rank trampoline for torchrun (`--no-python numaplan bind`), srun, mpirun and
+    /// other launchers: the local rank comes from the launcher's variables.
+    Bind(BindArgs),
     /// Compare the bindings of running ranks (from /proc) with a plan.
     Verify(VerifyArgs),
     /// Compare two plans rank by rank: CPUs, cores and L3 groups moved, GPUs, NIC, memory.
@@ -56,11 +63,35 @@ pub enum Command {
     Codes { code: Option<String> },
 }
 
+/// `--set KEY=VALUE`, shared by the commands that read a job spec.
+#[derive(Debug, Default, clap::Args)]
+pub struct SpecOverrides {
+    /// Override a key of the job spec (repeatable; dotted keys: `cpu.policy=exclusive`,
+    /// `memory.policy=bind`, `gpus=4`, `env.NCCL_DEBUG=INFO`); the value is YAML.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub set: Vec<Override>,
+}
+
+fn key_value(arg: &str) -> Result<Override, String> {
+    match arg.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok(Override {
+            key: key.to_string(),
+            value: value.to_string(),
+        }),
+        _ => Err(format!(
+            "`{arg}` is not KEY=VALUE (e.g. `cpu.policy=exclusive`)"
+        )),
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct CompileArgs {
-    /// The job spec (YAML).
+    /// The job spec (YAML); `-` reads it from standard input.
     #[arg(value_name = "JOB.yaml")]
     pub spec: PathBuf,
+
+    #[command(flatten)]
+    pub overrides: SpecOverrides,
 
     /// The machine to plan for: a fixture, an hwloc XML export, or `discover`. Overrides the
     /// spec's `topology:`; default: the spec's, else this machine.
@@ -95,9 +126,18 @@ pub struct CompileArgs {
 pub struct ExecArgs {
     /// A job spec (compiled for this machine unless it or `--topology` names one), a plan file,
     /// `git:REV:PATH`, or `env:VAR` (a plan in an environment variable, as `--emit sbatch-exec`
-    /// hands it to every node).
+    /// hands it to every node). Without one, the default spec (`--set` and `--nproc-per-node`
+    /// adjust it) and the command after `--`.
     #[arg(value_name = "JOB.yaml|PLAN.yaml")]
-    pub input: String,
+    pub input: Option<String>,
+
+    /// Ranks on this node (the spec's `ranks_per_node`), as torchrun's `--nproc-per-node`;
+    /// `gpu`: one per GPU (the default).
+    #[arg(long, value_name = "N|gpu", value_parser = nproc_per_node)]
+    pub nproc_per_node: Option<NprocPerNode>,
+
+    #[command(flatten)]
+    pub overrides: SpecOverrides,
 
     /// The machine a job spec is compiled for (default: the spec's, else this machine).
     #[arg(long, value_name = "PATH|discover")]
@@ -144,9 +184,75 @@ pub struct ExecArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
     pub grace: f64,
 
-    /// Arguments appended to every rank's command.
+    /// Arguments appended to every rank's command (the command itself when the spec has none),
+    /// passed byte for byte.
     #[arg(last = true, value_name = "ARGS")]
-    pub extra: Vec<String>,
+    pub extra: Vec<OsString>,
+}
+
+/// `--nproc-per-node`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NprocPerNode {
+    Count(u32),
+    /// One rank per GPU.
+    Gpu,
+}
+
+fn nproc_per_node(arg: &str) -> Result<NprocPerNode, String> {
+    match arg {
+        "gpu" => Ok(NprocPerNode::Gpu),
+        n => match n.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(NprocPerNode::Count(n)),
+            _ => Err(format!(
+                "`{arg}` is neither a count of ranks (1 or more) nor `gpu`"
+            )),
+        },
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BindArgs {
+    /// A plan file, a job spec (compiled for this machine), `git:REV:PATH`, or `env:VAR` (a
+    /// plan in an environment variable, as the `--emit torchrun` and `mpirun` scripts hand it
+    /// to every rank).
+    #[arg(value_name = "PLAN.yaml|JOB.yaml")]
+    pub input: String,
+
+    /// This process's local rank (default: the launcher's variable: `LOCAL_RANK`,
+    /// `SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`, `PALS_LOCAL_RANKID`,
+    /// `FLUX_TASK_LOCAL_ID`).
+    #[arg(long, value_name = "N")]
+    pub local_rank: Option<u32>,
+
+    /// The machine a job spec is compiled for (default: the spec's, else this machine).
+    #[arg(long, value_name = "PATH|discover")]
+    pub topology: Option<String>,
+
+    #[command(flatten)]
+    pub overrides: SpecOverrides,
+
+    /// Bind even if this node's CPU, NUMA node or GPU count differs from the plan's topology.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Print the rank's binding on standard error (`rank 3: CPUs 48-55 memory bind:3 via
+    /// LOCAL_RANK`), like `srun --cpu-bind=verbose`.
+    #[arg(long, short)]
+    pub verbose: bool,
+
+    /// Print the rank's binding and the environment it would set, and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// With `--dry-run`: text, or JSON (`"numaplan_bind": 1`) for scripts and the Python
+    /// package.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "dry_run")]
+    pub format: ReportFormat,
+
+    /// The program and its arguments, run in numaplan's place once bound (default: the plan's
+    /// command).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -195,9 +301,14 @@ pub struct DiffArgs {
     #[arg(long, value_name = "PATH|discover")]
     pub new_topology: Option<String>,
 
+    /// `--set KEY=VALUE` applies to NEW when it is a job spec: `diff job.yaml job.yaml --set
+    /// cpu.policy=exclusive` shows what the change would do.
+    #[command(flatten)]
+    pub overrides: SpecOverrides,
+
     /// Text for people, JSON for bots.
-    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
-    pub format: DiffFormat,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
 
     /// Exit 1 when the plans differ, 0 when they do not (as `git diff --exit-code`).
     #[arg(long)]
@@ -205,7 +316,7 @@ pub struct DiffArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DiffFormat {
+pub enum ReportFormat {
     Text,
     Json,
 }
@@ -220,6 +331,9 @@ pub struct ExplainArgs {
     /// The machine (a job spec names its own; a plan file needs this).
     #[arg(long, value_name = "PATH|discover")]
     pub topology: Option<String>,
+
+    #[command(flatten)]
+    pub overrides: SpecOverrides,
 
     /// Text for the terminal, or an SVG picture for a pull request or docs.
     #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]

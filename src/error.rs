@@ -72,6 +72,9 @@ pub enum Error {
     /// `numaplan codes X` with an unknown X.
     #[error("unknown error code `{0}`")]
     UnknownCode(String),
+    /// `--set` (or `--nproc-per-node`) given with a plan, which is not compiled again.
+    #[error("`--set {set}` changes a job spec, but `{input}` is a plan")]
+    SetOnPlan { input: String, set: String },
     /// `diff --exit-code` and plans that differ: exit 1, the diff itself is the message.
     #[error("the plans differ")]
     Differs,
@@ -175,6 +178,9 @@ impl Error {
                 .help("pass the topology the plan was compiled for, recompile the plan for this one, or add `--force` to draw it anyway"),
             Error::Stale { regenerate, .. } => Diagnostic::error(E0404_STALE, self.to_string())
                 .help(format!("regenerate it with `{regenerate}`")),
+            Error::SetOnPlan { .. } => Diagnostic::error(E0104_SET_ON_PLAN, self.to_string())
+                .note("a plan is what was reviewed: numaplan runs it as written")
+                .help("give the job spec the plan was compiled from, or recompile the plan with the change"),
             Error::Differs => unreachable!("`diagnostics` renders no diagnostic for it"),
             Error::WarningsDenied { .. } => Diagnostic::error(E0214_WARNINGS_DENIED, self.to_string())
                 .note("nothing was written or started")
@@ -226,6 +232,24 @@ fn exec(e: &ExecError) -> Diagnostic {
             .help("`--match` looks for NAME in the processes' command lines; `--pids` names them"),
         ExecError::Verify { .. } => Diagnostic::error(E0416_VERIFY, message)
             .help("the table above shows planned and actual bindings per rank"),
+        ExecError::NoLocalRank { looked } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .note(format!("looked for {looked}"))
+            .help("run under a launcher (torchrun, srun, mpirun), or pass `--local-rank N`"),
+        ExecError::LocalRankDisagree { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .help("pass `--local-rank N`, or unset the variable of the launcher that does not start this process"),
+        ExecError::LauncherVariable { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .help("unset the variable, or pass `--local-rank N`"),
+        ExecError::LocalRankPastPlan { ranks, .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .help(format!("start {ranks} ranks per node, as the plan has, or recompile the plan for more")),
+        ExecError::LocalSizeMismatch { launcher, plan, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
+            .help(format!("start the launcher with {plan} ranks per node (`--nproc-per-node {plan}`, `--ntasks-per-node={plan}`), or recompile the plan with `--set ranks_per_node={launcher}`")),
+        ExecError::WorldSizeMismatch { launcher, ranks_per_node, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
+            .help(format!(
+                "start as many ranks as the plan has, or recompile it for the job: `--set nodes={}`",
+                launcher / u64::from((*ranks_per_node).max(1))
+            )),
+        ExecError::BindExec { .. } => Diagnostic::error(E0413_SPAWN, message)
+            .note("the binding was applied; the program could not replace numaplan"),
     }
 }
 

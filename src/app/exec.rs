@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::emit;
 use super::input::{PlanMachine, load_subject};
-use crate::cli::{ExecArgs, VerifyArgs};
+use crate::cli::{ExecArgs, NprocPerNode, VerifyArgs};
 use crate::cpuset::CpuSet;
 use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
@@ -18,15 +18,29 @@ use crate::exec::{
 };
 use crate::plan::{MachineShape, Plan};
 use crate::topology::devices::is_gpu;
+use crate::yaml::Override;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
+    // `--nproc-per-node N` is `--set ranks_per_node=N`, before the user's own `--set`s.
+    let nproc = match args.nproc_per_node {
+        Some(NprocPerNode::Count(n)) => Some(Override {
+            key: "ranks_per_node".into(),
+            value: n.to_string(),
+        }),
+        Some(NprocPerNode::Gpu) | None => None,
+    };
+    let overrides: Vec<Override> = nproc
+        .into_iter()
+        .chain(args.overrides.set.clone())
+        .collect();
     let subject = load_subject(
-        &args.input,
+        args.input.as_deref(),
         args.topology.as_deref(),
         PlanMachine::NotNeeded,
+        &overrides,
     )?;
     let plan = subject.plan;
-    warnings.plan_warnings(&args.input, &plan.warnings)?;
+    warnings.plan_warnings(&subject.input, &plan.warnings)?;
     let opts = ExecOptions {
         place: node_place(args, &plan)?,
         output: match (&args.log_dir, args.no_prefix) {
@@ -72,9 +86,10 @@ pub(super) fn node_facts() -> Result<NodeFacts, Error> {
 
 pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let plan = load_subject(
-        &args.input,
+        Some(&args.input),
         args.topology.as_deref(),
         PlanMachine::NotNeeded,
+        &[],
     )?
     .plan;
     let pids: Vec<u32> = match &args.match_name {
@@ -146,7 +161,7 @@ fn dry_run(plan: &Plan, opts: &ExecOptions) -> Result<String, ExecError> {
                 .join(" "),
             l.argv
                 .iter()
-                .map(|a| sh(a.clone()))
+                .map(|a| sh(a.to_string_lossy().into_owned()))
                 .collect::<Vec<_>>()
                 .join(" ")
         ));

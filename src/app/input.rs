@@ -8,11 +8,14 @@ use super::{Compiled, compile_loaded, load_topology};
 use crate::error::Error;
 use crate::plan::Plan;
 use crate::plan_file;
-use crate::spec::load::load_str as load_spec_str;
+use crate::spec::load::load_with;
 use crate::topology::{Topology, fixture};
+use crate::yaml::Override;
 
 /// A plan under review, with the topology it is drawn on when known.
 pub(crate) struct Subject {
+    /// The input as given (`plan.yaml`, `env:NUMAPLAN_PLAN`, `(command line)`), for messages.
+    pub input: String,
     pub label: String,
     pub plan: Plan,
     pub fingerprint: String,
@@ -44,14 +47,24 @@ pub(crate) enum PlanMachine {
 /// Reads `arg` (a path, `git:REV:PATH` or `env:VAR`), tells a plan from a job spec by content,
 /// and loads it with its topology: a spec's own (or `topology`); a plan's from `topology`, else
 /// from the topology file the plan names (relative to the plan), when it is there.
+///
+/// No `arg` (`exec` alone) is the default spec; `overrides` (`--set`) apply to a spec, and are
+/// an error for a plan, which is not compiled again.
 pub(crate) fn load_subject(
-    arg: &str,
+    arg: Option<&str>,
     topology: Option<&str>,
     machine: PlanMachine,
+    overrides: &[Override],
 ) -> Result<Subject, Error> {
-    let (text, input_dir) = read_input(arg)?;
+    let (arg, text, input_dir) = match arg {
+        Some(arg) => {
+            let (text, dir) = read_input(arg)?;
+            (arg, text, dir)
+        }
+        None => ("(command line)", String::new(), PathBuf::new()),
+    };
     if !plan_file::looks_like_plan(&text) {
-        let loaded = load_spec_str(arg, &text)?;
+        let loaded = load_with(arg, &text, overrides)?;
         let Compiled {
             plan,
             topology,
@@ -59,11 +72,18 @@ pub(crate) fn load_subject(
             ..
         } = compile_loaded(&loaded, &input_dir, topology)?;
         return Ok(Subject {
+            input: arg.to_string(),
             label: label(arg, Some(&topology)),
             plan,
             fingerprint,
             topology: Some(topology),
             notes: Vec::new(),
+        });
+    }
+    if let Some(o) = overrides.first() {
+        return Err(Error::SetOnPlan {
+            input: arg.to_string(),
+            set: o.text(),
         });
     }
     let loaded = plan_file::load(arg, &text)?;
@@ -111,6 +131,7 @@ pub(crate) fn load_subject(
         None => None,
     };
     Ok(Subject {
+        input: arg.to_string(),
         label: label(arg, topology.as_ref()),
         plan: loaded.plan,
         fingerprint: loaded.fingerprint,
@@ -120,8 +141,18 @@ pub(crate) fn load_subject(
 }
 
 /// The text of `arg` and the directory a spec's relative `topology:` is taken from (for a file
-/// from git history: its directory in the working tree).
-fn read_input(arg: &str) -> Result<(String, PathBuf), Error> {
+/// from git history: its directory in the working tree; for standard input, `-`, and an
+/// environment variable: the current directory).
+pub(crate) fn read_input(arg: &str) -> Result<(String, PathBuf), Error> {
+    let unreadable = |source| Error::InputRead {
+        path: PathBuf::from(arg),
+        source,
+    };
+    if arg == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(unreadable)?;
+        return Ok((text, PathBuf::new()));
+    }
     if let Some(var) = arg.strip_prefix("env:") {
         let text = std::env::var(var).map_err(|e| Error::InputRead {
             path: PathBuf::from(arg),

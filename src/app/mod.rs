@@ -1,6 +1,7 @@
 //! One function per subcommand: load, then print or write. Returns data to `main`, never prints
 //! errors itself. `review` holds `diff` and `explain`.
 
+mod bind;
 mod exec;
 mod input;
 mod review;
@@ -12,13 +13,15 @@ use crate::cli::{Cli, Command, CompileArgs, PlanFormat, SchemaKind, TopoArgs, To
 use crate::diag::codes;
 use crate::diag::report::Reporter;
 use crate::emit;
+use crate::emit::templates::sh;
 use crate::error::Error;
 use crate::output::{FileMode, write_atomic};
 use crate::plan::Plan;
 use crate::plan_file::{self, Provenance};
 use crate::resolve::resolve;
 use crate::spec::GpuChoice;
-use crate::spec::load::{LoadedSpec, load_file as load_spec};
+use crate::spec::SpecError;
+use crate::spec::load::{LoadedSpec, load_with};
 use crate::topology::{self, Topology, fixture, summary};
 
 /// Runs a command: its data goes to `stdout`, the plan's warnings to `warnings`.
@@ -26,6 +29,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<
     match cli.command {
         Command::Compile(args) => compile(&args, stdout, warnings),
         Command::Exec(args) => exec::exec(&args, stdout, warnings),
+        Command::Bind(args) => bind::bind(&args, stdout, warnings),
         Command::Verify(args) => exec::verify(&args, stdout),
         Command::Diff(args) => review::diff(&args, stdout),
         Command::Explain(args) => review::explain(&args, stdout),
@@ -89,20 +93,19 @@ fn compile(
     stdout: &mut dyn Write,
     warnings: &mut Reporter,
 ) -> Result<(), Error> {
-    let loaded = load_spec(&args.spec)?;
+    let (spec_file, text, spec_dir) = read_spec(&args.spec)?;
+    let loaded = load_with(&spec_file, &text, &args.overrides.set)?;
     let Compiled {
         plan,
         fingerprint,
         topology_file,
         ..
-    } = compile_loaded(
-        &loaded,
-        args.spec.parent().unwrap_or(Path::new("")),
-        args.topology.as_deref(),
-    )?;
-    let spec_file = args.spec.display().to_string();
+    } = compile_loaded(&loaded, &spec_dir, args.topology.as_deref())?;
     warnings.plan_warnings(&spec_file, &plan.warnings)?;
-    let mut regenerate = format!("numaplan compile {spec_file}");
+    let mut regenerate = format!("numaplan compile {}", args.spec.display());
+    for o in &args.overrides.set {
+        regenerate.push_str(&format!(" --set {}", sh(o.text())));
+    }
     if let Some(t) = &args.topology {
         regenerate.push_str(&format!(" --topology {t}"));
     }
@@ -150,6 +153,25 @@ fn compile(
             emit_as(stdout, args.output.as_deref(), &text, mode)
         }
     }
+}
+
+/// A job spec's name (for messages), text and directory (for its relative `topology:`); `-` is
+/// standard input.
+fn read_spec(path: &Path) -> Result<(String, String, PathBuf), Error> {
+    let unreadable = |source| {
+        Error::Spec(SpecError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    };
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(unreadable)?;
+        return Ok(("<stdin>".into(), text, PathBuf::new()));
+    }
+    let text = std::fs::read_to_string(path).map_err(unreadable)?;
+    let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
+    Ok((path.display().to_string(), text, dir))
 }
 
 /// `target` as seen from the directory `dir` (both relative to the current directory, or

@@ -5,25 +5,30 @@ use std::io::{IsTerminal as _, Write};
 
 use super::emit;
 use super::input::{PlanMachine, Subject, load_subject};
-use crate::cli::{ColourChoice, DiffArgs, DiffFormat, ExplainArgs, ExplainFormat};
+use crate::cli::{ColourChoice, DiffArgs, ExplainArgs, ExplainFormat, ReportFormat};
 use crate::error::Error;
 use crate::review::{diff as plan_diff, explain as plan_explain, picture, svg};
 
 pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let old_t = args.old_topology.as_deref().or(args.topology.as_deref());
     let new_t = args.new_topology.as_deref().or(args.topology.as_deref());
-    let old = load_subject(&args.old, old_t, PlanMachine::Lenient)?;
-    let new = load_subject(&args.new, new_t, PlanMachine::Lenient)?;
+    let old = load_subject(Some(&args.old), old_t, PlanMachine::Lenient, &[])?;
+    let new = load_subject(
+        Some(&args.new),
+        new_t,
+        PlanMachine::Lenient,
+        &args.overrides.set,
+    )?;
     let report = plan_diff::diff(&side(&old), &side(&new));
     let text = match args.format {
-        DiffFormat::Text => {
+        ReportFormat::Text => {
             let mut t = String::new();
             for n in old.notes.iter().chain(&new.notes) {
                 t.push_str(&format!("note: {n}\n"));
             }
             t + &report.render_text()
         }
-        DiffFormat::Json => {
+        ReportFormat::Json => {
             serde_json::to_string_pretty(&report).expect("invariant: reports serialize") + "\n"
         }
     };
@@ -40,7 +45,12 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     } else {
         PlanMachine::Strict
     };
-    let mut s = load_subject(&args.input, args.topology.as_deref(), machine)?;
+    let mut s = load_subject(
+        Some(&args.input),
+        args.topology.as_deref(),
+        machine,
+        &args.overrides.set,
+    )?;
     let Some(topo) = &s.topology else {
         return Err(Error::NeedsTopology {
             input: args.input.clone(),

@@ -17,6 +17,7 @@ pub const E0100_SPEC_READ: Code = Code("E0100");
 pub const E0101_SPEC_SYNTAX: Code = Code("E0101");
 pub const E0102_SPEC_SHAPE: Code = Code("E0102");
 pub const E0103_SPEC_INVALID: Code = Code("E0103");
+pub const E0104_SET_ON_PLAN: Code = Code("E0104");
 pub const E0201_NOT_ENOUGH_GPUS: Code = Code("E0201");
 pub const E0202_UNKNOWN_GPU: Code = Code("E0202");
 pub const E0203_NODE_WITHOUT_CPUS: Code = Code("E0203");
@@ -58,6 +59,8 @@ pub const E0415_INTERRUPTED: Code = Code("E0415");
 pub const E0416_VERIFY: Code = Code("E0416");
 pub const E0417_NO_PROCESSES: Code = Code("E0417");
 pub const E0418_TOPOLOGY_MISMATCH: Code = Code("E0418");
+pub const E0419_LOCAL_RANK: Code = Code("E0419");
+pub const E0420_LOCAL_SIZE: Code = Code("E0420");
 pub const W0200_PLAN_WARNING: Code = Code("W0200");
 
 /// Every code with its explanation, in order.
@@ -82,6 +85,12 @@ pub const ALL: &[(Code, &str)] = &[
         "A value of the job spec is well-formed but not acceptable: a zero count, a malformed CPU \
          or node list, `min_cores` above `max_cores`, an invalid environment variable name. Every \
          such problem is reported before numaplan stops.",
+    ),
+    (
+        E0104_SET_ON_PLAN,
+        "`--set` and `--nproc-per-node` change a job spec before it is compiled; the input is a \
+         plan, which numaplan runs as written (it is what was reviewed). Give the job spec the \
+         plan was compiled from, or recompile the plan with the change.",
     ),
     (
         E0201_NOT_ENOUGH_GPUS,
@@ -315,6 +324,24 @@ pub const ALL: &[(Code, &str)] = &[
          `topology.file`) has another fingerprint than the one the plan was compiled for: the \
          machine, or its fixture, changed since. Pass the right topology, recompile the plan, or \
          use `--force` to draw it anyway under a banner. `diff` only notes such a difference.",
+    ),
+    (
+        E0419_LOCAL_RANK,
+        "`numaplan bind` could not tell which local rank it is: no launcher variable is set \
+         (`LOCAL_RANK` from torchrun, `SLURM_LOCALID` from srun, `OMPI_COMM_WORLD_LOCAL_RANK` \
+         from Open MPI, `MPI_LOCALRANKID` from MPICH, `PALS_LOCAL_RANKID`, \
+         `FLUX_TASK_LOCAL_ID`), two disagree (a launcher with one task per node, around \
+         another, yields to the inner one), one is not a number, or the rank is past the \
+         plan's ranks. Pass `--local-rank N` to say it.",
+    ),
+    (
+        E0420_LOCAL_SIZE,
+        "The launcher runs another number of local ranks (`LOCAL_WORLD_SIZE`, \
+         `SLURM_STEP_TASKS_PER_NODE`, `OMPI_COMM_WORLD_LOCAL_SIZE`, `MPI_LOCALNRANKS`) than the \
+         plan has per node, or another number of ranks in all (`WORLD_SIZE`, \
+         `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `SLURM_NTASKS`) than the plan's nodes x ranks per \
+         node: some GPUs or cores would go unused, or ranks would lack a binding. Start the \
+         launcher with the plan's counts, or recompile the plan for the launcher's.",
     ),
     (
         W0200_PLAN_WARNING,

@@ -43,7 +43,18 @@ impl<'a> Reporter<'a> {
     /// Shows the warnings of a plan made from (or read from) `file`; `Denied` under
     /// `--deny-warnings` when there are any.
     pub fn plan_warnings(&mut self, file: &str, warnings: &[String]) -> Result<(), Denied> {
-        if matches!(self.mode, WarningMode::Show | WarningMode::Deny) {
+        self.plan_warnings_as(Voice::Speaks, file, warnings)
+    }
+
+    /// As `plan_warnings`, but a process that does not speak for its node (`bind` on a local
+    /// rank but 0: every rank would repeat them) shows nothing, and still fails when denied.
+    pub fn plan_warnings_as(
+        &mut self,
+        voice: Voice,
+        file: &str,
+        warnings: &[String],
+    ) -> Result<(), Denied> {
+        if voice == Voice::Speaks && matches!(self.mode, WarningMode::Show | WarningMode::Deny) {
             for w in warnings {
                 let d = Diagnostic {
                     severity: Severity::Warning,
@@ -58,4 +69,16 @@ impl<'a> Reporter<'a> {
             _ => Ok(()),
         }
     }
+
+    /// A line the user asked for (`bind --verbose`), on the same stream.
+    pub fn info(&mut self, line: &str) {
+        let _ = writeln!(self.out, "{line}");
+    }
+}
+
+/// Whether a process prints its plan's warnings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Voice {
+    Speaks,
+    Silent,
 }

@@ -48,6 +48,34 @@ pub enum ExecError {
     NoProcesses { pattern: String },
     #[error("{mismatches} rank(s) are not bound as planned")]
     Verify { mismatches: usize },
+    #[error("no launcher variable says which local rank this process is")]
+    NoLocalRank { looked: String },
+    #[error("the launchers' local ranks disagree: {values}")]
+    LocalRankDisagree { values: String },
+    #[error("`{var}={value}` is not a count")]
+    LauncherVariable { var: String, value: String },
+    #[error("the launcher runs {launcher} local ranks ({var}), and the plan has {plan} per node")]
+    LocalSizeMismatch {
+        var: String,
+        launcher: u32,
+        plan: u32,
+    },
+    #[error(
+        "the launcher runs {launcher} ranks ({var}), and the plan is for {nodes} node(s) x {ranks_per_node} ranks"
+    )]
+    WorldSizeMismatch {
+        var: String,
+        launcher: u64,
+        nodes: u32,
+        ranks_per_node: u32,
+    },
+    #[error("local rank {rank} (from {via}) is past the plan's {ranks} ranks per node")]
+    LocalRankPastPlan { rank: u32, via: String, ranks: u32 },
+    #[error("cannot run `{program}`: {source}")]
+    BindExec {
+        program: String,
+        source: std::io::Error,
+    },
 }
 
 /// Why a node cannot run a plan, which decides what can be done about it.
@@ -70,6 +98,11 @@ impl ExecError {
         match self {
             ExecError::RankFailed { code, .. } => *code,
             ExecError::Interrupted { signal } => 128 + signal,
+            // As `env`, `nice` and numactl: 127 when the program is not found, 126 otherwise.
+            ExecError::BindExec { source, .. } => match source.kind() {
+                std::io::ErrorKind::NotFound => 127,
+                _ => 126,
+            },
             ExecError::Bind { .. }
             | ExecError::Spawn { .. }
             | ExecError::LogDir { .. }

@@ -5,10 +5,12 @@
 pub mod affinity;
 pub mod error;
 pub mod hostlist;
+pub mod launcher;
 pub mod relay;
 pub mod verify;
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -45,8 +47,9 @@ pub struct ExecOptions {
     /// Between TERM and KILL when stopping ranks.
     pub grace: Duration,
     pub verify: bool,
-    /// Appended to the plan's command for every rank.
-    pub extra_args: Vec<String>,
+    /// Appended to the plan's command for every rank (the command itself when the plan has
+    /// none), byte for byte.
+    pub extra_args: Vec<OsString>,
 }
 
 /// One rank's launch: what `exec` runs and what `--dry-run` prints.
@@ -56,7 +59,7 @@ pub struct Launch {
     /// Global rank (node rank x ranks per node + local rank): what output prefixes, log file
     /// names and error messages show, so that lines of a multi-node job name their rank.
     pub rank: u32,
-    pub argv: Vec<String>,
+    pub argv: Vec<OsString>,
     /// Set on top of numaplan's own environment.
     pub env: BTreeMap<String, String>,
 }
@@ -64,7 +67,7 @@ pub struct Launch {
 /// The launches of every local rank: the plan's command and environment, plus the node's place
 /// in a multi-node job (global `RANK`, `NODE_RANK`/`GROUP_RANK`, `MASTER_ADDR`).
 pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecError> {
-    if plan.command.is_empty() {
+    if plan.command.is_empty() && opts.extra_args.is_empty() {
         return Err(ExecError::NoCommand);
     }
     if opts.place.nodes != plan.nodes {
@@ -92,7 +95,7 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
                 env.insert("GROUP_RANK".into(), node.to_string());
                 env.insert("MASTER_ADDR".into(), opts.place.master_addr.clone());
             }
-            let mut argv = plan.command.clone();
+            let mut argv: Vec<OsString> = plan.command.iter().map(OsString::from).collect();
             argv.extend(opts.extra_args.iter().cloned());
             Launch {
                 local_rank: r.local_rank,
@@ -316,7 +319,7 @@ fn spawn(
         },
         _ => ExecError::Spawn {
             rank: launch.rank,
-            program: launch.argv[0].clone(),
+            program: launch.argv[0].to_string_lossy().into_owned(),
             source,
         },
     })?;

@@ -5,6 +5,7 @@ pub mod error;
 pub mod load;
 pub mod raw;
 pub mod validate;
+pub mod words;
 
 use std::collections::BTreeMap;
 

@@ -19,9 +19,10 @@ pub struct JobSpec {
     /// The job's name (Slurm job name, log prefix).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// The program each rank runs, as an argv list. Needed only to launch.
+    /// The program each rank runs: an argv list, or one string split into words as a POSIX
+    /// shell splits them (no shell runs it). Needed only to launch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<Vec<String>>,
+    pub command: Option<CommandLine>,
     /// The topology to plan for (a fixture or hwloc XML, relative to this file); `--topology`
     /// overrides it; default: this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,6 +62,41 @@ pub struct JobSpec {
     /// Options of the Slurm batch file (`--emit sbatch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmOptions>,
+}
+
+/// `command:`: `[python, train.py]`, or `"python train.py"`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CommandLine {
+    /// The argv, one entry per argument.
+    Words(Vec<String>),
+    /// A command line, split into words as a POSIX shell splits them (quotes, backslashes; no
+    /// expansion).
+    Line(String),
+}
+
+impl<'de> Deserialize<'de> for CommandLine {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = CommandLine;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a list of arguments, or a command line")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CommandLine, E> {
+                Ok(CommandLine::Line(v.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<CommandLine, A::Error> {
+                // Each item as a string, as YAML reads `[true, 3]` into strings.
+                let mut words = Vec::new();
+                while let Some(w) = seq.next_element::<String>()? {
+                    words.push(w);
+                }
+                Ok(CommandLine::Words(words))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `#SBATCH` settings.

@@ -368,7 +368,22 @@ fn parse_memory_nodes(text: &str) -> Result<Vec<MemoryNode>, String> {
 }
 
 fn command(raw: &JobSpec, p: &mut Problems) -> Vec<String> {
-    let command = raw.command.clone().unwrap_or_default();
+    let command = match &raw.command {
+        None => Vec::new(),
+        Some(raw::CommandLine::Words(words)) => words.clone(),
+        Some(raw::CommandLine::Line(line)) => match super::words::split(line) {
+            Ok(words) => words,
+            Err(e) => {
+                p.add(
+                    "command",
+                    format!("cannot split the command line into words: {e}"),
+                    "not a command line",
+                    "close the quote, or write the command as a list: [python, train.py]",
+                );
+                return Vec::new();
+            }
+        },
+    };
     if raw.command.is_some() && command.is_empty() {
         p.add(
             "command",

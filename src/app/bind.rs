@@ -1,0 +1,187 @@
+//! `numaplan bind`: one local rank's part of a plan applied to this process (CPU affinity and
+//! memory policy, as `exec` applies them, and the rank's environment), then CMD in numaplan's
+//! place (`execve`): no child, no supervisor; the outer launcher owns the process.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::unix::process::CommandExt as _;
+
+use serde::Serialize;
+
+use super::emit;
+use super::exec::node_facts;
+use super::input::{PlanMachine, load_subject};
+use crate::cli::{BindArgs, ReportFormat};
+use crate::diag::report::{Reporter, Voice};
+use crate::emit::templates::sh;
+use crate::error::Error;
+use crate::exec::affinity::Binding;
+use crate::exec::launcher::{self, Env, LocalRank};
+use crate::exec::verify::numa_maps_policy;
+use crate::exec::{self, ExecError, Force};
+use crate::ids::node_list;
+use crate::plan::RankBinding;
+
+pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
+    let env: Env = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let subject = load_subject(
+        Some(&args.input),
+        args.topology.as_deref(),
+        PlanMachine::NotNeeded,
+        &args.overrides.set,
+    )?;
+    let plan = subject.plan;
+    let local = launcher::local_rank(args.local_rank, &env)?;
+    // Local rank 0 speaks for the node; the others would print the same warnings again.
+    let voice = if local.rank == 0 {
+        Voice::Speaks
+    } else {
+        Voice::Silent
+    };
+    warnings.plan_warnings_as(voice, &subject.input, &plan.warnings)?;
+    let rank = launcher::rank_of(&plan, &local, &env)?;
+    let set = launcher::rank_environment(&plan, rank, &local, &env);
+    let argv: Vec<OsString> = if args.command.is_empty() {
+        plan.command.iter().map(OsString::from).collect()
+    } else {
+        args.command.clone()
+    };
+    let force = if args.force { Force::Yes } else { Force::No };
+    let checked = exec::check_node(&plan, &node_facts()?, force);
+    let report = Report::new(rank, &local, &set, &env, &argv);
+    if args.dry_run {
+        let text = match args.format {
+            ReportFormat::Text => report.text(),
+            ReportFormat::Json => {
+                serde_json::to_string_pretty(&report).expect("invariant: reports serialize") + "\n"
+            }
+        };
+        emit(stdout, None, &text)?;
+        // A dry run says what the real run would do, a refusal included.
+        return Ok(checked?);
+    }
+    checked?;
+    if argv.is_empty() {
+        return Err(ExecError::NoCommand.into());
+    }
+    if args.verbose {
+        warnings.info(&report.verbose_line());
+    }
+    let binding = Binding::new(&rank.cpus, &rank.memory).map_err(|source| ExecError::Bind {
+        rank: local.rank,
+        cpus: rank.cpus.to_string(),
+        source,
+    })?;
+    binding.apply().map_err(|source| ExecError::Bind {
+        rank: local.rank,
+        cpus: rank.cpus.to_string(),
+        source,
+    })?;
+    let _ = stdout.flush();
+    // Replaces this process; returns only on failure.
+    let source = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .envs(&set)
+        .exec();
+    Err(ExecError::BindExec {
+        program: argv[0].to_string_lossy().into_owned(),
+        source,
+    }
+    .into())
+}
+
+/// What `bind --dry-run` shows: the rank's binding, the variables it sets, the argv. Its JSON
+/// form (`"numaplan_bind": 1`) is what the Python package reads.
+#[derive(Serialize)]
+struct Report {
+    numaplan_bind: u32,
+    /// The global rank, when the launcher or the plan says it.
+    rank: Option<u32>,
+    local_rank: u32,
+    /// `--local-rank`, or the launcher variable the local rank came from.
+    via: String,
+    cpus: String,
+    cores: u32,
+    numa_node: Option<u32>,
+    memory: Memory,
+    gpus: Vec<u32>,
+    gpu_pci: Vec<String>,
+    nics: Vec<String>,
+    /// The variables bind sets (the launcher's own numbering is kept where it has one).
+    env: BTreeMap<String, String>,
+    argv: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Memory {
+    policy: String,
+    nodes: String,
+    /// As `/proc/PID/numa_maps` shows it: `bind:3`, `default`.
+    numa_maps: String,
+}
+
+impl Report {
+    fn new(
+        rank: &RankBinding,
+        local: &LocalRank,
+        set: &BTreeMap<String, String>,
+        env: &Env,
+        argv: &[OsString],
+    ) -> Report {
+        Report {
+            numaplan_bind: 1,
+            rank: set
+                .get("RANK")
+                .or(env.get("RANK"))
+                .and_then(|r| r.parse().ok()),
+            local_rank: local.rank,
+            via: local.via.clone(),
+            cpus: rank.cpus.to_string(),
+            cores: rank.cores,
+            numa_node: rank.numa_node.map(|n| n.0),
+            memory: Memory {
+                policy: rank.memory.policy.name().into(),
+                nodes: node_list(&rank.memory.nodes),
+                numa_maps: numa_maps_policy(&rank.memory),
+            },
+            gpus: rank.gpus.iter().map(|g| g.index.0).collect(),
+            gpu_pci: rank.gpus.iter().map(|g| g.pci.to_string()).collect(),
+            nics: rank.nics.clone(),
+            env: set.clone(),
+            argv: argv
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        }
+    }
+
+    /// `rank 3: CPUs 48-55 memory bind:3 via LOCAL_RANK`, as `srun --cpu-bind=verbose` tells.
+    fn verbose_line(&self) -> String {
+        format!(
+            "rank {}: CPUs {} memory {} via {}",
+            self.rank.unwrap_or(self.local_rank),
+            self.cpus,
+            self.memory.numa_maps,
+            self.via
+        )
+    }
+
+    fn text(&self) -> String {
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={}", sh(v.clone())))
+            .collect();
+        let argv: Vec<String> = self.argv.iter().map(|a| sh(a.clone())).collect();
+        format!(
+            "{} (local rank {})\n  env {}\n  argv {}\n",
+            self.verbose_line(),
+            self.local_rank,
+            env.join(" "),
+            argv.join(" ")
+        )
+    }
+}

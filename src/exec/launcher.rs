@@ -1,0 +1,381 @@
+//! What a per-rank trampoline (`numaplan bind`) learns from the launcher that started it: which
+//! local rank it is, how many local ranks the launcher runs, and the global numbering to fill in
+//! where the launcher sets none. Pure: the environment comes in as a map.
+
+use std::collections::BTreeMap;
+
+use super::ExecError;
+use super::hostlist;
+use crate::plan::{Plan, RankBinding};
+
+/// Environment variables by name.
+pub type Env = BTreeMap<String, String>;
+
+/// A launcher's local-rank variable and, where it sets one, its local-size variable.
+struct Launcher {
+    rank: &'static str,
+    size: Size,
+}
+
+enum Size {
+    Var(&'static str),
+    /// Slurm: `SLURM_STEP_TASKS_PER_NODE` (`2(x3),1`, per node) or `SLURM_NTASKS_PER_NODE`.
+    Slurm,
+    Unknown,
+}
+
+/// The launchers `bind` knows, innermost-first is not assumed: see `local_rank`.
+const LAUNCHERS: [Launcher; 6] = [
+    Launcher {
+        rank: "LOCAL_RANK",
+        size: Size::Var("LOCAL_WORLD_SIZE"),
+    },
+    Launcher {
+        rank: "SLURM_LOCALID",
+        size: Size::Slurm,
+    },
+    Launcher {
+        rank: "OMPI_COMM_WORLD_LOCAL_RANK",
+        size: Size::Var("OMPI_COMM_WORLD_LOCAL_SIZE"),
+    },
+    Launcher {
+        rank: "MPI_LOCALRANKID",
+        size: Size::Var("MPI_LOCALNRANKS"),
+    },
+    Launcher {
+        rank: "PALS_LOCAL_RANKID",
+        size: Size::Unknown,
+    },
+    Launcher {
+        rank: "FLUX_TASK_LOCAL_ID",
+        size: Size::Unknown,
+    },
+];
+
+/// The variables that say which local rank a process is, in the order `bind` reads them.
+pub fn local_rank_variables() -> Vec<&'static str> {
+    LAUNCHERS.iter().map(|l| l.rank).collect()
+}
+
+/// This process's place on its node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalRank {
+    pub rank: u32,
+    /// `--local-rank`, or the variable it came from.
+    pub via: String,
+    /// How many local ranks that launcher runs, and the variable that says so.
+    pub size: Option<(u32, String)>,
+}
+
+/// The local rank: `flag`, else the launchers' variables. When they disagree, a launcher that
+/// runs one task per node is the outer one (`srun --ntasks-per-node=1 torchrun ...`) and yields
+/// to the inner one; any other disagreement is an error.
+pub fn local_rank(flag: Option<u32>, env: &Env) -> Result<LocalRank, ExecError> {
+    if let Some(rank) = flag {
+        return Ok(LocalRank {
+            rank,
+            via: "--local-rank".into(),
+            size: None,
+        });
+    }
+    let mut found: Vec<LocalRank> = Vec::new();
+    for l in &LAUNCHERS {
+        let Some(value) = env.get(l.rank).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        let rank = value
+            .trim()
+            .parse()
+            .map_err(|_| ExecError::LauncherVariable {
+                var: l.rank.into(),
+                value: value.clone(),
+            })?;
+        found.push(LocalRank {
+            rank,
+            via: l.rank.into(),
+            size: local_size(&l.size, env)?,
+        });
+    }
+    let agreeing = |c: &[&LocalRank]| c.windows(2).all(|w| w[0].rank == w[1].rank);
+    let all: Vec<&LocalRank> = found.iter().collect();
+    let inner: Vec<&LocalRank> = found
+        .iter()
+        .filter(|l| l.size.as_ref().is_none_or(|(n, _)| *n != 1))
+        .collect();
+    let chosen = match () {
+        _ if all.is_empty() => {
+            return Err(ExecError::NoLocalRank {
+                looked: local_rank_variables().join(", "),
+            });
+        }
+        _ if agreeing(&all) => all[0],
+        _ if !inner.is_empty() && agreeing(&inner) => inner[0],
+        _ => {
+            let values: Vec<String> = found
+                .iter()
+                .map(|l| format!("{}={}", l.via, l.rank))
+                .collect();
+            return Err(ExecError::LocalRankDisagree {
+                values: values.join(", "),
+            });
+        }
+    };
+    Ok(chosen.clone())
+}
+
+fn local_size(size: &Size, env: &Env) -> Result<Option<(u32, String)>, ExecError> {
+    let parse = |var: &str| -> Result<Option<(u32, String)>, ExecError> {
+        match env.get(var).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map(|n| Some((n, var.to_string())))
+                .map_err(|_| ExecError::LauncherVariable {
+                    var: var.into(),
+                    value: v.clone(),
+                }),
+        }
+    };
+    match size {
+        Size::Var(var) => parse(var),
+        Size::Slurm => {
+            let node: usize = env
+                .get("SLURM_NODEID")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let step = env
+                .get("SLURM_STEP_TASKS_PER_NODE")
+                .and_then(|v| tasks_per_node(v))
+                .and_then(|counts| counts.get(node).copied());
+            match step {
+                Some(n) => Ok(Some((n, "SLURM_STEP_TASKS_PER_NODE".into()))),
+                None => parse("SLURM_NTASKS_PER_NODE"),
+            }
+        }
+        Size::Unknown => Ok(None),
+    }
+}
+
+/// Slurm's tasks-per-node list (`2(x3),1`) expanded per node: [2, 2, 2, 1].
+fn tasks_per_node(text: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for item in text.split(',') {
+        let (count, repeat) = match item.split_once("(x") {
+            Some((c, r)) => (c, r.strip_suffix(')')?.parse::<usize>().ok()?),
+            None => (item, 1),
+        };
+        let count: u32 = count.trim().parse().ok()?;
+        out.extend(std::iter::repeat_n(count, repeat.min(1 << 16)));
+    }
+    Some(out)
+}
+
+/// The variables that give the job's size, torchrun's first.
+const WORLD_SIZE: [&str; 5] = [
+    "WORLD_SIZE",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE",
+    "FLUX_JOB_SIZE",
+    "SLURM_NTASKS",
+];
+
+/// Checks the local rank, the launcher's local size and the job's size (nodes x ranks per node)
+/// against the plan; returns the rank's binding.
+pub fn rank_of<'p>(
+    plan: &'p Plan,
+    local: &LocalRank,
+    env: &Env,
+) -> Result<&'p RankBinding, ExecError> {
+    if let Some((var, value)) = WORLD_SIZE
+        .iter()
+        .find_map(|v| Some((*v, env.get(*v).filter(|x| !x.is_empty())?)))
+    {
+        let size: u64 = value
+            .trim()
+            .parse()
+            .map_err(|_| ExecError::LauncherVariable {
+                var: var.into(),
+                value: value.clone(),
+            })?;
+        let planned = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
+        if size != planned {
+            return Err(ExecError::WorldSizeMismatch {
+                var: var.into(),
+                launcher: size,
+                nodes: plan.nodes,
+                ranks_per_node: plan.ranks_per_node,
+            });
+        }
+    }
+    if let Some((n, var)) = &local.size
+        && *n != plan.ranks_per_node
+    {
+        return Err(ExecError::LocalSizeMismatch {
+            var: var.clone(),
+            launcher: *n,
+            plan: plan.ranks_per_node,
+        });
+    }
+    plan.ranks
+        .get(local.rank as usize)
+        .ok_or_else(|| ExecError::LocalRankPastPlan {
+            rank: local.rank,
+            via: local.via.clone(),
+            ranks: plan.ranks.len() as u32,
+        })
+}
+
+/// torchrun's numbering, which a launcher sets (torchrun itself) or `bind` fills in.
+const NUMBERING: [&str; 8] = [
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+];
+
+/// The variables `bind` sets for a rank: the plan's NIC, visibility, OpenMP and user variables
+/// always; torchrun's numbering only where the environment has none, from the launcher's global
+/// variables (Open MPI, MPICH/PMI, PALS, Flux, Slurm), else from the plan.
+pub fn rank_environment(
+    plan: &Plan,
+    rank: &RankBinding,
+    local: &LocalRank,
+    env: &Env,
+) -> BTreeMap<String, String> {
+    let first = |vars: &[&str]| {
+        vars.iter()
+            .find_map(|v| env.get(*v).filter(|x| !x.is_empty()).cloned())
+    };
+    let rpn = plan.ranks_per_node;
+    let global = first(&[
+        "OMPI_COMM_WORLD_RANK",
+        "PMI_RANK",
+        "PALS_RANKID",
+        "FLUX_TASK_RANK",
+        "SLURM_PROCID",
+    ]);
+    let node = first(&["SLURM_NODEID", "PALS_NODEID"]).or_else(|| {
+        let g: u32 = global.as_ref()?.parse().ok()?;
+        Some((g / rpn.max(1)).to_string())
+    });
+    let filled: BTreeMap<&str, Option<String>> = BTreeMap::from([
+        ("RANK", global.clone()),
+        ("WORLD_SIZE", first(&WORLD_SIZE[1..])),
+        ("LOCAL_RANK", Some(local.rank.to_string())),
+        (
+            "LOCAL_WORLD_SIZE",
+            Some(local.size.as_ref().map_or(rpn, |(n, _)| *n).to_string()),
+        ),
+        ("GROUP_RANK", node.clone()),
+        ("NODE_RANK", node),
+        (
+            "MASTER_ADDR",
+            env.get("SLURM_JOB_NODELIST")
+                .and_then(|l| hostlist::first_host(l)),
+        ),
+        ("MASTER_PORT", None),
+    ]);
+    let mut out = BTreeMap::new();
+    for (k, v) in &rank.env {
+        if !NUMBERING.contains(&k.as_str()) {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    for var in NUMBERING {
+        if env.get(var).is_some_and(|v| !v.is_empty()) {
+            continue; // the launcher's own numbering stays
+        }
+        let value = filled
+            .get(var)
+            .cloned()
+            .flatten()
+            .or_else(|| rank.env.get(var).cloned());
+        if let Some(v) = value {
+            out.insert(var.to_string(), v);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Env {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn slurm_tasks_per_node() {
+        assert_eq!(tasks_per_node("2(x3),1"), Some(vec![2, 2, 2, 1]));
+        assert_eq!(tasks_per_node("8"), Some(vec![8]));
+        assert_eq!(tasks_per_node("x"), None);
+    }
+
+    #[test]
+    fn the_local_rank_comes_from_the_launcher() {
+        let l = local_rank(
+            None,
+            &env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "8")]),
+        )
+        .unwrap();
+        assert_eq!((l.rank, l.via.as_str()), (3, "LOCAL_RANK"));
+        assert_eq!(l.size, Some((8, "LOCAL_WORLD_SIZE".into())));
+        let l = local_rank(
+            None,
+            &env(&[
+                ("SLURM_LOCALID", "1"),
+                ("SLURM_NODEID", "1"),
+                ("SLURM_STEP_TASKS_PER_NODE", "4,2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(l.size, Some((2, "SLURM_STEP_TASKS_PER_NODE".into())));
+        // srun with one task per node around torchrun: torchrun's LOCAL_RANK wins.
+        let l = local_rank(
+            None,
+            &env(&[
+                ("SLURM_LOCALID", "0"),
+                ("SLURM_STEP_TASKS_PER_NODE", "1(x2)"),
+                ("LOCAL_RANK", "5"),
+                ("LOCAL_WORLD_SIZE", "8"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!((l.rank, l.via.as_str()), (5, "LOCAL_RANK"));
+        // A flag wins over everything.
+        assert_eq!(
+            local_rank(Some(2), &env(&[("LOCAL_RANK", "1")]))
+                .unwrap()
+                .rank,
+            2
+        );
+    }
+
+    #[test]
+    fn no_or_disagreeing_variables_are_errors() {
+        assert!(matches!(
+            local_rank(None, &env(&[])),
+            Err(ExecError::NoLocalRank { .. })
+        ));
+        assert!(matches!(
+            local_rank(
+                None,
+                &env(&[("LOCAL_RANK", "1"), ("OMPI_COMM_WORLD_LOCAL_RANK", "2")])
+            ),
+            Err(ExecError::LocalRankDisagree { .. })
+        ));
+        assert!(matches!(
+            local_rank(None, &env(&[("LOCAL_RANK", "x")])),
+            Err(ExecError::LauncherVariable { .. })
+        ));
+    }
+}
