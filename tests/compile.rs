@@ -9,6 +9,7 @@ use std::path::Path;
 
 use common::{numaplan, rel, repo};
 use numaplan::topology::load_file;
+use std::process::Command;
 
 fn topology_of(case: &Path) -> String {
     let text = std::fs::read_to_string(case).unwrap();
@@ -264,4 +265,131 @@ fn memory_outside_the_allowed_nodes_moves_to_the_nearest_allowed_node() {
             "{warnings}"
         );
     }
+}
+
+/// `--set` gives exactly the plan of the YAML it stands for, and says so in the plan's
+/// regenerate command (snapshot); `compile -` reads the spec from standard input.
+#[test]
+fn set_and_stdin_compile_like_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(repo().join("examples/dgx-a100-llama.yaml")).unwrap();
+    let topo = repo().join("examples/topologies/nvidia-dgx-a100.yaml");
+    let topo = topo.to_str().unwrap();
+    std::fs::write(dir.path().join("job.yaml"), &example).unwrap();
+    let edited = example
+        .replace("  policy: auto", "  policy: exclusive")
+        .replace("ranks_per_node: 8", "ranks_per_node: 4")
+        .replace("NCCL_DEBUG: INFO", "NCCL_DEBUG: WARN");
+    std::fs::write(dir.path().join("edited.yaml"), edited).unwrap();
+    let compile = |args: &[&str]| {
+        let args = [
+            &["compile"][..],
+            args,
+            &["--topology", topo, "--format", "json"],
+        ]
+        .concat();
+        let json = common::numaplan_in(dir.path(), &args).ok();
+        let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        v.as_object_mut().unwrap().remove("name");
+        v
+    };
+    let sets = [
+        "--set",
+        "cpu.policy=exclusive",
+        "--set",
+        "ranks_per_node=4",
+        "--set",
+        "env.NCCL_DEBUG=WARN",
+    ];
+    assert_eq!(
+        compile(&[&["job.yaml"][..], &sets].concat()),
+        compile(&["edited.yaml"])
+    );
+    let yaml = common::numaplan_in(
+        dir.path(),
+        &[&["compile", "job.yaml", "--topology", topo][..], &sets].concat(),
+    )
+    .ok();
+    // The topology's path, absolute or relative to the temporary directory, depends on where
+    // those are.
+    let yaml: String = yaml
+        .replace(topo, "TOPOLOGY")
+        .lines()
+        .map(|l| match l.starts_with("  file: ") {
+            true => "  file: [path to TOPOLOGY]\n".to_string(),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    insta::assert_snapshot!("set_overrides", yaml);
+    // Standard input.
+    let stdin = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+        .args(["compile", "-", "--topology", topo, "--format", "json"])
+        .current_dir(dir.path())
+        .stdin(std::fs::File::open(dir.path().join("edited.yaml")).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        stdin.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stdin.stderr)
+    );
+    let mut v: serde_json::Value = serde_json::from_slice(&stdin.stdout).unwrap();
+    v.as_object_mut().unwrap().remove("name");
+    assert_eq!(v, compile(&["edited.yaml"]));
+}
+
+/// `exec --nproc-per-node N -- CMD` without a spec: the default spec with N ranks and CMD,
+/// exactly the plan of the YAML that says so.
+#[test]
+fn exec_without_a_spec_is_the_default_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 1\ncommand: [sh, -c, 'echo hello $LOCAL_RANK']\n",
+    )
+    .unwrap();
+    let from_yaml = common::numaplan_in(dir.path(), &["exec", "job.yaml", "--dry-run"]).ok();
+    let from_flags = common::numaplan_in(
+        dir.path(),
+        &[
+            "exec",
+            "--nproc-per-node",
+            "1",
+            "--set",
+            "gpus=none",
+            "--dry-run",
+            "--",
+            "sh",
+            "-c",
+            "echo hello $LOCAL_RANK",
+        ],
+    )
+    .ok();
+    assert_eq!(from_flags, from_yaml);
+    let run = common::numaplan_in(
+        dir.path(),
+        &[
+            "exec",
+            "--nproc-per-node",
+            "1",
+            "--set",
+            "gpus=none",
+            "--",
+            "sh",
+            "-c",
+            "echo hello $LOCAL_RANK",
+        ],
+    )
+    .ok();
+    assert_eq!(run, "[0] hello 0\n");
+    // Given a plan, `--nproc-per-node` is refused: a plan runs as written.
+    common::numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
+    let run = common::numaplan_in(dir.path(), &["exec", "plan.yaml", "--nproc-per-node", "2"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .starts_with("error[E0104]: `--set ranks_per_node=2`"),
+        "{}",
+        run.stderr
+    );
 }

@@ -72,7 +72,8 @@ impl<'a> Reporter<'a> {
 
     /// A line the user asked for (`bind --verbose`), on the same stream.
     pub fn info(&mut self, line: &str) {
-        let _ = writeln!(self.out, "{line}");
+        // One write: lines of ranks started together must not run into each other.
+        let _ = self.out.write_all(format!("{line}\n").as_bytes());
     }
 }
 

@@ -251,32 +251,77 @@ pub fn sbatch(plan: &Plan, origin: &Origin) -> SbatchContext {
     }
 }
 
+/// The plan file embedded in a script, in a quoted here-document
+/// (`templates/embedded-plan.sh.j2`).
+#[derive(Serialize)]
+pub struct EmbeddedPlan {
+    /// The plan file's text, ending with a newline.
+    plan: String,
+    /// The here-document's terminator: a line the plan does not contain.
+    plan_end: String,
+}
+
+fn embedded_plan(origin: &Origin) -> EmbeddedPlan {
+    let mut plan_end = "END_OF_PLAN".to_string();
+    while origin.plan_file.lines().any(|l| l == plan_end) {
+        plan_end.push('_');
+    }
+    let mut plan = origin.plan_file.to_string();
+    if !plan.ends_with('\n') {
+        plan.push('\n');
+    }
+    EmbeddedPlan { plan, plan_end }
+}
+
 #[derive(Serialize)]
 pub struct SbatchExecContext {
     #[serde(flatten)]
     header: Header,
     #[serde(flatten)]
     allocation: Allocation,
-    /// The plan file's text, embedded in a quoted here-document.
-    plan: String,
-    /// The here-document's terminator: a line the plan does not contain.
-    plan_end: String,
+    #[serde(flatten)]
+    embedded: EmbeddedPlan,
 }
 
 pub fn sbatch_exec(plan: &Plan, origin: &Origin) -> SbatchExecContext {
-    let mut plan_end = "END_OF_PLAN".to_string();
-    while origin.plan_file.lines().any(|l| l == plan_end) {
-        plan_end.push('_');
-    }
-    let mut text = origin.plan_file.to_string();
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
     SbatchExecContext {
         header: header(plan, origin),
         allocation: allocation(plan),
-        plan: text,
-        plan_end,
+        embedded: embedded_plan(origin),
+    }
+}
+
+/// The torchrun and mpirun scripts: a launcher starts the ranks, `numaplan bind` binds each.
+#[derive(Serialize)]
+pub struct BindLauncherContext {
+    #[serde(flatten)]
+    header: Header,
+    #[serde(flatten)]
+    embedded: EmbeddedPlan,
+    nodes: u32,
+    rank_count: u32,
+    /// Ranks in all: nodes x ranks per node.
+    total: u64,
+    command: Vec<String>,
+    port: String,
+    /// The plan's MASTER_ADDR (single-node plans), else the loopback address.
+    master_addr: String,
+}
+
+pub fn bind_launcher(plan: &Plan, origin: &Origin) -> BindLauncherContext {
+    BindLauncherContext {
+        header: header(plan, origin),
+        embedded: embedded_plan(origin),
+        nodes: plan.nodes,
+        rank_count: plan.ranks_per_node,
+        total: u64::from(plan.nodes) * u64::from(plan.ranks_per_node),
+        command: plan.command.clone(),
+        port: plan.port.to_string(),
+        master_addr: plan
+            .ranks
+            .first()
+            .and_then(|r| r.env.get("MASTER_ADDR").cloned())
+            .unwrap_or_else(|| "127.0.0.1".into()),
     }
 }
 

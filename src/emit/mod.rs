@@ -17,6 +17,10 @@ pub enum EmitKind {
     /// A Slurm batch file that runs one `numaplan exec` per node, which binds, verifies and
     /// supervises that node's ranks.
     SbatchExec,
+    /// A script that starts torchrun on this node, each rank bound by `numaplan bind`.
+    Torchrun,
+    /// A script that starts mpirun (Open MPI or MPICH), each rank bound by `numaplan bind`.
+    Mpirun,
 }
 
 impl EmitKind {
@@ -25,6 +29,8 @@ impl EmitKind {
             EmitKind::Bash => "bash",
             EmitKind::Sbatch => "sbatch",
             EmitKind::SbatchExec => "sbatch-exec",
+            EmitKind::Torchrun => "torchrun",
+            EmitKind::Mpirun => "mpirun",
         }
     }
 }
@@ -59,6 +65,18 @@ pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, Em
         EmitKind::SbatchExec => render(
             "slurm-exec.sbatch.j2",
             minijinja::Value::from(minijinja::value::Serde(context::sbatch_exec(plan, origin))),
+        ),
+        EmitKind::Torchrun => render(
+            "torchrun.sh.j2",
+            minijinja::Value::from(minijinja::value::Serde(context::bind_launcher(
+                plan, origin,
+            ))),
+        ),
+        EmitKind::Mpirun => render(
+            "mpirun.sh.j2",
+            minijinja::Value::from(minijinja::value::Serde(context::bind_launcher(
+                plan, origin,
+            ))),
         ),
     };
     rendered.map_err(|e| EmitError::Template {

@@ -13,6 +13,15 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/check-node.sh.j2"),
     ),
     (
+        "embedded-plan.sh.j2",
+        include_str!("../../templates/embedded-plan.sh.j2"),
+    ),
+    ("mpirun.sh.j2", include_str!("../../templates/mpirun.sh.j2")),
+    (
+        "provenance.j2",
+        include_str!("../../templates/provenance.j2"),
+    ),
+    (
         "sbatch-header.j2",
         include_str!("../../templates/sbatch-header.j2"),
     ),
@@ -23,6 +32,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     (
         "slurm.sbatch.j2",
         include_str!("../../templates/slurm.sbatch.j2"),
+    ),
+    (
+        "torchrun.sh.j2",
+        include_str!("../../templates/torchrun.sh.j2"),
     ),
 ];
 

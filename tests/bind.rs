@@ -1,0 +1,520 @@
+//! `numaplan bind` under every launcher: each rank reads its binding back from /proc/self
+//! (`Cpus_allowed_list`, the numa_maps policy) and its environment, compared with the plan.
+//! torchrun is a stand-in (tests/bind/torchrun: PyTorch is too big for CI); Open MPI and MPICH
+//! are Debian's, run for real; the one-node Slurm runs `srun` when `NUMAPLAN_SLURM=1`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{check_script, numaplan_in, repo};
+
+/// A rank that records what it got in `$OUT/bind-<LOCAL_RANK>`: CPUs, numa_maps policy, then
+/// its environment, and its arguments NUL-separated in `$OUT/args-<LOCAL_RANK>`.
+const PROBE: &[&str] = &[
+    "sh",
+    "-c",
+    r#"f="$OUT/bind-$LOCAL_RANK"; { grep Cpus_allowed_list /proc/self/status | cut -f2; head -1 /proc/self/numa_maps | cut -d' ' -f2; env; } > "$f"; printf '%s\0' "$@" > "$OUT/args-$LOCAL_RANK""#,
+    "probe",
+];
+
+/// A plan for this machine: 2 CPU-only ranks (1 on a 1-CPU machine), memory bound.
+fn plan_here(dir: &Path) -> serde_json::Value {
+    let ranks = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+    let job = format!(
+        "gpus: none\nranks_per_node: {ranks}\nmemory: {{policy: bind}}\nenv: {{FROM_PLAN: yes}}\n"
+    );
+    std::fs::write(dir.join("job.yaml"), job).unwrap();
+    numaplan_in(dir, &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
+    let json = numaplan_in(dir, &["compile", "job.yaml", "--format", "json"]).ok();
+    serde_json::from_str(&json).unwrap()
+}
+
+/// What rank `local` recorded: its CPUs, memory policy and environment.
+struct Seen {
+    cpus: String,
+    policy: String,
+    env: BTreeMap<String, String>,
+}
+
+fn seen(dir: &Path, local: u64) -> Seen {
+    let text = std::fs::read_to_string(dir.join(format!("bind-{local}")))
+        .unwrap_or_else(|e| panic!("rank {local} did not record its binding: {e}"));
+    let mut lines = text.lines();
+    let cpus = lines.next().unwrap().to_string();
+    let policy = lines.next().unwrap().to_string();
+    let env = lines
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Seen { cpus, policy, env }
+}
+
+/// Every rank of the plan ran bound as planned.
+fn assert_bound(dir: &Path, plan: &serde_json::Value) -> Vec<Seen> {
+    let mut out = Vec::new();
+    for r in plan["ranks"].as_array().unwrap() {
+        let local = r["local_rank"].as_u64().unwrap();
+        let s = seen(dir, local);
+        assert_eq!(s.cpus, r["cpus"].as_str().unwrap(), "rank {local} CPUs");
+        assert_eq!(
+            s.policy,
+            format!("bind:{}", r["memory"]["nodes"].as_str().unwrap()),
+            "rank {local} memory policy"
+        );
+        assert_eq!(s.env.get("FROM_PLAN").map(String::as_str), Some("yes"));
+        assert_eq!(
+            s.env.get("OMP_NUM_THREADS"),
+            r["env"]["OMP_NUM_THREADS"]
+                .as_str()
+                .map(String::from)
+                .as_ref(),
+            "the plan's OMP_NUM_THREADS replaces the launcher's"
+        );
+        out.push(s);
+    }
+    out
+}
+
+fn bind(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_numaplan"))
+        .arg("bind")
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("OUT", dir)
+        .env_clear_launchers()
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
+/// Removes the launcher variables the test runner itself may have (a CI job under Slurm).
+trait ClearLaunchers {
+    fn env_clear_launchers(&mut self) -> &mut Self;
+}
+
+impl ClearLaunchers for Command {
+    fn env_clear_launchers(&mut self) -> &mut Self {
+        for (k, _) in std::env::vars() {
+            if k.starts_with("SLURM_")
+                || k.starts_with("OMPI_")
+                || k.starts_with("PMI_")
+                || k.starts_with("PALS_")
+                || k.starts_with("FLUX_")
+                || [
+                    "LOCAL_RANK",
+                    "RANK",
+                    "WORLD_SIZE",
+                    "LOCAL_WORLD_SIZE",
+                    "MPI_LOCALRANKID",
+                    "MPI_LOCALNRANKS",
+                    "MASTER_ADDR",
+                    "MASTER_PORT",
+                ]
+                .contains(&k.as_str())
+            {
+                self.env_remove(k);
+            }
+        }
+        self
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn bind_applies_each_rank_as_torchrun_starts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan_here(dir.path());
+    let n = plan["ranks"].as_array().unwrap().len();
+    for local in 0..n {
+        let (l, size) = (local.to_string(), n.to_string());
+        // torchrun's own numbering, which bind leaves alone.
+        let rank = (10 + local).to_string();
+        let env = [
+            ("LOCAL_RANK", l.as_str()),
+            ("LOCAL_WORLD_SIZE", size.as_str()),
+            ("RANK", rank.as_str()),
+            ("WORLD_SIZE", size.as_str()),
+            ("MASTER_ADDR", "10.9.8.7"),
+            ("OMP_NUM_THREADS", "1"),
+        ];
+        let out = bind(
+            dir.path(),
+            &env,
+            &[&["plan.yaml", "--"][..], PROBE, &["x y"]].concat(),
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    for s in assert_bound(dir.path(), &plan) {
+        assert_eq!(
+            s.env["MASTER_ADDR"], "10.9.8.7",
+            "the launcher's numbering stays"
+        );
+        assert!(s.env["RANK"].parse::<u32>().unwrap() >= 10);
+    }
+    assert_eq!(
+        std::fs::read(dir.path().join("args-0")).unwrap(),
+        b"x y\0",
+        "arguments arrive byte for byte"
+    );
+}
+
+#[test]
+fn bind_fills_in_torchruns_numbering_from_mpi_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan_here(dir.path());
+    let n = plan["ranks"].as_array().unwrap().len();
+    let size = n.to_string();
+    let out = bind(
+        dir.path(),
+        &[
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "0"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", &size),
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_COMM_WORLD_SIZE", &size),
+        ],
+        &[&["plan.yaml", "--"][..], PROBE].concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = seen(dir.path(), 0);
+    for (k, v) in [
+        ("RANK", "0"),
+        ("LOCAL_RANK", "0"),
+        ("WORLD_SIZE", size.as_str()),
+        ("LOCAL_WORLD_SIZE", size.as_str()),
+        ("NODE_RANK", "0"),
+        ("GROUP_RANK", "0"),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", "29500"),
+    ] {
+        assert_eq!(s.env.get(k).map(String::as_str), Some(v), "{k}");
+    }
+}
+
+/// Run through the real Open MPI and MPICH, directly and through `--emit mpirun`.
+#[test]
+fn bind_under_open_mpi_and_mpich() {
+    for mpirun in ["mpirun.openmpi", "mpiexec.mpich"] {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = plan_here(dir.path());
+        let n = plan["ranks"].as_array().unwrap().len().to_string();
+        let numaplan = env!("CARGO_BIN_EXE_numaplan");
+        let mut cmd = Command::new(mpirun);
+        match mpirun {
+            "mpirun.openmpi" => cmd.args(["--bind-to", "none", "-np", &n, "-x", "OUT"]),
+            _ => cmd.args(["-bind-to", "none", "-n", &n]),
+        };
+        let out = mpi_env(&mut cmd)
+            .args([numaplan, "bind", "plan.yaml", "--"])
+            .args(PROBE)
+            .current_dir(dir.path())
+            .env("OUT", dir.path())
+            .env_clear_launchers()
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{mpirun}: {}", text(&out.stderr));
+        for s in assert_bound(dir.path(), &plan) {
+            assert!(s.env.contains_key("RANK"), "{mpirun}: RANK filled in");
+        }
+
+        // The emitted script picks the MPI's spelling itself.
+        let script_dir = tempfile::tempdir().unwrap();
+        let job = format!(
+            "command: [{}]\ngpus: none\nranks_per_node: {n}\nmemory: {{policy: bind}}\nenv: {{FROM_PLAN: yes}}\n",
+            PROBE
+                .iter()
+                .map(|a| serde_json::to_string(a).unwrap())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let plan = common::emit_here(script_dir.path(), &job, "mpirun", "mpirun.sh");
+        check_script(&script_dir.path().join("mpirun.sh"));
+        let out = mpi_env(&mut Command::new(script_dir.path().join("mpirun.sh")))
+            .arg("extra arg")
+            .current_dir(script_dir.path())
+            .env("OUT", script_dir.path())
+            .env("MPIRUN", mpirun)
+            .env("PATH", path_with_numaplan())
+            .env_clear_launchers()
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{mpirun} script: {}",
+            text(&out.stderr)
+        );
+        assert_bound(script_dir.path(), &plan);
+        assert_eq!(
+            std::fs::read(script_dir.path().join("args-0")).unwrap(),
+            b"extra arg\0"
+        );
+    }
+}
+
+/// Open MPI refuses root unless told; CI runs as root.
+fn mpi_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+}
+
+/// PATH with the numaplan under test first.
+fn path_with_numaplan() -> String {
+    let bin = Path::new(env!("CARGO_BIN_EXE_numaplan")).parent().unwrap();
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// `--emit torchrun` on one node and as node 1 of 2, through the torchrun stand-in.
+#[test]
+fn the_torchrun_script_binds_every_rank() {
+    for nodes in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let ranks = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+        let job = format!(
+            "command: [{}]\ngpus: none\nnodes: {nodes}\nranks_per_node: {ranks}\nmemory: {{policy: bind}}\nenv: {{FROM_PLAN: yes}}\nrendezvous: {{port: 29777}}\n",
+            PROBE
+                .iter()
+                .map(|a| serde_json::to_string(a).unwrap())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let plan = common::emit_here(dir.path(), &job, "torchrun", "torchrun.sh");
+        let script = dir.path().join("torchrun.sh");
+        check_script(&script);
+        let log = dir.path().join("torchrun.argv");
+        let mut cmd = Command::new(&script);
+        if nodes > 1 {
+            cmd.args(["--node-rank", "1", "--master-addr", "10.1.2.3"]);
+        }
+        let out = cmd
+            .arg("--lr=3e-4")
+            .current_dir(dir.path())
+            .env("OUT", dir.path())
+            .env("TORCHRUN", repo().join("tests/bind/torchrun"))
+            .env("TORCHRUN_LOG", &log)
+            .env("PATH", path_with_numaplan())
+            .env_clear_launchers()
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{nodes} node(s): {}",
+            text(&out.stderr)
+        );
+        let argv = std::fs::read_to_string(&log).unwrap();
+        let argv: Vec<&str> = argv.split('\0').collect();
+        assert!(
+            argv.contains(&"--no-python") && argv.contains(&"bind"),
+            "{argv:?}"
+        );
+        let seen = assert_bound(dir.path(), &plan);
+        for (local, s) in seen.iter().enumerate() {
+            let rank = (nodes - 1) * ranks + local;
+            assert_eq!(s.env["RANK"], rank.to_string(), "{nodes} node(s)");
+            assert_eq!(s.env["WORLD_SIZE"], (nodes * ranks).to_string());
+            assert_eq!(s.env["MASTER_PORT"], "29777");
+        }
+        if nodes > 1 {
+            assert_eq!(seen[0].env["MASTER_ADDR"], "10.1.2.3");
+            // Without its place in the job the script refuses before torchrun starts.
+            let out = Command::new(&script)
+                .env("TORCHRUN", repo().join("tests/bind/torchrun"))
+                .env("PATH", path_with_numaplan())
+                .env_clear_launchers()
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2));
+            assert!(text(&out.stderr).contains("this plan is for 2 nodes"));
+        }
+        assert_eq!(
+            std::fs::read(dir.path().join("args-0")).unwrap(),
+            b"--lr=3e-4\0"
+        );
+    }
+}
+
+#[test]
+fn bind_under_srun() {
+    if std::env::var("NUMAPLAN_SLURM").as_deref() != Ok("1") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan_here(dir.path());
+    let n = plan["ranks"].as_array().unwrap().len().to_string();
+    let out = Command::new("srun")
+        .args(["-n", &n, "--cpu-bind=none", "--time=00:02:00"])
+        .args([
+            env!("CARGO_BIN_EXE_numaplan"),
+            "bind",
+            "plan.yaml",
+            "--verbose",
+            "--",
+        ])
+        .args(PROBE)
+        .current_dir(dir.path())
+        .env("OUT", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for s in assert_bound(dir.path(), &plan) {
+        assert_eq!(
+            s.env.get("SLURM_PROCID"),
+            s.env.get("RANK"),
+            "RANK from SLURM_PROCID"
+        );
+    }
+    assert!(
+        text(&out.stderr).contains("via SLURM_LOCALID"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// An error case: name, environment, arguments, exit status.
+type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str], i32);
+
+/// Every way `bind` refuses, each a diagnostic with its code (snapshot), and nothing run.
+#[test]
+fn bind_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    plan_here(dir.path());
+    // Refusals that come before the node check use a plan of a fixture (2 ranks), so the
+    // messages do not depend on this machine.
+    let fixture = repo().join("examples/topologies/aws-p4d.24xlarge.yaml");
+    std::fs::write(dir.path().join("two.yaml"), "command: [true]\ngpus: 2\n").unwrap();
+    numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "two.yaml",
+            "--topology",
+            fixture.to_str().unwrap(),
+            "-o",
+            "two-plan.yaml",
+        ],
+    )
+    .ok();
+    let marker = dir.path().join("ran");
+    let touch = ["--", "touch", marker.to_str().unwrap()];
+    let cases: &[Case] = &[
+        ("no_local_rank", &[], &["two-plan.yaml"], 1),
+        (
+            "disagreeing_local_ranks",
+            &[("LOCAL_RANK", "1"), ("OMPI_COMM_WORLD_LOCAL_RANK", "0")],
+            &["two-plan.yaml"],
+            1,
+        ),
+        (
+            "not_a_number",
+            &[("LOCAL_RANK", "one")],
+            &["two-plan.yaml"],
+            1,
+        ),
+        (
+            "local_size_differs",
+            &[("LOCAL_RANK", "0"), ("LOCAL_WORLD_SIZE", "7")],
+            &["two-plan.yaml"],
+            1,
+        ),
+        (
+            "world_size_differs",
+            &[("LOCAL_RANK", "0"), ("WORLD_SIZE", "16")],
+            &["two-plan.yaml"],
+            1,
+        ),
+        (
+            "rank_past_the_plan",
+            &[("LOCAL_RANK", "9")],
+            &["two-plan.yaml"],
+            1,
+        ),
+        (
+            "set_unknown_key",
+            &[("LOCAL_RANK", "0")],
+            &["job.yaml", "--set", "cpu.polcy=exclusive"],
+            1,
+        ),
+        (
+            "set_bad_value",
+            &[("LOCAL_RANK", "0")],
+            &["job.yaml", "--set", "ranks_per_node=many"],
+            1,
+        ),
+        (
+            "set_on_a_plan",
+            &[("LOCAL_RANK", "0")],
+            &["plan.yaml", "--set", "cpu.policy=exclusive"],
+            1,
+        ),
+        (
+            "program_missing",
+            &[("LOCAL_RANK", "0")],
+            &["plan.yaml", "--", "/no/such/program"],
+            127,
+        ),
+    ];
+    for (name, env, args, code) in cases {
+        let args: Vec<&str> = if args.contains(&"--") {
+            args.to_vec()
+        } else {
+            [args, &touch[..]].concat()
+        };
+        let out = bind(dir.path(), env, &args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(*code), "{name}: {err}");
+        assert!(!marker.exists(), "{name}: nothing ran");
+        insta::assert_snapshot!(format!("bind_{name}"), err);
+    }
+    // A plan of another machine: the node check, as `exec` makes it (this machine's counts in
+    // the message).
+    let out = bind(
+        dir.path(),
+        &[("LOCAL_RANK", "0")],
+        &["two-plan.yaml", "--", "true"],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("error[E0411]: this node (")
+            && err.contains("it does not look like topology `aws-p4d.24xlarge`"),
+        "{err}"
+    );
+}
+
+/// `--dry-run --format json` is what the Python package reads.
+#[test]
+fn bind_dry_run_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan_here(dir.path());
+    let out = bind(
+        dir.path(),
+        &[("LOCAL_RANK", "0")],
+        &[
+            "plan.yaml",
+            "--dry-run",
+            "--format",
+            "json",
+            "--",
+            "python",
+            "train.py",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["numaplan_bind"], 1);
+    assert_eq!(v["local_rank"], 0);
+    assert_eq!(v["via"], "LOCAL_RANK");
+    assert_eq!(v["cpus"], plan["ranks"][0]["cpus"]);
+    assert_eq!(v["memory"]["numa_maps"], "bind:0");
+    assert_eq!(v["argv"], serde_json::json!(["python", "train.py"]));
+    assert_eq!(v["env"]["FROM_PLAN"], "yes");
+}
