@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::Marker;
 
-use crate::diag::{SourceMap, Spot};
+use crate::diag::{Positions, SourceMap, Spot};
 
 /// A document that could not be read into the expected type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,50 +28,70 @@ pub enum YamlErrorKind {
     Shape,
 }
 
-/// Deserializes `text`, recording the positions of its keys and values in a `SourceMap`.
+/// Deserializes `text`; its `SourceMap` finds the positions of its keys and values (a second
+/// parse, with yaml-rust2) only when an error asks for one.
 pub fn parse<T: DeserializeOwned>(
     file: &str,
     text: &str,
 ) -> Result<(T, SourceMap), (YamlError, Box<SourceMap>)> {
-    let mut map = SourceMap::new(file, text);
-    let mut recorder = Recorder {
-        map: &mut map,
-        stack: Vec::new(),
-    };
-    let mut parser = Parser::new_from_str(text);
-    if let Err(e) = parser.load(&mut recorder, false) {
-        let m = e.marker();
-        let error = YamlError {
-            kind: YamlErrorKind::Syntax,
-            message: e.info().to_string(),
-            spot: Some(Spot {
-                line: m.line(),
-                col: m.col() + 1,
-                width: 1,
-            }),
-        };
-        return Err((error, Box::new(map)));
-    }
+    let map = SourceMap::lazy(file, text, positions);
     match serde_yaml::from_str::<T>(text) {
         Ok(value) => Ok((value, map)),
-        Err(e) => {
-            let spot = e.location().map(|l| Spot {
-                line: l.line(),
-                col: l.column(),
-                width: 1,
-            });
-            let full = e.to_string();
-            let message = match full.find(" at line ") {
-                Some(i) => full[..i].to_string(),
-                None => full,
-            };
-            let error = YamlError {
-                kind: YamlErrorKind::Shape,
-                message,
-                spot,
-            };
-            Err((error, Box::new(map)))
-        }
+        // Not well-formed YAML is said as yaml-rust2 says it, with its position; otherwise the
+        // document has the wrong shape.
+        Err(e) => match syntax_error(text) {
+            Some(error) => Err((error, Box::new(map))),
+            None => Err((shape_error(&e), Box::new(map))),
+        },
+    }
+}
+
+/// The positions of every key and value of `text` (up to a syntax error).
+fn positions(text: &str) -> Positions {
+    let mut recorder = Recorder {
+        positions: Positions::default(),
+        stack: Vec::new(),
+    };
+    let _ = Parser::new_from_str(text).load(&mut recorder, false);
+    recorder.positions
+}
+
+/// Where `text` stops being well-formed YAML, if it does.
+fn syntax_error(text: &str) -> Option<YamlError> {
+    let mut recorder = Recorder {
+        positions: Positions::default(),
+        stack: Vec::new(),
+    };
+    let e = Parser::new_from_str(text)
+        .load(&mut recorder, false)
+        .err()?;
+    let m = e.marker();
+    Some(YamlError {
+        kind: YamlErrorKind::Syntax,
+        message: e.info().to_string(),
+        spot: Some(Spot {
+            line: m.line(),
+            col: m.col() + 1,
+            width: 1,
+        }),
+    })
+}
+
+fn shape_error(e: &serde_yaml::Error) -> YamlError {
+    let spot = e.location().map(|l| Spot {
+        line: l.line(),
+        col: l.column(),
+        width: 1,
+    });
+    let full = e.to_string();
+    let message = match full.find(" at line ") {
+        Some(i) => full[..i].to_string(),
+        None => full,
+    };
+    YamlError {
+        kind: YamlErrorKind::Shape,
+        message,
+        spot,
     }
 }
 
@@ -110,17 +130,10 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
     // An empty spec (`exec` without one) is an empty mapping.
     let text_or_empty = if text.trim().is_empty() { "{}" } else { text };
     let (base, map) = parse::<T>(file, text_or_empty).map_err(|(e, m)| (e, m, Culprit::File))?;
-    let mut sets = SourceMap::new(
-        "--set",
-        overrides
-            .iter()
-            .map(Override::text)
-            .collect::<Vec<_>>()
-            .join("\n"),
-    );
+    let mut positions = Positions::default();
     for (i, o) in overrides.iter().enumerate() {
         let line = i + 1;
-        sets.record_key(
+        positions.record_key(
             o.key.clone(),
             Spot {
                 line,
@@ -128,7 +141,7 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
                 width: o.key.chars().count(),
             },
         );
-        sets.record_value(
+        positions.record_value(
             o.key.clone(),
             Spot {
                 line,
@@ -137,6 +150,8 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
             },
         );
     }
+    let text_of_sets: Vec<String> = overrides.iter().map(Override::text).collect();
+    let sets = SourceMap::new("--set", text_of_sets.join("\n"), positions);
     if overrides.is_empty() {
         return Ok((base, map, sets));
     }
@@ -327,8 +342,8 @@ enum Frame {
     Sequence { path: String, index: usize },
 }
 
-struct Recorder<'a> {
-    map: &'a mut SourceMap,
+struct Recorder {
+    positions: Positions,
     stack: Vec<Frame>,
 }
 
@@ -340,7 +355,7 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-impl Recorder<'_> {
+impl Recorder {
     /// Handles the start of a node (scalar, mapping or sequence) and returns its path, or `None`
     /// when the node is a mapping key (whose text is returned through `key_text`).
     fn node_path(&mut self, spot: Spot, key_text: Option<&str>) -> Option<String> {
@@ -350,7 +365,7 @@ impl Recorder<'_> {
                 None => {
                     let k = key_text.unwrap_or("?").to_string();
                     let full = join(path, &k);
-                    self.map.record_key(full, spot);
+                    self.positions.record_key(full, spot);
                     *key = Some(k);
                     None
                 }
@@ -365,7 +380,7 @@ impl Recorder<'_> {
     }
 }
 
-impl MarkedEventReceiver for Recorder<'_> {
+impl MarkedEventReceiver for Recorder {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         let spot = |width: usize| Spot {
             line: mark.line(),
@@ -375,23 +390,23 @@ impl MarkedEventReceiver for Recorder<'_> {
         match ev {
             Event::Scalar(text, ..) => {
                 if let Some(path) = self.node_path(spot(text.chars().count()), Some(&text)) {
-                    self.map
+                    self.positions
                         .record_value(path, spot(text.chars().count().max(1)));
                 }
             }
             Event::Alias(_) => {
                 if let Some(path) = self.node_path(spot(1), None) {
-                    self.map.record_value(path, spot(1));
+                    self.positions.record_value(path, spot(1));
                 }
             }
             Event::MappingStart(..) => {
                 let path = self.node_path(spot(1), None).unwrap_or_default();
-                self.map.record_value(path.clone(), spot(1));
+                self.positions.record_value(path.clone(), spot(1));
                 self.stack.push(Frame::Mapping { path, key: None });
             }
             Event::SequenceStart(..) => {
                 let path = self.node_path(spot(1), None).unwrap_or_default();
-                self.map.record_value(path.clone(), spot(1));
+                self.positions.record_value(path.clone(), spot(1));
                 self.stack.push(Frame::Sequence { path, index: 0 });
             }
             Event::MappingEnd | Event::SequenceEnd => {

@@ -85,11 +85,11 @@ fn unsafe_code_only_in_exec_affinity() {
             continue;
         }
         if file == "src/topology/hwloc.rs" {
-            // One exception: setting an hwloc variable around discovery, before any thread.
+            // One exception: setting hwloc variables around a topology build, before any thread.
             assert_eq!(
                 text.matches(concat!("unsafe", " {")).count(),
                 2,
-                "{file}: only with_gpu_memory_nodes may use unsafe"
+                "{file}: only with_hwloc_settings may use unsafe"
             );
             continue;
         }

@@ -276,7 +276,11 @@ fn exec_binds_ranks_on_a_four_node_guest() {
             ("QEMU_NUMA_MEM_MB", "256"),
             ("QEMU_NUMA_DISTANCE", "21"),
         ],
-        &[&touch],
+        &[
+            &touch,
+            Path::new("/usr/bin/mpiexec.hydra"),
+            Path::new("/usr/bin/hydra_pmi_proxy"),
+        ],
     ) else {
         return;
     };
@@ -345,4 +349,39 @@ fn exec_binds_ranks_on_a_four_node_guest() {
         4,
         "{log}"
     );
+
+    // `numaplan bind` under MPICH: each rank on its own node, all its pages there.
+    let begin = guest
+        .iter()
+        .position(|l| *l == "MPI_BEGIN")
+        .expect("MPI ran");
+    let end = guest
+        .iter()
+        .position(|l| *l == "MPI_END")
+        .expect("MPI ended");
+    let mpi = &guest[begin + 1..end];
+    let mut nodes = Vec::new();
+    for rank in 0..4 {
+        let line = mpi
+            .iter()
+            .find(|l| l.starts_with(&format!("rank {rank}: cpus ")))
+            .unwrap_or_else(|| panic!("no line from MPI rank {rank}:\n{log}"));
+        assert!(line.ends_with(": ok"), "{line}");
+        let verbose = format!(
+            "rank {rank}: CPUs {}-{} memory bind:{rank} via MPI_LOCALRANKID",
+            2 * rank,
+            2 * rank + 1
+        );
+        assert!(mpi.contains(&verbose.as_str()), "no `{verbose}`:\n{log}");
+        nodes.push(
+            line.split("= node ")
+                .nth(1)
+                .unwrap()
+                .split(';')
+                .next()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert_eq!(nodes, ["0", "1", "2", "3"], "rank k on node k");
 }

@@ -10,7 +10,7 @@ pub mod source;
 pub mod suggest;
 
 pub use codes::Code;
-pub use source::{SourceMap, Spot};
+pub use source::{Positions, SourceMap, Spot};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {

@@ -40,15 +40,18 @@ pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, Topology
     // An export's `allowed_cpuset` (a cgroup, `lstopo --allow`) narrows only the allowed set:
     // without INCLUDE_DISALLOWED hwloc would delete the other CPUs, changing cores, node CPU
     // lists and GPU localities.
-    let topo = hwlocality::Topology::builder()
-        .from_xml(text)
-        .map_err(|_| rejected("the XML is malformed or truncated".into()))?
-        .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-        .map_err(|e| rejected(e.to_string()))?
-        .with_io_type_filter(TypeFilter::KeepImportant)
-        .map_err(|e| rejected(e.to_string()))?
-        .build()
-        .map_err(|e| rejected(format!("{e} (the file is malformed or truncated)")))?;
+    let topo = with_hwloc_settings(|| {
+        hwlocality::Topology::builder()
+            .from_xml(text)
+            .map_err(|_| rejected("the XML is malformed or truncated".into()))?
+            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+            .map_err(|e| rejected(e.to_string()))?
+            .with_io_type_filter(TypeFilter::KeepImportant)
+            .map_err(|e| rejected(e.to_string()))?
+            .build()
+            // hwloc's own XML parser finds a malformed or truncated file while loading it.
+            .map_err(|_| rejected("the XML is malformed or truncated".into()))
+    })?;
     let parts = convert(
         &topo,
         name,
@@ -432,21 +435,35 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
     }
 }
 
-/// Runs `build` with `HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1` unless the user set it. hwloc hides the
-/// NUMA nodes of NVIDIA GPU memory by default on POWER9 (and on Grace Hopper before hwloc 2.11),
-/// but plans need them, and `exec` counts them in `/sys/devices/system/node` when it checks a
-/// node against its plan. The variable is removed again so that ranks do not inherit it.
-fn with_gpu_memory_nodes<T>(build: impl FnOnce() -> T) -> T {
-    const KEEP: &str = "HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES";
-    if std::env::var_os(KEEP).is_some() {
-        return build();
-    }
-    // SAFETY: numaplan discovers before it starts any thread (exec's relays start later), so no
-    // other thread reads the environment meanwhile.
-    unsafe { std::env::set_var(KEEP, "1") };
+/// Runs `build` with numaplan's hwloc settings, each unless the user set it, and removes them
+/// again so that ranks do not inherit them:
+/// - `HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1`: hwloc hides the NUMA nodes of NVIDIA GPU memory by
+///   default on POWER9 (and on Grace Hopper before hwloc 2.11), but plans need them, and `exec`
+///   counts them in `/sys/devices/system/node` when it checks a node against its plan;
+/// - `HWLOC_PLUGINS_PATH` pointing nowhere: numaplan uses hwloc's built-in components (Linux
+///   sysfs, PCI included, and its own XML parser), never the plugins (libxml2, libpciaccess,
+///   OpenCL) an installed hwloc may have, so it behaves the same wherever it runs, and the
+///   statically linked hwloc never loads a plugin built for the shared one.
+fn with_hwloc_settings<T>(build: impl FnOnce() -> T) -> T {
+    const SETTINGS: [(&str, &str); 2] = [
+        ("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", "1"),
+        ("HWLOC_PLUGINS_PATH", "/numaplan/uses/no/hwloc/plugins"),
+    ];
+    let ours: Vec<&str> = SETTINGS
+        .iter()
+        .filter(|(var, _)| std::env::var_os(var).is_none())
+        .map(|(var, value)| {
+            // SAFETY: numaplan reads topologies before it starts any thread (exec's relays
+            // start later), so no other thread reads the environment meanwhile.
+            unsafe { std::env::set_var(var, value) };
+            *var
+        })
+        .collect();
     let built = build();
-    // SAFETY: as above.
-    unsafe { std::env::remove_var(KEEP) };
+    for var in ours {
+        // SAFETY: as above.
+        unsafe { std::env::remove_var(var) };
+    }
     built
 }
 
@@ -525,7 +542,7 @@ pub fn discover() -> Result<Topology, TopologyError> {
             .build()
             .map_err(|e| failed(e.to_string()))
     };
-    let topo = with_gpu_memory_nodes(build)?;
+    let topo = with_hwloc_settings(build)?;
     let snapshot = (!topo.is_this_system())
         .then(|| std::env::var_os("HWLOC_FSROOT"))
         .flatten()

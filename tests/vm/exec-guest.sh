@@ -15,3 +15,10 @@ cpu: {policy: auto}
 memory: {policy: bind}
 JOB
 numaplan exec job.yaml --verify
+# The same ranks under MPICH's Hydra (mpiexec.hydra and hydra_pmi_proxy are in /opt), each
+# bound by `numaplan bind` from the plan, MPI binding nothing.
+numaplan compile job.yaml -o plan.yaml
+echo "MPI_BEGIN"
+mpiexec.hydra -launcher fork -bind-to none -n "$QEMU_NUMA_NODES" \
+  numaplan bind plan.yaml --verbose -- /opt/rank-touch 2>&1
+echo "MPI_END"
