@@ -347,6 +347,12 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
         )
         .at(map, error.spot, "here")
         .help("fix the YAML syntax here; a truncated file fails at its end"),
+        YamlErrorKind::JsonSyntax => Diagnostic::error(
+            codes.syntax,
+            format!("{what} is not well-formed JSON: {}", error.message),
+        )
+        .at(map, error.spot, "here")
+        .help("fix the JSON here; a truncated file fails at its end"),
         YamlErrorKind::Shape => {
             let (path, detail) = match error.message.split_once(": ") {
                 Some((p, rest)) if !p.contains(' ') => (Some(p), rest),

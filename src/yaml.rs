@@ -24,17 +24,35 @@ pub struct YamlError {
 pub enum YamlErrorKind {
     /// Not well-formed YAML (or truncated).
     Syntax,
+    /// Not well-formed JSON: a text read as JSON (it starts with `{`) that breaks off or has
+    /// trailing characters.
+    JsonSyntax,
     /// Well-formed, but not of the expected shape (unknown key, wrong type, missing key).
     Shape,
 }
 
 /// Deserializes `text`; its `SourceMap` finds the positions of its keys and values (a second
 /// parse, with yaml-rust2) only when an error asks for one.
+///
+/// A text that starts with `{` is read as JSON first (serde_json: JSON's escapes, JSON-shaped
+/// errors); a YAML flow mapping that is not JSON (`{gpus: none}`) is still read as YAML.
 pub fn parse<T: DeserializeOwned>(
     file: &str,
     text: &str,
 ) -> Result<(T, SourceMap), (YamlError, Box<SourceMap>)> {
     let map = SourceMap::lazy(file, text, positions);
+    if text.trim_start().starts_with('{') {
+        match serde_json::from_str::<T>(text) {
+            Ok(value) => return Ok((value, map)),
+            // Well-formed JSON of the wrong shape, or JSON that breaks off: said as JSON.
+            Err(e)
+                if !e.is_syntax() || serde_yaml::from_str::<serde_yaml::Value>(text).is_err() =>
+            {
+                return Err((json_error(&e), Box::new(map)));
+            }
+            Err(_) => {}
+        }
+    }
     match serde_yaml::from_str::<T>(text) {
         Ok(value) => Ok((value, map)),
         // Not well-formed YAML is said as yaml-rust2 says it, with its position; otherwise the
@@ -75,6 +93,26 @@ fn syntax_error(text: &str) -> Option<YamlError> {
             width: 1,
         }),
     })
+}
+
+fn json_error(e: &serde_json::Error) -> YamlError {
+    let full = e.to_string();
+    let message = match full.find(" at line ") {
+        Some(i) => full[..i].to_string(),
+        None => full,
+    };
+    YamlError {
+        kind: match e.classify() {
+            serde_json::error::Category::Data => YamlErrorKind::Shape,
+            _ => YamlErrorKind::JsonSyntax,
+        },
+        message,
+        spot: (e.line() > 0).then(|| Spot {
+            line: e.line(),
+            col: e.column().max(1),
+            width: 1,
+        }),
+    }
 }
 
 fn shape_error(e: &serde_yaml::Error) -> YamlError {
