@@ -17,7 +17,7 @@ use crate::exec::{
     verify,
 };
 use crate::plan::{MachineShape, Plan};
-use crate::topology::devices::is_gpu;
+use crate::topology::devices::{is_gpu, is_gpu_class};
 use crate::yaml::Override;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
@@ -186,19 +186,21 @@ fn machine_shape() -> MachineShape {
     };
     // `vendor` is `0x10de`, `class` the 24-bit `0x030200` (base class, subclass, interface).
     let hex = |path: std::path::PathBuf| {
-        let text = std::fs::read_to_string(path).ok()?;
+        let text = sys_read(&path)?;
         u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
     };
+    // A node has hundreds of PCI devices: the vendor is read only for display (0x03) and
+    // processing-accelerator (0x12) classes.
     let gpus = std::fs::read_dir("/sys/bus/pci/devices").map_or(0, |entries| {
         entries
             .filter_map(|e| e.ok())
             .filter(|e| {
-                let (Some(vendor), Some(class)) =
-                    (hex(e.path().join("vendor")), hex(e.path().join("class")))
-                else {
+                let Some(class) = hex(e.path().join("class")) else {
                     return false;
                 };
-                is_gpu(vendor as u16, (class >> 8) as u16).is_some()
+                is_gpu_class((class >> 8) as u16)
+                    && hex(e.path().join("vendor"))
+                        .is_some_and(|vendor| is_gpu(vendor as u16, (class >> 8) as u16).is_some())
             })
             .count()
     });
@@ -212,7 +214,16 @@ fn machine_shape() -> MachineShape {
 
 /// A list file of `/sys` (`0-3,8`), when readable.
 fn sys_list(path: &str) -> Option<CpuSet> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    sys_read(std::path::Path::new(path))?.trim().parse().ok()
+}
+
+/// A small `/sys` or `/proc` file in one read (`read_to_string` also asks for its size and reads
+/// twice; the node check reads two files per PCI device).
+fn sys_read(path: &std::path::Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut buf = [0u8; 4096];
+    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
+    String::from_utf8(buf[..n].to_vec()).ok()
 }
 
 /// `LOCAL_RANK` from a process's environment.

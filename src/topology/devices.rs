@@ -34,7 +34,13 @@ impl Vendor {
 /// and `exec`'s node check count GPUs with this one rule (the launchers' `check-node.sh.j2`
 /// repeats it in shell).
 pub fn is_gpu(vendor_id: u16, class_id: u16) -> Option<Vendor> {
-    Vendor::from_pci_vendor(vendor_id).filter(|_| matches!(class_id >> 8, 0x03 | 0x12))
+    Vendor::from_pci_vendor(vendor_id).filter(|_| is_gpu_class(class_id))
+}
+
+/// A PCI class (base class and subclass, `0x0302`) a GPU can have: display (0x03) or
+/// processing accelerator (0x12).
+pub fn is_gpu_class(class_id: u16) -> bool {
+    matches!(class_id >> 8, 0x03 | 0x12)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
