@@ -15,6 +15,7 @@ pub mod plan;
 pub mod plan_file;
 pub mod resolve;
 pub mod review;
+pub mod sandbox;
 pub mod spec;
 pub mod topology;
 pub mod yaml;

@@ -19,7 +19,7 @@ use std::ffi::CStr;
 use hwlocality::cpu::binding::CpuBindingFlags;
 use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::{DownstreamAttributes, ObjectAttributes, UpstreamAttributes};
-use hwlocality::object::types::{CacheType, OSDeviceType, ObjectType};
+use hwlocality::object::types::{BridgeType, CacheType, OSDeviceType, ObjectType};
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::error::TopologyError;
@@ -29,10 +29,90 @@ use super::model::{
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
+use crate::sandbox::Outcome;
 
-/// Loads an hwloc XML export given as text (already read from `file`).
+/// Loads an hwloc XML export given as text (already read from `file`). hwloc imports it in a
+/// child process (`sandbox`): libhwloc segfaults on some malformed files, and numaplan must not
+/// die of a signal on any input.
 pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, TopologyError> {
     precheck_xml(file, text)?;
+    let rejected = |detail: String| TopologyError::XmlRejected {
+        file: file.to_string(),
+        detail,
+    };
+    // The variables are set here, before the fork: the child must take no lock.
+    let ended =
+        with_hwloc_settings(|| crate::sandbox::in_child(|| encode(import_xml(file, name, text))))
+            .map_err(|e| rejected(format!("cannot start the importing process: {e}")))?;
+    // What hwloc said (a failed assertion, an out-of-order object), in one line.
+    let said = hwloc_said(&ended.stderr);
+    match ended.outcome {
+        Outcome::Returned(bytes) => {
+            let mut topo = decode(file, &bytes)?;
+            if let Some(said) = said {
+                topo.add_note(format!("hwloc warned while importing `{file}`: {said}"));
+            }
+            Ok(topo)
+        }
+        Outcome::Crashed { signal } => Err(rejected(match said {
+            Some(said) => {
+                format!("hwloc crashed reading it (signal {signal}: {said}); the XML is malformed")
+            }
+            None => format!("hwloc crashed reading it (signal {signal}); the XML is malformed"),
+        })),
+        Outcome::Panicked => Err(rejected(
+            "hwloc's bindings failed on an object it describes: the XML is malformed".into(),
+        )),
+    }
+}
+
+/// hwloc's message on standard error, without its banner of asterisks: the failed assertion
+/// (its last line) or the first line of a warning.
+fn hwloc_said(stderr: &str) -> Option<String> {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(|l| l.trim().trim_start_matches('*').trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let assertion = lines.iter().rev().find(|l| l.contains("Assertion"));
+    assertion
+        .or(lines.first())
+        .map(|l| l.trim_start_matches("numaplan: ").to_string())
+}
+
+/// What the importing child sends back: the topology as fixture JSON, or its error.
+fn encode(result: Result<Topology, TopologyError>) -> Vec<u8> {
+    let (tag, body) = match result {
+        Ok(t) => (b'T', super::fixture::dump_json(&t)),
+        Err(TopologyError::Inconsistent { error, .. }) => (b'I', error.message),
+        Err(TopologyError::XmlRejected { detail, .. }) => (b'R', detail),
+        Err(e) => (b'R', e.to_string()),
+    };
+    let mut out = vec![tag];
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+fn decode(file: &str, bytes: &[u8]) -> Result<Topology, TopologyError> {
+    let text = String::from_utf8_lossy(bytes.get(1..).unwrap_or_default());
+    match bytes.first() {
+        Some(b'T') => super::fixture::load(file, &text).map_err(|e| TopologyError::XmlRejected {
+            file: file.to_string(),
+            detail: format!("numaplan cannot read back its conversion of it: {e}"),
+        }),
+        Some(b'I') => Err(TopologyError::Inconsistent {
+            file: file.to_string(),
+            error: super::model::model_error(super::model::Subject::Machine, text),
+        }),
+        _ => Err(TopologyError::XmlRejected {
+            file: file.to_string(),
+            detail: text.into_owned(),
+        }),
+    }
+}
+
+/// hwloc's import and numaplan's conversion, in the importing child.
+fn import_xml(file: &str, name: &str, text: &str) -> Result<Topology, TopologyError> {
     let rejected = |detail: String| TopologyError::XmlRejected {
         file: file.to_string(),
         detail,
@@ -40,18 +120,16 @@ pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, Topology
     // An export's `allowed_cpuset` (a cgroup, `lstopo --allow`) narrows only the allowed set:
     // without INCLUDE_DISALLOWED hwloc would delete the other CPUs, changing cores, node CPU
     // lists and GPU localities.
-    let topo = with_hwloc_settings(|| {
-        hwlocality::Topology::builder()
-            .from_xml(text)
-            .map_err(|_| rejected("the XML is malformed or truncated".into()))?
-            .with_flags(BuildFlags::INCLUDE_DISALLOWED)
-            .map_err(|e| rejected(e.to_string()))?
-            .with_io_type_filter(TypeFilter::KeepImportant)
-            .map_err(|e| rejected(e.to_string()))?
-            .build()
-            // hwloc's own XML parser finds a malformed or truncated file while loading it.
-            .map_err(|_| rejected("the XML is malformed or truncated".into()))
-    })?;
+    let topo = hwlocality::Topology::builder()
+        .from_xml(text)
+        .map_err(|_| rejected("the XML is malformed or truncated".into()))?
+        .with_flags(BuildFlags::INCLUDE_DISALLOWED)
+        .map_err(|e| rejected(e.to_string()))?
+        .with_io_type_filter(TypeFilter::KeepImportant)
+        .map_err(|e| rejected(e.to_string()))?
+        .build()
+        // hwloc's own XML parser finds a malformed or truncated file while loading it.
+        .map_err(|_| rejected("the XML is malformed or truncated".into()))?;
     let parts = convert(
         &topo,
         name,
@@ -115,11 +193,78 @@ fn precheck_xml(file: &str, text: &str) -> Result<(), TopologyError> {
             });
         }
     }
+    precheck_objects(file, text)
+}
+
+/// What hwloc must never see: objects it crashes on or that would make it allocate without
+/// bound. Each `<object ...>` tag is checked for a PU numbered past numaplan's CPU cap (the
+/// fixture loader's limit), a CPU set wider than that cap, and a cpuset or nodeset without its
+/// complete set (libhwloc 2.9 segfaults on a cache, package or NUMA node without one). Not
+/// complete: what it misses, the importing child contains.
+fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
+    let refuse = |at: usize, detail: String| {
+        let line = text[..at].matches('\n').count() + 1;
+        Err(TopologyError::XmlRejected {
+            file: file.to_string(),
+            detail: format!("{detail} (line {line})"),
+        })
+    };
+    // A cpuset of MAX_CPU CPUs: MAX_CPU/32 words of `0x%08x,`.
+    let widest = (crate::cpuset::MAX_CPU as usize / 32) * 11;
+    for (at, _) in text.match_indices("<object ") {
+        let tag = &text[at..text[at..].find('>').map_or(text.len(), |e| at + e)];
+        let kind = attribute(tag, "type").unwrap_or_default();
+        if kind == "PU"
+            && let Some(index) = attribute(tag, "os_index")
+            && index
+                .parse::<u64>()
+                .map_or(true, |i| i > u64::from(crate::cpuset::MAX_CPU))
+        {
+            return refuse(
+                at,
+                format!(
+                    "CPU {index} is larger than the supported maximum {}",
+                    crate::cpuset::MAX_CPU
+                ),
+            );
+        }
+        for set in [
+            "cpuset",
+            "complete_cpuset",
+            "allowed_cpuset",
+            "online_cpuset",
+        ] {
+            if attribute(tag, set).is_some_and(|v| v.len() > widest) {
+                return refuse(
+                    at,
+                    format!(
+                        "a {kind} object's {set} is wider than the supported {} CPUs",
+                        crate::cpuset::MAX_CPU
+                    ),
+                );
+            }
+        }
+        // Every export pairs them (hwloc 1.x and 2.x); libhwloc 2.9 segfaults without the
+        // complete set (a cache, a package, a NUMA node).
+        for (set, complete) in [
+            ("cpuset", "complete_cpuset"),
+            ("nodeset", "complete_nodeset"),
+        ] {
+            if attribute(tag, set).is_some() && attribute(tag, complete).is_none() {
+                return refuse(at, format!("a {kind} object has a {set} but no {complete}"));
+            }
+        }
+    }
     Ok(())
 }
 
+/// The value of the attribute `name` in an XML tag (`cpuset` does not match `complete_cpuset`).
 fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
-    let start = tag.find(&format!("{name}=\""))? + name.len() + 2;
+    let pattern = format!("{name}=\"");
+    let (at, _) = tag
+        .match_indices(&pattern)
+        .find(|(i, _)| tag[..*i].ends_with(char::is_whitespace))?;
+    let start = at + pattern.len();
     let len = tag[start..].find('"')?;
     Some(&tag[start..start + len])
 }
@@ -510,6 +655,9 @@ fn bridge_path(dev: &TopologyObject) -> Vec<String> {
                     function: p.function(),
                 }
                 .to_string(),
+                // hwlocality panics when asked for the downstream attributes of a non-PCI
+                // downstream, which a malformed XML can claim (`bridge_type="0-0"`).
+                None if attr.downstream_type() != BridgeType::PCI => "host".to_string(),
                 None => match attr.downstream_attributes() {
                     Some(DownstreamAttributes::PCI(d)) => {
                         format!("host:{:04x}:{:02x}", d.domain(), d.secondary_bus())

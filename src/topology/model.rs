@@ -190,6 +190,18 @@ impl Topology {
                 format!("NUMA node {} is listed twice", w[0].id),
             ));
         }
+        // A node with cores but no package of its own (hwloc 1.x puts NUMA nodes above
+        // packages) is in its cores' package when they share one, as a fixture writes it.
+        for n in nodes.iter_mut().filter(|n| n.package.is_none()) {
+            let packages: BTreeSet<PackageId> = cores
+                .iter()
+                .filter(|c| c.node == n.id)
+                .map(|c| c.package)
+                .collect();
+            if let [one] = packages.into_iter().collect::<Vec<_>>()[..] {
+                n.package = Some(one);
+            }
+        }
         let node_of = |id: NodeId| nodes.iter().find(|n| n.id == id);
 
         let mut seen = CpuSet::new();
@@ -399,6 +411,13 @@ impl Topology {
     }
 
     /// Facts of the source's worth telling in every plan (see `notes` above).
+    /// Adds a fact the source found (notes are not part of the fingerprint).
+    pub fn add_note(&mut self, note: String) {
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
+    }
+
     pub fn notes(&self) -> &[String] {
         &self.notes
     }

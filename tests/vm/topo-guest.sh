@@ -12,12 +12,12 @@ taskset -c "$QEMU_GUEST_ALLOWED" numaplan topo --format json
 echo "RESTRICTED_JSON_END"
 printf 'command: [true]\ngpus: none\nranks_per_node: 2\n' > job.yaml
 echo "RESTRICTED_PLAN_BEGIN"
-taskset -c "$QEMU_GUEST_ALLOWED" numaplan compile job.yaml --format json
+taskset -c "$QEMU_GUEST_ALLOWED" numaplan --quiet compile job.yaml --format json
 echo "RESTRICTED_PLAN_END"
 # A fixture captured here compiles to the same plan as discovering directly (restricted too).
 taskset -c "$QEMU_GUEST_ALLOWED" numaplan topo --format yaml -o node.yaml
-taskset -c "$QEMU_GUEST_ALLOWED" numaplan compile job.yaml --format json > discovered.json
-taskset -c "$QEMU_GUEST_ALLOWED" numaplan compile job.yaml --topology node.yaml --format json > fixture.json
+taskset -c "$QEMU_GUEST_ALLOWED" numaplan --quiet compile job.yaml --format json > discovered.json
+taskset -c "$QEMU_GUEST_ALLOWED" numaplan --quiet compile job.yaml --topology node.yaml --format json > fixture.json
 # The fixture's plan names its topology file (`"file": "node.yaml"`); discovery's names none.
 grep -v '^    "file": "node.yaml",$' fixture.json > fixture-content.json
 if cmp discovered.json fixture-content.json; then echo FIXTURE_PLAN_SAME; else diff discovered.json fixture-content.json || true; fi
