@@ -180,3 +180,84 @@ pub fn signal_name(signal: i32) -> String {
     };
     name.to_string()
 }
+
+/// Waits up to `wait` for `fd` to have data or be closed: `Ok(false)` when the time passed.
+pub fn poll_readable(fd: std::os::fd::RawFd, wait: std::time::Duration) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = libc::c_int::try_from(wait.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd, and its count.
+    match unsafe { libc::poll(&mut pfd, 1, ms) } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(false),
+        _ => Ok(true),
+    }
+}
+
+/// A rank's guard: a small process forked from numaplan into the rank's process group. When
+/// numaplan dies, even of SIGKILL, the guard kills the group: the rank's own children (a data
+/// loader's workers, a `sleep &`) die with it instead of living on under PID 1. Being a member
+/// of the group, it also keeps the group's id from being reused while it waits.
+pub struct Guard {
+    pid: libc::pid_t,
+}
+
+impl Guard {
+    /// Forks the guard of the process group `pgid` (a rank that has just started).
+    pub fn start(pgid: u32) -> io::Result<Guard> {
+        // SAFETY: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: the child runs only `guard`, which makes async-signal-safe calls and
+        // allocates nothing (the parent has threads).
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => guard(pgid as libc::pid_t, parent),
+            pid => Ok(Guard { pid }),
+        }
+    }
+
+    /// Reaps the guard once its group was killed (its end is numaplan's SIGKILL to the group).
+    pub fn reap(self) {
+        let mut status = 0;
+        // SAFETY: waits for our own child; `status` is a valid out pointer.
+        unsafe {
+            libc::kill(self.pid, libc::SIGKILL);
+            libc::waitpid(self.pid, &mut status, 0);
+        }
+    }
+}
+
+/// The guard's life: join the group, block every signal (numaplan forwards SIGTERM to the group;
+/// the guard must outlive it), ask for SIGUSR1 when numaplan dies, and on it (numaplan gone, not
+/// a stray SIGUSR1) kill the whole group, itself included.
+fn guard(pgid: libc::pid_t, parent: libc::pid_t) -> ! {
+    // SAFETY: only async-signal-safe calls on local data.
+    unsafe {
+        let name = c"numaplan-guard";
+        libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0);
+        if libc::setpgid(0, pgid) != 0 {
+            libc::_exit(0);
+        }
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
+        let mut death: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut death);
+        libc::sigaddset(&mut death, libc::SIGUSR1);
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGUSR1 as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        while libc::getppid() == parent {
+            libc::sigwaitinfo(&death, std::ptr::null_mut());
+        }
+        libc::kill(-pgid, libc::SIGKILL);
+        libc::_exit(0)
+    }
+}

@@ -11,6 +11,7 @@ pub mod verify;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -191,6 +192,8 @@ struct Running {
     rank: u32,
     child: Child,
     status: Option<std::process::ExitStatus>,
+    /// Kills the rank's process group if numaplan dies.
+    guard: affinity::Guard,
 }
 
 /// Starts every rank bound, supervises until all have exited, and returns how the job ended.
@@ -213,6 +216,7 @@ pub fn run(
     })?;
     let mut running: Vec<Running> = Vec::new();
     let mut relays = Vec::new();
+    let stop = relay::Stop::default();
     // Spawned one after another from this thread, never from helper threads: the kernel sends
     // PR_SET_PDEATHSIG when the *thread* that forked a rank exits, so a rank spawned from a
     // short-lived thread would be killed as soon as that thread ends.
@@ -220,14 +224,15 @@ pub fn run(
     // stops the ranks already running the same way a failing rank does.
     let mut stopped_by = None;
     for (launch, binding) in launches.iter().zip(&plan.ranks) {
-        match spawn(launch, binding, &opts.output) {
-            Ok((child, threads)) => {
+        match spawn(launch, binding, &opts.output, &stop) {
+            Ok((child, threads, guard)) => {
                 relays.extend(threads);
                 running.push(Running {
                     local_rank: launch.local_rank,
                     rank: launch.rank,
                     child,
                     status: None,
+                    guard,
                 });
             }
             Err(e) => {
@@ -237,79 +242,144 @@ pub fn run(
         }
     }
     if stopped_by.is_none() && opts.verify {
-        let pids: Vec<(u32, u32)> = running
-            .iter()
-            .map(|r| (r.local_rank, r.child.id()))
-            .collect();
-        let mut table = verify::check(plan, &pids);
-        // A rank that ended before it was read (a short job) shows no binding: report how it
-        // ended instead of a mismatch; its status is kept for supervision. An exiting rank
-        // releases its memory (empty numa_maps) a moment before wait reports it, so a rank
-        // with problems gets up to 100 ms to finish exiting.
-        let patience = Instant::now() + Duration::from_millis(100);
-        for r in running.iter_mut() {
-            if !table.has_problems(r.child.id()) {
-                continue;
-            }
-            loop {
-                match r.child.try_wait() {
-                    Ok(Some(status)) => {
-                        r.status = Some(status);
-                        table.exited(r.child.id(), short_status(status));
-                        break;
-                    }
-                    Ok(None) if Instant::now() < patience => {
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                    _ => break,
-                }
-            }
-        }
-        if plan.nodes > 1 {
-            let place = &opts.place;
-            let _ = writeln!(report, "node {} of {}:", place.node_rank, place.nodes);
-        }
-        let _ = report.write_all(table.render().as_bytes());
-        if !table.ok() {
-            stopped_by = Some(ExecError::Verify {
-                mismatches: table.mismatches(),
-            });
-        }
+        stopped_by = verify_started(plan, opts, &mut running, report);
     }
     let outcome = supervise(&mut running, opts.grace, stopped_by);
-    join(relays);
+    for r in running {
+        r.guard.reap();
+    }
+    stop.now();
+    finish_relays(relays, report);
     outcome
 }
 
+/// `--verify`: reads every started rank's binding back from /proc and reports the table; the
+/// error that stops the job when a binding differs.
+fn verify_started(
+    plan: &Plan,
+    opts: &ExecOptions,
+    running: &mut [Running],
+    report: &mut dyn std::io::Write,
+) -> Option<ExecError> {
+    let pids: Vec<(u32, u32)> = running
+        .iter()
+        .map(|r| (r.local_rank, r.child.id()))
+        .collect();
+    let mut table = verify::check(plan, &pids);
+    // A rank that ended before it was read (a short job) shows no binding: report how it
+    // ended instead of a mismatch; its status is kept for supervision. An exiting rank
+    // releases its memory (empty numa_maps) a moment before wait reports it, so a rank
+    // with problems gets up to 100 ms to finish exiting.
+    let patience = Instant::now() + Duration::from_millis(100);
+    for r in running.iter_mut() {
+        if !table.has_problems(r.child.id()) {
+            continue;
+        }
+        loop {
+            match r.child.try_wait() {
+                Ok(Some(status)) => {
+                    r.status = Some(status);
+                    table.exited(r.child.id(), short_status(status));
+                    break;
+                }
+                Ok(None) if Instant::now() < patience => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                _ => break,
+            }
+        }
+    }
+    if plan.nodes > 1 {
+        let place = &opts.place;
+        let _ = writeln!(report, "node {} of {}:", place.node_rank, place.nodes);
+    }
+    let _ = report.write_all(table.render().as_bytes());
+    (!table.ok()).then(|| ExecError::Verify {
+        mismatches: table.mismatches(),
+    })
+}
+
+/// Waits for the relays (which end at once when every writer is gone, or after draining when a
+/// leftover process holds a pipe) and says which ranks' output was held open.
+fn finish_relays(relays: Vec<relay::Relay>, report: &mut dyn std::io::Write) {
+    let mut held: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+    for relay in relays {
+        let (rank, stream) = (relay.rank, relay.stream);
+        if relay.join() == relay::Ended::HeldOpen {
+            held.entry(rank).or_default().push(stream.name());
+        }
+    }
+    for (rank, streams) in held {
+        let _ = writeln!(
+            report,
+            "numaplan: rank {rank} exited, but a process it started outside its process group (a \
+             daemon) still holds its {}; numaplan stopped relaying it",
+            streams.join(" and ")
+        );
+    }
+}
+
+/// Where a rank's output goes: inherited, or pipes to relays with (for `--tee`) a log file each,
+/// or log files only. Log files are opened before the rank starts, so that failing to open one
+/// leaves nothing running.
+struct Outputs {
+    stdout: Stdio,
+    stderr: Stdio,
+    /// For piped output: the log file copies of stdout and stderr (`--tee`).
+    tee: Option<[Option<std::fs::File>; 2]>,
+}
+
+fn outputs(launch: &Launch, output: &OutputMode) -> Result<Outputs, ExecError> {
+    let open = |dir: &std::path::Path, stream: relay::Stream| {
+        let path = dir.join(format!("rank-{}.{}", launch.rank, stream.ext()));
+        std::fs::File::create(&path).map_err(|source| ExecError::LogDir { path, source })
+    };
+    let (out, err) = (relay::Stream::Out, relay::Stream::Err);
+    Ok(match output {
+        OutputMode::Plain => Outputs {
+            stdout: Stdio::inherit(),
+            stderr: Stdio::inherit(),
+            tee: None,
+        },
+        OutputMode::Prefixed => Outputs {
+            stdout: Stdio::piped(),
+            stderr: Stdio::piped(),
+            tee: Some([None, None]),
+        },
+        OutputMode::LogDir { dir, tee: true } => Outputs {
+            stdout: Stdio::piped(),
+            stderr: Stdio::piped(),
+            tee: Some([Some(open(dir, out)?), Some(open(dir, err)?)]),
+        },
+        OutputMode::LogDir { dir, tee: false } => Outputs {
+            stdout: Stdio::from(open(dir, out)?),
+            stderr: Stdio::from(open(dir, err)?),
+            tee: None,
+        },
+    })
+}
+
+/// Starts one rank bound as planned, its output relays, and its guard.
 fn spawn(
     launch: &Launch,
     binding: &RankBinding,
     output: &OutputMode,
-) -> Result<(Child, Vec<std::thread::JoinHandle<()>>), ExecError> {
+    stop: &relay::Stop,
+) -> Result<(Child, Vec<relay::Relay>, affinity::Guard), ExecError> {
     let bind = Binding::new(&binding.cpus, &binding.memory).map_err(|source| ExecError::Bind {
         rank: launch.rank,
         cpus: binding.cpus.to_string(),
         source,
     })?;
+    let outputs = outputs(launch, output)?;
     let mut cmd = Command::new(&launch.argv[0]);
     cmd.args(&launch.argv[1..])
         .envs(&launch.env)
-        .process_group(0);
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(outputs.stdout)
+        .stderr(outputs.stderr);
     affinity::bind_before_exec(&mut cmd, bind);
-    let (stdout, stderr) = match output {
-        OutputMode::Plain => (Stdio::inherit(), Stdio::inherit()),
-        OutputMode::Prefixed | OutputMode::LogDir { tee: true, .. } => {
-            (Stdio::piped(), Stdio::piped())
-        }
-        OutputMode::LogDir { dir, tee: false } => {
-            let open = |ext: &str| {
-                let path = dir.join(format!("rank-{}.{ext}", launch.rank));
-                std::fs::File::create(&path).map_err(|source| ExecError::LogDir { path, source })
-            };
-            (Stdio::from(open("out")?), Stdio::from(open("err")?))
-        }
-    };
-    cmd.stdin(Stdio::null()).stdout(stdout).stderr(stderr);
     let mut child = cmd.spawn().map_err(|source| match source.raw_os_error() {
         // Errors of `apply` arrive as the child's errno; ENOENT/EACCES are the program's.
         Some(libc::EINVAL | libc::EPERM | libc::EFAULT) => ExecError::Bind {
@@ -323,42 +393,37 @@ fn spawn(
             source,
         },
     })?;
-    let mut threads = Vec::new();
-    let tee_dir = match output {
-        OutputMode::LogDir { dir, tee: true } => Some(dir.clone()),
-        _ => None,
+    let guard = match affinity::Guard::start(child.id()) {
+        Ok(guard) => guard,
+        Err(source) => {
+            affinity::signal_group(child.id(), libc::SIGKILL);
+            let _ = child.wait();
+            return Err(ExecError::Syscall {
+                what: "start the process that guards a rank's process group",
+                source,
+            });
+        }
     };
-    for (stream, pipe) in [
-        (
-            relay::Stream::Out,
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-        ),
-        (
-            relay::Stream::Err,
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-        ),
-    ] {
-        if let Some(pipe) = pipe {
-            let copy = match &tee_dir {
-                Some(dir) => {
-                    let path = dir.join(format!("rank-{}.{}", launch.rank, stream.ext()));
-                    Some(
-                        std::fs::File::create(&path)
-                            .map_err(|source| ExecError::LogDir { path, source })?,
-                    )
-                }
-                None => None,
-            };
-            threads.push(relay::start(launch.rank, stream, pipe, copy));
+    let mut relays = Vec::new();
+    if let Some([out_copy, err_copy]) = outputs.tee {
+        for (stream, pipe, copy) in [
+            (
+                relay::Stream::Out,
+                child.stdout.take().map(OwnedFd::from),
+                out_copy,
+            ),
+            (
+                relay::Stream::Err,
+                child.stderr.take().map(OwnedFd::from),
+                err_copy,
+            ),
+        ] {
+            if let Some(pipe) = pipe {
+                relays.push(relay::start(launch.rank, stream, pipe, copy, stop.clone()));
+            }
         }
     }
-    Ok((child, threads))
+    Ok((child, relays, guard))
 }
 
 fn rank_failed(r: &Running, status: std::process::ExitStatus) -> ExecError {
@@ -444,12 +509,6 @@ fn supervise(
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
-    }
-}
-
-fn join(threads: Vec<std::thread::JoinHandle<()>>) {
-    for t in threads {
-        let _ = t.join();
     }
 }
 
