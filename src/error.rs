@@ -55,6 +55,12 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// An input of `diff`, `explain`, `exec` or `bind` that is not UTF-8 text.
+    #[error("`{}` is not UTF-8 text: {at}", path.display())]
+    NotUtf8 {
+        path: PathBuf,
+        at: crate::text::BadByte,
+    },
     /// `git:REV:PATH` that git cannot show.
     #[error("cannot read `{arg}` from git: {detail}")]
     Git { arg: String, detail: String },
@@ -164,6 +170,9 @@ impl Error {
                     .at(map, map.value(path), format!("in `{path}`"))
                     .help("regenerate the plan with the command in its header")
             }
+            Error::NotUtf8 { path, at } | Error::Spec(SpecError::NotUtf8 { path, at }) => {
+                not_utf8(self.to_string(), path, *at)
+            }
             Error::InputRead { .. } => Diagnostic::error(E0407_INPUT_READ, self.to_string())
                 .help("check the path; `git:REV:PATH` reads a file from git history, `env:VAR` an environment variable"),
             Error::Git { .. } => Diagnostic::error(E0408_GIT, self.to_string()).help(
@@ -185,17 +194,7 @@ impl Error {
             Error::WarningsDenied { .. } => Diagnostic::error(E0214_WARNINGS_DENIED, self.to_string())
                 .note("nothing was written or started")
                 .help("fix what the warnings above say, or drop `--deny-warnings`"),
-            Error::UnknownCode(code) => {
-                let known: Vec<&str> = ALL.iter().map(|(c, _)| c.0).collect();
-                let d =
-                    Diagnostic::error(E0401_UNKNOWN_CODE, format!("unknown error code `{code}`"));
-                match did_you_mean(&code.to_ascii_uppercase(), known.iter().copied()) {
-                    Some(s) => d.help(format!(
-                        "did you mean `{s}`? `numaplan codes` lists every code"
-                    )),
-                    None => d.help("`numaplan codes` lists every code"),
-                }
-            }
+            Error::UnknownCode(code) => unknown_code(code),
         }
     }
 }
@@ -253,8 +252,28 @@ fn exec(e: &ExecError) -> Diagnostic {
     }
 }
 
+/// `numaplan codes E302`: the nearest code, when one is near.
+fn unknown_code(code: &str) -> Diagnostic {
+    let known: Vec<&str> = ALL.iter().map(|(c, _)| c.0).collect();
+    let d = Diagnostic::error(E0401_UNKNOWN_CODE, format!("unknown error code `{code}`"));
+    match did_you_mean(&code.to_ascii_uppercase(), known.iter().copied()) {
+        Some(s) => d.help(format!(
+            "did you mean `{s}`? `numaplan codes` lists every code"
+        )),
+        None => d.help("`numaplan codes` lists every code"),
+    }
+}
+
+/// A file that is not UTF-8 text, whichever kind of input it was.
+fn not_utf8(message: String, path: &std::path::Path, at: crate::text::BadByte) -> Diagnostic {
+    Diagnostic::error(E0105_NOT_UTF8, message)
+        .at_position(path.display().to_string(), at.line, at.col)
+        .help("save the file as UTF-8 (`iconv -f LATIN1 -t UTF-8`, for one)")
+}
+
 fn topology(e: &TopologyError) -> Diagnostic {
     match e {
+        TopologyError::NotUtf8 { path, at } => not_utf8(e.to_string(), path, *at),
         TopologyError::Read { path, source } => Diagnostic::error(
             E0300_TOPOLOGY_READ,
             format!("cannot read topology file `{}`: {source}", path.display()),
@@ -294,6 +313,10 @@ fn topology(e: &TopologyError) -> Diagnostic {
         .in_file(file)
         .note(format!("numaplan is linked with hwloc {linked}, which reads the 1.x and 2.x XML formats"))
         .help("re-export with hwloc 2.x (`lstopo --of xml`), or with `--export-xml-flags v2` where the newer lstopo offers it"),
+        TopologyError::XmlObjectRefused { file, line, col, .. } => Diagnostic::error(E0305_XML_REJECTED, e.to_string())
+            .at_position(file.clone(), *line, *col)
+            .note("numaplan refuses such an object before hwloc reads it: hwloc would crash on it, or take minutes")
+            .help("re-export the topology with `lstopo --of xml`"),
         TopologyError::XmlRejected { file, detail } => Diagnostic::error(
             E0305_XML_REJECTED,
             format!("hwloc cannot import `{file}`: {detail}"),
@@ -415,6 +438,7 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         ResolveErrorKind::UnplacedGpu { .. } => E0211_UNPLACED_GPU,
         ResolveErrorKind::VisibleDevices { .. } => E0212_VISIBLE_DEVICES,
         ResolveErrorKind::UnknownLocality { .. } => E0213_UNKNOWN_LOCALITY,
+        ResolveErrorKind::TooManyRanks { .. } => E0215_TOO_MANY_RANKS,
     };
     let spot = map.exact(&e.path);
     let label = if spot.is_some() {

@@ -17,5 +17,6 @@ pub mod resolve;
 pub mod review;
 pub mod sandbox;
 pub mod spec;
+pub mod text;
 pub mod topology;
 pub mod yaml;

@@ -41,6 +41,21 @@ pub fn parse<T: DeserializeOwned>(
     text: &str,
 ) -> Result<(T, SourceMap), (YamlError, Box<SourceMap>)> {
     let map = SourceMap::lazy(file, text, positions);
+    if let Some(line) = second_document(text) {
+        let error = YamlError {
+            kind: YamlErrorKind::Syntax,
+            message: "a second YAML document starts here, and a file holds one".into(),
+            spot: Some(Spot {
+                line,
+                col: 1,
+                width: 3,
+            }),
+        };
+        return Err((error, Box::new(map)));
+    }
+    if let Some(error) = too_deep(text) {
+        return Err((error, Box::new(map)));
+    }
     if text.trim_start().starts_with('{') {
         match serde_json::from_str::<T>(text) {
             Ok(value) => return Ok((value, map)),
@@ -64,11 +79,110 @@ pub fn parse<T: DeserializeOwned>(
     }
 }
 
+/// The line where a second document starts (`---` after content, or content after `...`), found
+/// by scanning lines before any parser runs, so that a long or deeply nested second document
+/// costs nothing.
+fn second_document(text: &str) -> Option<usize> {
+    let mut content = false;
+    let mut ended = false;
+    for (i, line) in text.lines().enumerate() {
+        let marker = |m: &str| {
+            line == m
+                || line
+                    .strip_prefix(m)
+                    .is_some_and(|r| r.starts_with([' ', '\t', '#']))
+        };
+        if marker("---") {
+            if content || ended {
+                return Some(i + 1);
+            }
+            continue;
+        }
+        if marker("...") {
+            ended = true;
+            continue;
+        }
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') || (!content && trimmed.starts_with('%'))
+        {
+            continue;
+        }
+        if ended {
+            return Some(i + 1);
+        }
+        content = true;
+    }
+    None
+}
+
+/// How deep collections may nest. numaplan's own formats nest a handful of levels; the limit is
+/// there because libyaml's scanner takes time quadratic in the depth of flow collections
+/// (`[[[[...`: 100,000 levels take 16 s).
+const MAX_DEPTH: usize = 100;
+
+/// Where collections first nest deeper than `MAX_DEPTH`, if they do. Counting brackets gives a
+/// bound at once (brackets inside strings count too); only a text over the bound is parsed, by
+/// yaml-rust2, which is linear and stops by itself at 255 flow levels.
+fn too_deep(text: &str) -> Option<YamlError> {
+    let mut open = 0usize;
+    let mut bound = 0usize;
+    for b in text.bytes() {
+        match b {
+            b'[' | b'{' => {
+                open += 1;
+                bound = bound.max(open);
+            }
+            b']' | b'}' => open = open.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if bound <= MAX_DEPTH {
+        return None;
+    }
+    let mut depth = Depth::default();
+    let stopped = Parser::new_from_str(text).load(&mut depth, false).err();
+    let mark = depth
+        .first_too_deep
+        .or_else(|| stopped.map(|e| *e.marker()))?;
+    Some(YamlError {
+        kind: YamlErrorKind::Syntax,
+        message: format!("collections nest more than {MAX_DEPTH} levels deep here"),
+        spot: Some(Spot {
+            line: mark.line(),
+            col: mark.col() + 1,
+            width: 1,
+        }),
+    })
+}
+
+/// Follows how deep collections nest, and where they first nest deeper than `MAX_DEPTH`.
+#[derive(Default)]
+struct Depth {
+    depth: usize,
+    first_too_deep: Option<Marker>,
+}
+
+impl MarkedEventReceiver for Depth {
+    fn on_event(&mut self, ev: Event, mark: Marker) {
+        match ev {
+            Event::MappingStart(..) | Event::SequenceStart(..) => {
+                self.depth += 1;
+                if self.depth > MAX_DEPTH && self.first_too_deep.is_none() {
+                    self.first_too_deep = Some(mark);
+                }
+            }
+            Event::MappingEnd | Event::SequenceEnd => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+}
+
 /// The positions of every key and value of `text` (up to a syntax error).
 fn positions(text: &str) -> Positions {
     let mut recorder = Recorder {
         positions: Positions::default(),
         stack: Vec::new(),
+        lines: text.lines().collect(),
     };
     let _ = Parser::new_from_str(text).load(&mut recorder, false);
     recorder.positions
@@ -79,6 +193,7 @@ fn syntax_error(text: &str) -> Option<YamlError> {
     let mut recorder = Recorder {
         positions: Positions::default(),
         stack: Vec::new(),
+        lines: text.lines().collect(),
     };
     let e = Parser::new_from_str(text)
         .load(&mut recorder, false)
@@ -380,9 +495,11 @@ enum Frame {
     Sequence { path: String, index: usize },
 }
 
-struct Recorder {
+struct Recorder<'t> {
     positions: Positions,
     stack: Vec<Frame>,
+    /// The text's lines, to measure quoted scalars as written (`"a\0b"` is 6 columns).
+    lines: Vec<&'t str>,
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -393,7 +510,36 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-impl Recorder {
+impl Recorder<'_> {
+    /// The columns a quoted scalar starting at `mark` takes as written, quotes and escapes
+    /// included, when it ends on its line.
+    fn quoted_width(&self, mark: Marker) -> Option<usize> {
+        let line = self.lines.get(mark.line().checked_sub(1)?)?;
+        let mut chars = line.chars().skip(mark.col());
+        let quote = chars.next().filter(|c| *c == '"' || *c == '\'')?;
+        let mut width = 1;
+        while let Some(c) = chars.next() {
+            width += 1;
+            match c {
+                '\\' if quote == '"' => {
+                    chars.next()?;
+                    width += 1;
+                }
+                c if c == quote => {
+                    // `''` inside single quotes is one quote.
+                    if quote == '\'' && line.chars().nth(mark.col() + width) == Some('\'') {
+                        chars.next();
+                        width += 1;
+                        continue;
+                    }
+                    return Some(width);
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// Handles the start of a node (scalar, mapping or sequence) and returns its path, or `None`
     /// when the node is a mapping key (whose text is returned through `key_text`).
     fn node_path(&mut self, spot: Spot, key_text: Option<&str>) -> Option<String> {
@@ -418,7 +564,7 @@ impl Recorder {
     }
 }
 
-impl MarkedEventReceiver for Recorder {
+impl MarkedEventReceiver for Recorder<'_> {
     fn on_event(&mut self, ev: Event, mark: Marker) {
         let spot = |width: usize| Spot {
             line: mark.line(),
@@ -427,9 +573,11 @@ impl MarkedEventReceiver for Recorder {
         };
         match ev {
             Event::Scalar(text, ..) => {
-                if let Some(path) = self.node_path(spot(text.chars().count()), Some(&text)) {
-                    self.positions
-                        .record_value(path, spot(text.chars().count().max(1)));
+                let width = self
+                    .quoted_width(mark)
+                    .unwrap_or_else(|| text.chars().count());
+                if let Some(path) = self.node_path(spot(width), Some(&text)) {
+                    self.positions.record_value(path, spot(width.max(1)));
                 }
             }
             Event::Alias(_) => {
@@ -510,6 +658,30 @@ mod tests {
         );
         let (again, _) = parse::<serde_yaml::Value>("f.yaml", &out).unwrap();
         assert_eq!(again, value);
+    }
+
+    #[test]
+    fn quoted_values_are_underlined_as_written() {
+        let text = "a: \"x\\0y\"\nb: 'it''s'\nc: plain\nd: \"open\n  more\"\n";
+        let (_, map) = parse::<serde_yaml::Value>("f.yaml", text).unwrap();
+        let width = |p: &str| map.value(p).unwrap().width;
+        assert_eq!((width("a"), width("b"), width("c")), (6, 7, 5));
+        // A quoted value over two lines: its decoded length.
+        assert_eq!(width("d"), "open more".len());
+    }
+
+    #[test]
+    fn a_second_document_is_refused_at_its_line() {
+        for (text, line) in [
+            ("a: 1\n---\nb: 2\n", Some(2)),
+            ("---\na: 1\n", None),
+            ("# c\n--- # doc\na: 1\n...\n", None),
+            ("a: 1\n...\nb: 2\n", Some(3)),
+            ("a: |\n  ---\n", None),
+            ("a: 1\n--- x\n", Some(2)),
+        ] {
+            assert_eq!(second_document(text), line, "{text:?}");
+        }
     }
 
     #[test]

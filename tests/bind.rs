@@ -223,38 +223,53 @@ fn bind_under_open_mpi_and_mpich() {
             assert!(s.env.contains_key("RANK"), "{mpirun}: RANK filled in");
         }
 
-        // The emitted script picks the MPI's spelling itself.
-        let script_dir = tempfile::tempdir().unwrap();
-        let job = format!(
-            "command: [{}]\ngpus: none\nranks_per_node: {n}\nmemory: {{policy: bind}}\nenv: {{FROM_PLAN: yes}}\n",
-            PROBE
-                .iter()
-                .map(|a| serde_json::to_string(a).unwrap())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let plan = common::emit_here(script_dir.path(), &job, "mpirun", "mpirun.sh");
-        check_script(&script_dir.path().join("mpirun.sh"));
-        let out = mpi_env(&mut Command::new(script_dir.path().join("mpirun.sh")))
-            .arg("extra arg")
-            .current_dir(script_dir.path())
-            .env("OUT", script_dir.path())
-            .env("MPIRUN", mpirun)
-            .env("PATH", path_with_numaplan())
-            .env_clear_launchers()
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{mpirun} script: {}",
-            text(&out.stderr)
-        );
-        assert_bound(script_dir.path(), &plan);
-        assert_eq!(
-            std::fs::read(script_dir.path().join("args-0")).unwrap(),
-            b"extra arg\0"
-        );
+        // The emitted script picks the MPI's spelling itself, and hands over a plan too large
+        // for one variable (a 70 KB value on each rank) in parts.
+        let big: String = (0..70_000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        for env in [
+            "FROM_PLAN: yes".to_string(),
+            format!("FROM_PLAN: yes, BIG: {big}"),
+        ] {
+            run_mpirun_script(mpirun, &n, &env);
+        }
     }
+}
+
+/// Runs `--emit mpirun`'s script under `mpirun` for a job of `n` ranks with `env`, and checks
+/// every rank's binding and arguments.
+fn run_mpirun_script(mpirun: &str, n: &str, env: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let job = format!(
+        "command: [{}]\ngpus: none\nranks_per_node: {n}\nmemory: {{policy: bind}}\nenv: {{{env}}}\n",
+        PROBE
+            .iter()
+            .map(|a| serde_json::to_string(a).unwrap())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let plan = common::emit_here(dir.path(), &job, "mpirun", "mpirun.sh");
+    check_script(&dir.path().join("mpirun.sh"));
+    let out = mpi_env(&mut Command::new(dir.path().join("mpirun.sh")))
+        .arg("extra arg")
+        .current_dir(dir.path())
+        .env("OUT", dir.path())
+        .env("MPIRUN", mpirun)
+        .env("PATH", path_with_numaplan())
+        .env_clear_launchers()
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{mpirun} script: {}",
+        text(&out.stderr)
+    );
+    assert_bound(dir.path(), &plan);
+    assert_eq!(
+        std::fs::read(dir.path().join("args-0")).unwrap(),
+        b"extra arg\0"
+    );
 }
 
 /// Open MPI refuses root unless told; CI runs as root.

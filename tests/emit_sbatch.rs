@@ -153,3 +153,50 @@ fn sbatch_passes_arguments_and_environment_byte_for_byte() {
     );
     assert!(!dir.path().join("pwned").exists());
 }
+
+/// A 70 KB value on two ranks: the per-task function of `sbatch` would carry 140 KB and the
+/// embedded plan of `sbatch-exec` more, past the kernel's 128 KiB limit for one variable (srun
+/// failed with E2BIG). Each rank must get the value whole, and nothing of numaplan's transport.
+#[test]
+fn values_past_the_variable_limit_reach_every_task() {
+    if !slurm_enabled() {
+        return;
+    }
+    let big: String = (0..70_000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    for kind in ["sbatch", "sbatch-exec"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("job.out");
+        let job = format!(
+            r#"command: [bash, -c, 'printf %s "$BIG" > "$OUT/big-$LOCAL_RANK"; compgen -v NUMAPLAN_VALUE_ > "$OUT/carriers-$LOCAL_RANK" || true']
+gpus: none
+ranks_per_node: 2
+env: {{BIG: {big}}}
+slurm: {{time: "00:02:00", extra: ["--output={}"]}}
+"#,
+            out.display()
+        );
+        let plan = common::emit_here(dir.path(), &job, kind, "job.sbatch");
+        assert!(serde_json::to_string(&plan).unwrap().len() > 128 * 1024);
+        let ended = common::sbatch(
+            &dir.path().join("job.sbatch"),
+            &[
+                ("OUT", dir.path().to_str().unwrap()),
+                ("NUMAPLAN", env!("CARGO_BIN_EXE_numaplan")),
+            ],
+        );
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        assert_eq!(
+            ended.state, "COMPLETED",
+            "{kind}: job {}:\n{text}",
+            ended.id
+        );
+        for rank in 0..2 {
+            let got = std::fs::read_to_string(dir.path().join(format!("big-{rank}"))).unwrap();
+            assert!(got == big, "{kind}: rank {rank} got {} bytes", got.len());
+            let carriers = dir.path().join(format!("carriers-{rank}"));
+            assert_eq!(std::fs::read_to_string(carriers).unwrap(), "", "{kind}");
+        }
+    }
+}

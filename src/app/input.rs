@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::plan::Plan;
 use crate::plan_file;
 use crate::spec::load::load_with;
+use crate::text::TextError;
 use crate::topology::{Topology, fixture};
 use crate::yaml::Override;
 
@@ -42,6 +43,26 @@ pub(crate) enum PlanMachine {
     Strict,
     /// A mismatch is noted (`diff`, `explain --force`).
     Lenient,
+}
+
+/// The value of the variable `var`; when it is not set, the parts `var_1`, `var_2`... joined,
+/// each without the newline that ends it (how launch scripts hand over a plan larger than one
+/// variable may hold: `templates/embedded-plan.sh.j2`).
+fn read_variable(var: &str) -> Result<String, std::env::VarError> {
+    let whole = std::env::var(var);
+    if !matches!(whole, Err(std::env::VarError::NotPresent)) {
+        return whole;
+    }
+    let mut text = String::new();
+    let mut i = 1;
+    loop {
+        match std::env::var(format!("{var}_{i}")) {
+            Ok(part) => text.push_str(part.strip_suffix('\n').unwrap_or(&part)),
+            Err(std::env::VarError::NotPresent) if i > 1 => return Ok(text),
+            Err(e) => return Err(e),
+        }
+        i += 1;
+    }
 }
 
 /// Reads `arg` (a path, `git:REV:PATH` or `env:VAR`), tells a plan from a job spec by content,
@@ -144,27 +165,31 @@ pub(crate) fn load_subject(
 /// from git history: its directory in the working tree; for standard input, `-`, and an
 /// environment variable: the current directory).
 pub(crate) fn read_input(arg: &str) -> Result<(String, PathBuf), Error> {
-    let unreadable = |source| Error::InputRead {
-        path: PathBuf::from(arg),
-        source,
+    let unreadable = |e| match e {
+        TextError::Io(source) => Error::InputRead {
+            path: PathBuf::from(arg),
+            source,
+        },
+        TextError::NotUtf8(at) => Error::NotUtf8 {
+            path: PathBuf::from(arg),
+            at,
+        },
     };
     if arg == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(unreadable)?;
-        return Ok((text, PathBuf::new()));
+        return Ok((
+            crate::text::read_stdin().map_err(unreadable)?,
+            PathBuf::new(),
+        ));
     }
     if let Some(var) = arg.strip_prefix("env:") {
-        let text = std::env::var(var).map_err(|e| Error::InputRead {
+        let text = read_variable(var).map_err(|e| Error::InputRead {
             path: PathBuf::from(arg),
             source: std::io::Error::new(std::io::ErrorKind::NotFound, format!("`{var}`: {e}")),
         })?;
         return Ok((text, PathBuf::new()));
     }
     let Some(rest) = arg.strip_prefix("git:") else {
-        let text = std::fs::read_to_string(arg).map_err(|source| Error::InputRead {
-            path: PathBuf::from(arg),
-            source,
-        })?;
+        let text = crate::text::read(Path::new(arg)).map_err(unreadable)?;
         return Ok((text, parent(Path::new(arg))));
     };
     let git_err = |detail: String| Error::Git {

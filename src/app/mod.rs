@@ -22,6 +22,7 @@ use crate::resolve::resolve;
 use crate::spec::GpuChoice;
 use crate::spec::SpecError;
 use crate::spec::load::{LoadedSpec, load_with};
+use crate::text::TextError;
 use crate::topology::{self, Topology, fixture, summary};
 
 /// Runs a command: its data goes to `stdout`, the plan's warnings to `warnings`.
@@ -158,18 +159,20 @@ fn compile(
 /// A job spec's name (for messages), text and directory (for its relative `topology:`); `-` is
 /// standard input.
 fn read_spec(path: &Path) -> Result<(String, String, PathBuf), Error> {
-    let unreadable = |source| {
-        Error::Spec(SpecError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
-    };
     if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(unreadable)?;
+        let text = crate::text::read_stdin().map_err(|e| match e {
+            TextError::Io(source) => SpecError::Read {
+                path: path.to_path_buf(),
+                source,
+            },
+            TextError::NotUtf8(at) => SpecError::NotUtf8 {
+                path: "<stdin>".into(),
+                at,
+            },
+        })?;
         return Ok(("<stdin>".into(), text, PathBuf::new()));
     }
-    let text = std::fs::read_to_string(path).map_err(unreadable)?;
+    let text = crate::spec::load::read(path)?;
     let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
     Ok((path.display().to_string(), text, dir))
 }

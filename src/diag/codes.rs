@@ -18,6 +18,7 @@ pub const E0101_SPEC_SYNTAX: Code = Code("E0101");
 pub const E0102_SPEC_SHAPE: Code = Code("E0102");
 pub const E0103_SPEC_INVALID: Code = Code("E0103");
 pub const E0104_SET_ON_PLAN: Code = Code("E0104");
+pub const E0105_NOT_UTF8: Code = Code("E0105");
 pub const E0201_NOT_ENOUGH_GPUS: Code = Code("E0201");
 pub const E0202_UNKNOWN_GPU: Code = Code("E0202");
 pub const E0203_NODE_WITHOUT_CPUS: Code = Code("E0203");
@@ -32,6 +33,7 @@ pub const E0211_UNPLACED_GPU: Code = Code("E0211");
 pub const E0212_VISIBLE_DEVICES: Code = Code("E0212");
 pub const E0213_UNKNOWN_LOCALITY: Code = Code("E0213");
 pub const E0214_WARNINGS_DENIED: Code = Code("E0214");
+pub const E0215_TOO_MANY_RANKS: Code = Code("E0215");
 pub const E0300_TOPOLOGY_READ: Code = Code("E0300");
 pub const E0301_YAML_SYNTAX: Code = Code("E0301");
 pub const E0302_FIXTURE_INVALID: Code = Code("E0302");
@@ -67,7 +69,7 @@ pub const W0200_PLAN_WARNING: Code = Code("W0200");
 pub const ALL: &[(Code, &str)] = &[
     (
         E0100_SPEC_READ,
-        "The job spec could not be read (missing, unreadable, or not UTF-8 text). Exit code 3.",
+        "The job spec could not be read (missing, unreadable). Exit code 3.",
     ),
     (
         E0101_SPEC_SYNTAX,
@@ -91,6 +93,12 @@ pub const ALL: &[(Code, &str)] = &[
         "`--set` and `--nproc-per-node` change a job spec before it is compiled; the input is a \
          plan, which numaplan runs as written (it is what was reviewed). Give the job spec the \
          plan was compiled from, or recompile the plan with the change.",
+    ),
+    (
+        E0105_NOT_UTF8,
+        "A job spec, topology file or plan is not UTF-8 text: the message gives the offset of \
+         the first byte that is not part of a UTF-8 character. Save the file as UTF-8. An \
+         error in the input: exit code 1.",
     ),
     (
         E0201_NOT_ENOUGH_GPUS,
@@ -167,9 +175,15 @@ pub const ALL: &[(Code, &str)] = &[
          CI: nothing was written or started. Fix what the warnings say, or drop the flag.",
     ),
     (
+        E0215_TOO_MANY_RANKS,
+        "The job has more ranks (`nodes` x the ranks per node) than `WORLD_SIZE` and `RANK` can \
+         number (4,294,967,295). When `ranks_per_node` is not given, a node runs one rank per \
+         selected GPU (or per NUMA node with `gpus: none`).",
+    ),
+    (
         E0300_TOPOLOGY_READ,
-        "The topology file could not be read (missing, unreadable, or not UTF-8 text).\n\
-         Check the path given to `--topology` or the spec's `topology:` key. Exit code 3.",
+        "The topology file could not be read (missing, unreadable). Check the path given to \
+         `--topology` or the spec's `topology:` key. Exit code 3.",
     ),
     (
         E0301_YAML_SYNTAX,

@@ -62,6 +62,21 @@ impl Diagnostic {
         self
     }
 
+    /// Points at a position of a file whose text is not at hand (shown without a snippet).
+    pub fn at_position(mut self, file: impl Into<String>, line: usize, col: usize) -> Self {
+        self.location = Some(Location {
+            file: file.into(),
+            spot: Some(Spot {
+                line,
+                col,
+                width: 1,
+            }),
+            line_text: None,
+            label: String::new(),
+        });
+        self
+    }
+
     /// Points at a position of a file whose text `map` holds.
     pub fn at(mut self, map: &SourceMap, spot: Option<Spot>, label: impl Into<String>) -> Self {
         let spot = spot.map(|s| map.clamp(s));

@@ -37,9 +37,10 @@ fn human(d: &Diagnostic) -> String {
                 let pad = " ".repeat(num.len());
                 let _ = writeln!(out, "{pad}--> {}:{}:{}", loc.file, spot.line, spot.col);
                 let _ = writeln!(out, "{pad} |");
+                let (text, col) = window(text, spot.col);
                 let _ = writeln!(out, "{num} | {text}");
-                let indent = " ".repeat(spot.col.saturating_sub(1));
-                let carets = "^".repeat(spot.width.max(1));
+                let indent = " ".repeat(col.saturating_sub(1));
+                let carets = "^".repeat(spot.width.clamp(1, WIDTH));
                 let label = if loc.label.is_empty() {
                     String::new()
                 } else {
@@ -68,6 +69,30 @@ fn human(d: &Diagnostic) -> String {
     out
 }
 
+/// The most characters of a source line a snippet shows.
+const WIDTH: usize = 100;
+
+/// The part of a long line around column `col` (1-based), marked `...` where cut, and the
+/// column in it; a short line is shown whole.
+fn window(text: &str, col: usize) -> (String, usize) {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= WIDTH {
+        return (text.to_string(), col);
+    }
+    let start = col.saturating_sub(1 + WIDTH / 2).min(chars.len() - WIDTH);
+    let end = start + WIDTH;
+    let mut shown: String = chars[start..end].iter().collect();
+    let mut col = col - start;
+    if start > 0 {
+        shown.insert_str(0, "...");
+        col += 3;
+    }
+    if end < chars.len() {
+        shown.push_str("...");
+    }
+    (shown, col)
+}
+
 fn json(d: &Diagnostic) -> String {
     let loc = d.location.as_ref();
     let value = serde_json::json!({
@@ -82,4 +107,29 @@ fn json(d: &Diagnostic) -> String {
         "help": d.help,
     });
     format!("{value}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::window;
+
+    #[test]
+    fn long_lines_are_shown_around_the_column() {
+        assert_eq!(window("short", 3), ("short".to_string(), 3));
+        let line: String = (0..300)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let (shown, col) = window(&line, 200);
+        assert!(
+            shown.starts_with("...") && shown.ends_with("..."),
+            "{shown}"
+        );
+        assert_eq!(shown.chars().nth(col - 1), line.chars().nth(199));
+        let (start, col) = window(&line, 2);
+        assert!(!start.starts_with("...") && start.ends_with("..."));
+        assert_eq!(col, 2);
+        let (end, col) = window(&line, 300);
+        assert!(end.starts_with("...") && !end.ends_with("..."));
+        assert_eq!(end.chars().nth(col - 1), line.chars().last());
+    }
 }

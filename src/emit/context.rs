@@ -140,19 +140,94 @@ pub struct SbatchContext {
     /// A numactl `--interleave=` option when the plan interleaves (Slurm cannot), else "".
     interleave: String,
     ranks: Vec<SbatchRank>,
+    /// Values too long to write into the per-task function, each in its own variable
+    /// (`NUMAPLAN_VALUE_1`...), exported before `srun`.
+    long_values: Vec<EnvVar>,
 }
 
 #[derive(Serialize)]
 pub struct SbatchRank {
     rank: String,
     /// The plan's variables, without the per-task ones Slurm provides.
-    env: Vec<EnvVar>,
+    env: Vec<RankVar>,
 }
 
 #[derive(Serialize)]
 pub struct EnvVar {
     name: String,
     value: String,
+}
+
+/// A rank's variable in the per-task function: its value written there, or the name of the
+/// variable that carries it (`long_values`).
+#[derive(Serialize)]
+pub struct RankVar {
+    name: String,
+    value: String,
+    carried_by: Option<String>,
+}
+
+/// How large the per-task function of `--emit sbatch` may grow. Bash exports it as one
+/// environment variable, and the kernel refuses to start a program with a variable over 128 KiB
+/// (`MAX_ARG_STRLEN`): longer values move out of it, the longest first, into variables of
+/// their own.
+const FUNCTION_BUDGET: usize = 64 * 1024;
+
+/// The ranks' variables for the per-task function, and the long values that travel in variables
+/// of their own so that the function stays within `FUNCTION_BUDGET`. A value shared by several
+/// ranks travels once.
+fn rank_variables(plan: &Plan) -> (Vec<SbatchRank>, Vec<EnvVar>) {
+    let own: Vec<(u32, Vec<(&String, &String)>)> = plan
+        .ranks
+        .iter()
+        .map(|r| {
+            let vars = r
+                .env
+                .iter()
+                .filter(|(k, _)| !FROM_SLURM.contains(&k.as_str()));
+            (r.local_rank, vars.collect())
+        })
+        .collect();
+    let entries = || own.iter().flat_map(|(_, vars)| vars.iter().copied());
+    // What an entry adds to the function: `export NAME='value'` written out, or
+    // `export NAME="$NUMAPLAN_VALUE_N"`.
+    let written = |k: &str, v: &str| k.len() + super::templates::sh(v.to_string()).len() + 16;
+    let carried = |k: &str| k.len() + 40;
+    let mut size: usize = entries().map(|(k, v)| written(k, v)).sum();
+    let mut by_length: Vec<&String> = entries().map(|(_, v)| v).collect();
+    by_length.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    by_length.dedup();
+    let mut long_values: Vec<EnvVar> = Vec::new();
+    for value in by_length {
+        if size <= FUNCTION_BUDGET {
+            break;
+        }
+        for (k, _) in entries().filter(|(_, v)| *v == value) {
+            size = size - written(k, value) + carried(k);
+        }
+        long_values.push(EnvVar {
+            name: format!("NUMAPLAN_VALUE_{}", long_values.len() + 1),
+            value: value.clone(),
+        });
+    }
+    let ranks = own
+        .iter()
+        .map(|(local_rank, vars)| SbatchRank {
+            rank: local_rank.to_string(),
+            env: vars
+                .iter()
+                .map(|(name, value)| RankVar {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    carried_by: long_values
+                        .iter()
+                        .find(|l| &l.value == *value)
+                        .map(|l| l.name.clone()),
+                })
+                .collect(),
+        })
+        .collect();
+    (ranks, long_values)
 }
 
 /// Variables the batch file sets from Slurm's own per-task values or once per job.
@@ -223,6 +298,7 @@ pub fn sbatch(plan: &Plan, origin: &Origin) -> SbatchContext {
             ),
         ),
     };
+    let (ranks, long_values) = rank_variables(plan);
     SbatchContext {
         header: header(plan, origin),
         allocation: allocation(plan),
@@ -232,45 +308,61 @@ pub fn sbatch(plan: &Plan, origin: &Origin) -> SbatchContext {
         cpu_bind: format!("{verbose}mask_cpu:{}", masks.join(",")),
         mem_bind,
         interleave,
-        ranks: plan
-            .ranks
-            .iter()
-            .map(|r| SbatchRank {
-                rank: r.local_rank.to_string(),
-                env: r
-                    .env
-                    .iter()
-                    .filter(|(k, _)| !FROM_SLURM.contains(&k.as_str()))
-                    .map(|(k, v)| EnvVar {
-                        name: k.clone(),
-                        value: v.clone(),
-                    })
-                    .collect(),
-            })
-            .collect(),
+        ranks,
+        long_values,
     }
 }
 
-/// The plan file embedded in a script, in a quoted here-document
-/// (`templates/embedded-plan.sh.j2`).
+/// The plan file embedded in a script, in quoted here-documents
+/// (`templates/embedded-plan.sh.j2`), handed to numaplan in the environment: whole in
+/// `NUMAPLAN_PLAN`, or, when larger than `PLAN_PART`, in parts `NUMAPLAN_PLAN_1`... (the kernel
+/// refuses to start a program with a variable over 128 KiB), which `env:NUMAPLAN_PLAN` joins.
 #[derive(Serialize)]
 pub struct EmbeddedPlan {
-    /// The plan file's text, ending with a newline.
-    plan: String,
-    /// The here-document's terminator: a line the plan does not contain.
+    /// The plan file's text, ending with a newline, when it fits one variable.
+    plan: Option<String>,
+    /// Otherwise its parts, in order.
+    plan_parts: Vec<EnvVar>,
+    /// The variables that carry the plan, for launchers that forward variables by name.
+    plan_vars: Vec<String>,
+    /// The here-documents' terminator: a string the plan does not contain.
     plan_end: String,
 }
 
+/// The largest plan handed over in one variable, and the size of each part of a larger one.
+pub const PLAN_PART: usize = 64 * 1024;
+
 fn embedded_plan(origin: &Origin) -> EmbeddedPlan {
+    let text = &origin.plan_file;
     let mut plan_end = "END_OF_PLAN".to_string();
-    while origin.plan_file.lines().any(|l| l == plan_end) {
+    while text.contains(plan_end.as_str()) {
         plan_end.push('_');
     }
-    let mut plan = origin.plan_file.to_string();
-    if !plan.ends_with('\n') {
-        plan.push('\n');
+    if text.len() <= PLAN_PART {
+        let mut plan = text.to_string();
+        if !plan.ends_with('\n') {
+            plan.push('\n');
+        }
+        return EmbeddedPlan {
+            plan: Some(plan),
+            plan_parts: Vec::new(),
+            plan_vars: vec!["NUMAPLAN_PLAN".into()],
+            plan_end,
+        };
     }
-    EmbeddedPlan { plan, plan_end }
+    let plan_parts: Vec<EnvVar> = crate::text::chunks(text, PLAN_PART)
+        .enumerate()
+        .map(|(i, part)| EnvVar {
+            name: format!("NUMAPLAN_PLAN_{}", i + 1),
+            value: part.to_string(),
+        })
+        .collect();
+    EmbeddedPlan {
+        plan: None,
+        plan_vars: plan_parts.iter().map(|p| p.name.clone()).collect(),
+        plan_parts,
+        plan_end,
+    }
 }
 
 #[derive(Serialize)]

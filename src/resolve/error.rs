@@ -43,6 +43,14 @@ pub enum ResolveErrorKind {
     PreferredManyNodes { count: usize },
     #[error("GPU {gpu} has unknown NUMA locality and no node is left for it")]
     UnplacedGpu { gpu: u32 },
+    #[error(
+        "{nodes} nodes x {per_node} ranks per node are {total} ranks, more than `WORLD_SIZE` can count"
+    )]
+    TooManyRanks {
+        nodes: u32,
+        per_node: usize,
+        total: u64,
+    },
     /// `detail` starts with the setting: `CUDA_VISIBLE_DEVICES=9: there is no GPU 9`.
     #[error("{detail}")]
     VisibleDevices { detail: String },

@@ -33,6 +33,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     let selected = gpus::select_gpus(spec, topo)?;
     warnings.extend(gpus::visible_warning(spec, &selected));
     let units = gpus::form_ranks(spec, topo, &selected, &allowed)?;
+    world_fits(spec, units.len())?;
     let ctx = Ctx::new(topo, &spec.cpu, allowed);
     let placements = place(&ctx, &selected, &units, &mut warnings)?;
     every_rank_has_cpus(&units, &placements)?;
@@ -65,6 +66,24 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         port: spec.port,
         slurm: spec.slurm.clone(),
     })
+}
+
+/// The job's ranks can be numbered: `WORLD_SIZE` (nodes x ranks per node) fits 32 bits. The spec's
+/// own counts are bounded in validation; a node's rank count is known only here.
+fn world_fits(spec: &Spec, per_node: usize) -> Result<(), ResolveError> {
+    let total = u64::from(spec.nodes) * per_node as u64;
+    if total <= u64::from(u32::MAX) {
+        return Ok(());
+    }
+    Err(ResolveError::new(
+        ResolveErrorKind::TooManyRanks {
+            nodes: spec.nodes,
+            per_node,
+            total,
+        },
+        "nodes",
+        "run fewer nodes, or set `ranks_per_node` lower",
+    ))
 }
 
 /// The CPUs the plan may use: the topology's allowed set, narrowed by `cpu.allowed`.

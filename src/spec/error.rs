@@ -10,6 +10,12 @@ pub enum SpecError {
         path: std::path::PathBuf,
         source: std::io::Error,
     },
+    /// The file is not UTF-8 text.
+    #[error("job spec `{}` is not UTF-8 text: {at}", path.display())]
+    NotUtf8 {
+        path: std::path::PathBuf,
+        at: crate::text::BadByte,
+    },
     /// Not YAML, or not a spec's shape (unknown key, wrong type).
     #[error("{}", error.message)]
     Yaml {

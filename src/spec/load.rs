@@ -35,11 +35,23 @@ impl SpecMaps {
 }
 
 pub fn load_file(path: &Path) -> Result<LoadedSpec, SpecError> {
-    let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read(path)?;
     load_str(&path.display().to_string(), &text)
+}
+
+/// A job spec's text: an unreadable file is `Read` (the environment), bytes that are not UTF-8
+/// are `NotUtf8` (the input).
+pub fn read(path: &Path) -> Result<String, SpecError> {
+    crate::text::read(path).map_err(|e| match e {
+        crate::text::TextError::Io(source) => SpecError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+        crate::text::TextError::NotUtf8(at) => SpecError::NotUtf8 {
+            path: path.to_path_buf(),
+            at,
+        },
+    })
 }
 
 pub fn load_str(file: &str, text: &str) -> Result<LoadedSpec, SpecError> {

@@ -17,6 +17,10 @@ pub const DEFAULT_PORT: u16 = 29500;
 /// The most ranks a node can run, and GPUs a rank can take: a node has at most `MAX_CPU` CPUs.
 pub const MAX_PER_NODE: u32 = MAX_CPU;
 
+/// The longest argument or environment entry (`NAME=value`) the kernel passes to a program:
+/// `MAX_ARG_STRLEN` (32 pages of 4 KiB) less the terminating NUL.
+pub const MAX_ARG_LEN: usize = 32 * 4096 - 1;
+
 pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
     let mut p = Problems::default();
     let counts = counts(raw, &mut p);
@@ -130,16 +134,26 @@ fn counts(raw: &JobSpec, p: &mut Problems) -> Counts {
             );
         }
     }
-    for (path, value) in [
-        ("ranks_per_node", raw.ranks_per_node),
-        ("gpus_per_rank", Some(gpus_per_rank)),
+    for (path, value, what, help) in [
+        (
+            "ranks_per_node",
+            raw.ranks_per_node,
+            "ranks",
+            "a node runs at most one rank per CPU",
+        ),
+        (
+            "gpus_per_rank",
+            Some(gpus_per_rank),
+            "GPUs",
+            "a rank takes at most the GPUs of its node",
+        ),
     ] {
         if value.is_some_and(|v| v > MAX_PER_NODE) {
             p.add(
                 path,
-                format!("`{path}` is larger than {MAX_PER_NODE}, more than a node has CPUs"),
+                format!("`{path}` is larger than {MAX_PER_NODE}: more {what} than a node can have"),
                 "too large",
-                "a node runs at most one rank per CPU",
+                help,
             );
         }
     }
@@ -384,6 +398,26 @@ fn command(raw: &JobSpec, p: &mut Problems) -> Vec<String> {
             }
         },
     };
+    if let Some(i) = command.iter().position(|w| w.len() > MAX_ARG_LEN) {
+        p.add(
+            &format!("command[{i}]"),
+            format!(
+                "`command[{i}]` is {} bytes long; the kernel starts no program with an argument \
+                 over 128 KiB ({MAX_ARG_LEN} bytes, MAX_ARG_STRLEN)",
+                command[i].len()
+            ),
+            "too long",
+            "pass the data in a file and its path as the argument",
+        );
+    }
+    if let Some(i) = command.iter().position(|w| w.contains('\0')) {
+        p.add(
+            &format!("command[{i}]"),
+            "the command contains a NUL byte, which no program argument can carry".into(),
+            "NUL byte",
+            "remove the NUL byte (`\\0`)",
+        );
+    }
     if raw.command.is_some() && command.is_empty() {
         p.add(
             "command",
@@ -396,6 +430,28 @@ fn command(raw: &JobSpec, p: &mut Problems) -> Vec<String> {
 }
 
 fn environment(raw: &JobSpec, p: &mut Problems) {
+    for (key, value) in &raw.env {
+        let len = key.len() + 1 + value.len();
+        if len > MAX_ARG_LEN {
+            p.add(
+                &format!("env.{key}"),
+                format!(
+                    "`{key}={{value}}` is {len} bytes long; the kernel starts no program with a \
+                     variable over 128 KiB ({MAX_ARG_LEN} bytes, MAX_ARG_STRLEN)"
+                ),
+                "too long",
+                "pass the data in a file and its path in the variable",
+            );
+        }
+        if value.contains('\0') {
+            p.add(
+                &format!("env.{key}"),
+                format!("the value of `{key}` contains a NUL byte, which no environment variable can carry"),
+                "NUL byte",
+                "remove the NUL byte (`\\0`)",
+            );
+        }
+    }
     for key in raw.env.keys() {
         let valid = !key.is_empty()
             && !key.starts_with(|c: char| c.is_ascii_digit())

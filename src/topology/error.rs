@@ -14,6 +14,12 @@ pub enum TopologyError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The file is not UTF-8 text.
+    #[error("topology file `{}` is not UTF-8 text: {at}", path.display())]
+    NotUtf8 {
+        path: PathBuf,
+        at: crate::text::BadByte,
+    },
     /// Not YAML, or not a fixture's shape.
     #[error("{}", error.message)]
     Yaml {
@@ -37,6 +43,15 @@ pub enum TopologyError {
         file: String,
         version: String,
         linked: String,
+    },
+    /// numaplan's pre-check refused an object of the XML before hwloc saw it (hwloc would crash
+    /// on it, or take minutes).
+    #[error("`{file}` cannot be imported: {detail}")]
+    XmlObjectRefused {
+        file: String,
+        detail: String,
+        line: usize,
+        col: usize,
     },
     /// hwloc refused the XML.
     #[error("hwloc cannot import `{file}`: {detail}")]

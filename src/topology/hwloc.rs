@@ -147,7 +147,7 @@ pub fn linked_version() -> String {
 }
 
 /// Recognises XML that hwloc would import as an empty machine or refuse with a cryptic message.
-fn precheck_xml(file: &str, text: &str) -> Result<(), TopologyError> {
+pub fn precheck_xml(file: &str, text: &str) -> Result<(), TopologyError> {
     let root = text
         .split('<')
         .skip(1)
@@ -203,10 +203,13 @@ fn precheck_xml(file: &str, text: &str) -> Result<(), TopologyError> {
 /// complete: what it misses, the importing child contains.
 fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
     let refuse = |at: usize, detail: String| {
-        let line = text[..at].matches('\n').count() + 1;
-        Err(TopologyError::XmlRejected {
+        let before = &text[..at];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Err(TopologyError::XmlObjectRefused {
             file: file.to_string(),
-            detail: format!("{detail} (line {line})"),
+            detail,
+            line: before.matches('\n').count() + 1,
+            col: before[line_start..].chars().count() + 1,
         })
     };
     // A cpuset of MAX_CPU CPUs: MAX_CPU/32 words of `0x%08x,`.
@@ -238,7 +241,7 @@ fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
                 return refuse(
                     at,
                     format!(
-                        "a {kind} object's {set} is wider than the supported {} CPUs",
+                        "the {kind} object's {set} is wider than the supported {} CPUs",
                         crate::cpuset::MAX_CPU
                     ),
                 );
@@ -251,7 +254,10 @@ fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
             ("nodeset", "complete_nodeset"),
         ] {
             if attribute(tag, set).is_some() && attribute(tag, complete).is_none() {
-                return refuse(at, format!("a {kind} object has a {set} but no {complete}"));
+                return refuse(
+                    at,
+                    format!("the {kind} object has a {set} but no {complete}"),
+                );
             }
         }
     }
@@ -463,10 +469,7 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
             function: pci.function(),
         };
         let class = pci.class_id();
-        let osdevs: Vec<&TopologyObject> = dev
-            .io_children()
-            .filter(|c| c.object_type() == ObjectType::OSDevice)
-            .collect();
+        let osdevs = os_devices(dev);
         let osdev_named = |ty: OSDeviceType| {
             osdevs.iter().find_map(|o| match o.attributes() {
                 Some(ObjectAttributes::OSDevice(a)) if a.device_type() == ty => text(o.name()),
@@ -578,6 +581,37 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
         gpus,
         nics,
     }
+}
+
+/// A PCI device's OS devices, in the order their information is trusted: the vendor's own
+/// management library first (NVML, ROCm SMI, Level Zero), then CUDA, then OpenCL and the rest;
+/// by name within each. An XML export lists them in any order, and the GPU's model and UUID must
+/// not depend on it.
+fn os_devices(dev: &TopologyObject) -> Vec<&TopologyObject> {
+    let mut osdevs: Vec<&TopologyObject> = dev
+        .io_children()
+        .filter(|c| c.object_type() == ObjectType::OSDevice)
+        .collect();
+    osdevs.sort_by_cached_key(|o| {
+        let name = text(o.name()).unwrap_or_default();
+        let backend = text(o.subtype())
+            .unwrap_or_else(|| name.clone())
+            .to_ascii_lowercase();
+        let rank = if ["nvml", "rsmi", "levelzero", "ze"]
+            .iter()
+            .any(|b| backend.starts_with(b))
+        {
+            0
+        } else if backend.starts_with("cuda") {
+            1
+        } else if backend.starts_with("opencl") {
+            2
+        } else {
+            3
+        };
+        (rank, name)
+    });
+    osdevs
 }
 
 /// Runs `build` with numaplan's hwloc settings, each unless the user set it, and removes them

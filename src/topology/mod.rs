@@ -14,21 +14,22 @@ pub mod summary;
 
 use std::path::Path;
 
+use crate::text::TextError;
+
 pub use error::TopologyError;
 pub use model::Topology;
 
 /// Loads a topology file, telling hwloc XML from a YAML fixture by its content.
 pub fn load_file(path: &Path) -> Result<Topology, TopologyError> {
-    let bytes = std::fs::read(path).map_err(|source| TopologyError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let text = String::from_utf8(bytes).map_err(|_| TopologyError::Read {
-        path: path.to_path_buf(),
-        source: std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "the file is not UTF-8 text",
-        ),
+    let text = crate::text::read(path).map_err(|e| match e {
+        TextError::Io(source) => TopologyError::Read {
+            path: path.to_path_buf(),
+            source,
+        },
+        TextError::NotUtf8(at) => TopologyError::NotUtf8 {
+            path: path.to_path_buf(),
+            at,
+        },
     })?;
     let file = path.display().to_string();
     if text.trim_start().starts_with('<') {
