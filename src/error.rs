@@ -410,6 +410,13 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
                     };
                 }
             }
+            if let Some(key) = duplicated_key(detail) {
+                // The map records a key's last occurrence: the one to remove or rename.
+                let key_path = path.map_or(key.to_string(), |p| format!("{p}.{key}"));
+                return Diagnostic::error(codes.shape, format!("`{key}` is given twice{within}"))
+                    .at(map, map.key(&key_path).or(spot), "again here")
+                    .help("keep one of them: numaplan does not pick one silently");
+            }
             let d = Diagnostic::error(codes.shape, format!("invalid {what}{within}: {detail}"))
                 .at(map, spot, "here");
             let d = if detail.starts_with("missing field") {
@@ -420,6 +427,18 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
             d.help(format!("`{}` documents every key", codes.schema))
         }
     }
+}
+
+/// The key serde reports twice: ``duplicate field `env` `` (a struct's key) or `duplicate entry
+/// with key "A"` (a map's).
+fn duplicated_key(detail: &str) -> Option<&str> {
+    let key = match detail.strip_prefix("duplicate field `") {
+        Some(rest) => rest.split('`').next(),
+        None => detail
+            .strip_prefix("duplicate entry with key \"")
+            .and_then(|rest| rest.split('"').next()),
+    };
+    key.filter(|k| !k.is_empty())
 }
 
 /// A constraint the plan cannot meet, pointed at the spec key it concerns when the spec has it.

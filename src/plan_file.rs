@@ -83,6 +83,7 @@ pub struct RankEntry {
     pub memory: MemoryEntry,
     /// NIC names.
     pub nics: Vec<String>,
+    #[serde(deserialize_with = "crate::yaml::unique_keys")]
     pub env: BTreeMap<String, String>,
 }
 

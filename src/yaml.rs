@@ -177,6 +177,46 @@ impl MarkedEventReceiver for Depth {
     }
 }
 
+/// Deserializes a map whose keys must be unique (`#[serde(deserialize_with = ...)]`): YAML and
+/// JSON readers keep the last of two equal keys, and a spec's `env: {A: 1, A: 2}` must not
+/// silently lose one. The error names the key as serde_yaml names a duplicate in a mapping.
+pub fn unique_keys<'de, D, K, V>(d: D) -> Result<std::collections::BTreeMap<K, V>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    K: serde::Deserialize<'de> + Ord + std::fmt::Display,
+    V: serde::Deserialize<'de>,
+{
+    struct Unique<K, V>(std::marker::PhantomData<(K, V)>);
+    impl<'de, K, V> serde::de::Visitor<'de> for Unique<K, V>
+    where
+        K: serde::Deserialize<'de> + Ord + std::fmt::Display,
+        V: serde::Deserialize<'de>,
+    {
+        type Value = std::collections::BTreeMap<K, V>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = std::collections::BTreeMap::new();
+            while let Some((k, v)) = m.next_entry::<K, V>()? {
+                let text = k.to_string();
+                if out.insert(k, v).is_some() {
+                    return Err(serde::de::Error::custom(format!(
+                        "duplicate entry with key \"{text}\""
+                    )));
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(Unique(std::marker::PhantomData))
+}
+
 /// The positions of every key and value of `text` (up to a syntax error).
 fn positions(text: &str) -> Positions {
     let mut recorder = Recorder {

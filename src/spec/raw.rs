@@ -54,7 +54,11 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nic: Option<NicOptions>,
     /// Extra environment for every rank; wins over numaplan's own variables.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::yaml::unique_keys"
+    )]
     pub env: BTreeMap<String, String>,
     /// Where ranks meet (torchrun's MASTER_ADDR / MASTER_PORT).
     #[serde(default, skip_serializing_if = "Option::is_none")]

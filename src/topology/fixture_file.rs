@@ -40,7 +40,11 @@ pub struct FixtureFile {
     pub cpu_kinds: Vec<CpuKindEntry>,
     /// NUMA distances (as `numactl -H` prints them): for each node id, its distances to every
     /// node that has a row here, in ascending node id order.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::yaml::unique_keys"
+    )]
     pub distances: BTreeMap<u32, Vec<u32>>,
     /// GPUs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -101,7 +105,11 @@ pub struct CpuKindEntry {
     pub efficiency: Option<u32>,
     /// hwloc's attributes of the kind: `CoreType` (IntelCore, IntelAtom), `FrequencyMaxMHz`,
     /// `LinuxCapacity`, `CPUPart`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::yaml::unique_keys"
+    )]
     pub info: BTreeMap<String, String>,
 }
 
