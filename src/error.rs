@@ -458,6 +458,8 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         ResolveErrorKind::VisibleDevices { .. } => E0212_VISIBLE_DEVICES,
         ResolveErrorKind::UnknownLocality { .. } => E0213_UNKNOWN_LOCALITY,
         ResolveErrorKind::TooManyRanks { .. } => E0215_TOO_MANY_RANKS,
+        ResolveErrorKind::HelpersTakeAllCores { .. } => E0216_HELPERS_TAKE_ALL,
+        ResolveErrorKind::VariableTooLong { .. } => E0217_VARIABLE_TOO_LONG,
     };
     let spot = map.exact(&e.path);
     let label = if spot.is_some() {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
 use crate::pci_addr::PciAddr;
-use crate::spec::{MemPolicy, Policy, SlurmSpec};
+use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -70,6 +70,64 @@ pub struct RankBinding {
     pub memory: MemoryBinding,
     pub nics: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// The rank's helper pool (`cpu.helpers`), inside `cpus`; empty without one. The rest of
+    /// `cpus` is the rank's compute set.
+    pub helpers: CpuSet,
+    /// Where its OpenMP threads run (`openmp:`).
+    pub openmp: Option<OpenMpBinding>,
+}
+
+impl RankBinding {
+    /// The CPUs for compute threads: the rank's CPUs less its helper pool.
+    pub fn compute(&self) -> CpuSet {
+        self.cpus.difference(&self.helpers)
+    }
+
+    /// The helper pool and the OpenMP places split the rank's CPUs: the pool inside them and
+    /// short of all of them, every place inside the compute set, no CPU in two places.
+    fn check_inside(&self) -> Result<(), String> {
+        if !self.helpers.is_subset(&self.cpus) {
+            return Err(format!(
+                "helper CPUs {} outside its CPUs",
+                self.helpers.difference(&self.cpus)
+            ));
+        }
+        if !self.helpers.is_empty() && self.compute().is_empty() {
+            return Err("its helper pool takes all its CPUs".into());
+        }
+        let Some(omp) = &self.openmp else {
+            return Ok(());
+        };
+        let compute = self.compute();
+        let mut seen = CpuSet::new();
+        for (k, place) in omp.places.iter().enumerate() {
+            if place.is_empty() || !place.is_subset(&compute) {
+                return Err(format!(
+                    "OpenMP place {k} ({place}) is not inside its compute CPUs {compute}"
+                ));
+            }
+            if place.intersects(&seen) {
+                return Err(format!(
+                    "OpenMP place {k} ({place}) overlaps an earlier place"
+                ));
+            }
+            seen = seen.union(place);
+        }
+        if omp.threads == 0 {
+            return Err("it runs 0 OpenMP threads".into());
+        }
+        Ok(())
+    }
+}
+
+/// A rank's OpenMP placement: its places (inside the compute set, disjoint, in order), how
+/// threads bind to them, and how many threads run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenMpBinding {
+    /// Empty for `places: none`.
+    pub places: Vec<CpuSet>,
+    pub bind: ProcBind,
+    pub threads: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,6 +197,7 @@ impl Plan {
             if (r.memory.policy == MemPolicy::None) != r.memory.nodes.is_empty() {
                 return Err(format!("rank {i}: memory policy and nodes disagree"));
             }
+            r.check_inside().map_err(|e| format!("rank {i}: {e}"))?;
         }
         if self.ranks.len() != self.ranks_per_node as usize {
             return Err("ranks_per_node differs from the number of ranks".into());

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::diag::SourceMap;
 use crate::ids::{GpuIndex, NodeId, node_list};
-use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding};
-use crate::spec::{MemPolicy, Policy, SlurmSpec};
+use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
+use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
 use crate::yaml::{self, YamlError};
 
 /// The plan format version written.
@@ -83,8 +83,28 @@ pub struct RankEntry {
     pub memory: MemoryEntry,
     /// NIC names.
     pub nics: Vec<String>,
+    /// The rank's helper pool (`cpu.helpers`): a cpulist inside `cpus`; the rest is its compute
+    /// set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helpers: Option<String>,
+    /// Where its OpenMP threads run (`openmp:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openmp: Option<OpenMpEntry>,
     #[serde(deserialize_with = "crate::yaml::unique_keys")]
     pub env: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenMpEntry {
+    /// OMP_NUM_THREADS.
+    pub threads: u32,
+    /// OMP_PROC_BIND: `close`, `spread`, `master` or `false`.
+    pub bind: String,
+    /// The places in order, each a cpulist inside the compute set; none when threads are not
+    /// bound or the runtime's own places are used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub places: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -141,6 +161,12 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
                     nodes: node_list(&r.memory.nodes),
                 },
                 nics: r.nics.clone(),
+                helpers: (!r.helpers.is_empty()).then(|| r.helpers.to_string()),
+                openmp: r.openmp.as_ref().map(|o| OpenMpEntry {
+                    threads: o.threads,
+                    bind: o.bind.name().to_string(),
+                    places: o.places.iter().map(CpuSet::to_string).collect(),
+                }),
                 env: r.env.clone(),
             })
             .collect(),
@@ -228,6 +254,107 @@ pub fn looks_like_plan(text: &str) -> bool {
 
 type Problem = (String, String);
 
+/// A rank's `openmp:` entry; `at` names a key of it for errors.
+fn openmp_binding(o: &OpenMpEntry, at: &dyn Fn(&str) -> String) -> Result<OpenMpBinding, Problem> {
+    let bind = [
+        ProcBind::Close,
+        ProcBind::Spread,
+        ProcBind::Master,
+        ProcBind::None,
+    ]
+    .into_iter()
+    .find(|b| b.name() == o.bind)
+    .ok_or_else(|| (at("bind"), format!("unknown OMP_PROC_BIND `{}`", o.bind)))?;
+    let places = o
+        .places
+        .iter()
+        .enumerate()
+        .map(|(k, text)| {
+            text.parse::<CpuSet>().map_err(|e| {
+                (
+                    at(&format!("places[{k}]")),
+                    format!("`{text}` is not a CPU list: {e}"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, Problem>>()?;
+    Ok(OpenMpBinding {
+        places,
+        bind,
+        threads: o.threads,
+    })
+}
+
+/// A CPU list of the plan file at `path`.
+fn cpus(path: String, text: &str) -> Result<CpuSet, Problem> {
+    text.parse::<CpuSet>()
+        .map_err(|e| (path, format!("`{text}` is not a CPU list: {e}")))
+}
+
+/// The `i`-th rank entry as a `RankBinding`.
+fn rank_from_entry(i: usize, r: &RankEntry) -> Result<RankBinding, Problem> {
+    let at = |key: &str| format!("ranks[{i}].{key}");
+    if r.gpu_pci.len() != r.gpus.len() && !r.gpu_pci.is_empty() {
+        return Err((
+            at("gpu_pci"),
+            "`gpu_pci` and `gpus` differ in length".into(),
+        ));
+    }
+    let gpus = r
+        .gpus
+        .iter()
+        .enumerate()
+        .map(|(j, &g)| {
+            let pci = match r.gpu_pci.get(j) {
+                Some(text) => text
+                    .parse()
+                    .map_err(|e: crate::pci_addr::PciAddrParseError| {
+                        (at("gpu_pci"), e.to_string())
+                    })?,
+                None => {
+                    return Err((at("gpu_pci"), "each GPU needs its PCI address".to_string()));
+                }
+            };
+            Ok(PlannedGpu {
+                index: GpuIndex(g),
+                pci,
+            })
+        })
+        .collect::<Result<Vec<_>, Problem>>()?;
+    let mem_policy = MemPolicy::ALL
+        .into_iter()
+        .find(|p| p.name() == r.memory.policy)
+        .ok_or_else(|| {
+            (
+                at("memory.policy"),
+                format!("unknown memory policy `{}`", r.memory.policy),
+            )
+        })?;
+    let mem_nodes = cpus(at("memory.nodes"), &r.memory.nodes)?;
+    Ok(RankBinding {
+        local_rank: r.local_rank,
+        gpus,
+        numa_node: r.numa_node.map(NodeId),
+        cpus: cpus(at("cpus"), &r.cpus)?,
+        cores: r.cores,
+        memory: MemoryBinding {
+            policy: mem_policy,
+            nodes: mem_nodes.iter().map(NodeId).collect(),
+        },
+        nics: r.nics.clone(),
+        env: r.env.clone(),
+        helpers: match &r.helpers {
+            Some(text) => cpus(at("helpers"), text)?,
+            None => CpuSet::new(),
+        },
+        openmp: r
+            .openmp
+            .as_ref()
+            .map(|o| openmp_binding(o, &|k: &str| at(&format!("openmp.{k}"))))
+            .transpose()?,
+    })
+}
+
 fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
     if f.numaplan_plan != FORMAT_VERSION {
         return Err((
@@ -247,66 +374,13 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
                 format!("unknown policy `{}`", f.policy),
             )
         })?;
-    let cpus = |path: String, text: &str| -> Result<CpuSet, Problem> {
-        text.parse::<CpuSet>()
-            .map_err(|e| (path, format!("`{text}` is not a CPU list: {e}")))
-    };
     let reserved = cpus("reserved_cpus".into(), &f.reserved_cpus)?;
-    let mut ranks = Vec::new();
-    for (i, r) in f.ranks.iter().enumerate() {
-        let at = |key: &str| format!("ranks[{i}].{key}");
-        if r.gpu_pci.len() != r.gpus.len() && !r.gpu_pci.is_empty() {
-            return Err((
-                at("gpu_pci"),
-                "`gpu_pci` and `gpus` differ in length".into(),
-            ));
-        }
-        let gpus = r
-            .gpus
-            .iter()
-            .enumerate()
-            .map(|(j, &g)| {
-                let pci = match r.gpu_pci.get(j) {
-                    Some(text) => {
-                        text.parse()
-                            .map_err(|e: crate::pci_addr::PciAddrParseError| {
-                                (at("gpu_pci"), e.to_string())
-                            })?
-                    }
-                    None => {
-                        return Err((at("gpu_pci"), "each GPU needs its PCI address".to_string()));
-                    }
-                };
-                Ok(PlannedGpu {
-                    index: GpuIndex(g),
-                    pci,
-                })
-            })
-            .collect::<Result<Vec<_>, Problem>>()?;
-        let mem_policy = MemPolicy::ALL
-            .into_iter()
-            .find(|p| p.name() == r.memory.policy)
-            .ok_or_else(|| {
-                (
-                    at("memory.policy"),
-                    format!("unknown memory policy `{}`", r.memory.policy),
-                )
-            })?;
-        let mem_nodes = cpus(at("memory.nodes"), &r.memory.nodes)?;
-        ranks.push(RankBinding {
-            local_rank: r.local_rank,
-            gpus,
-            numa_node: r.numa_node.map(NodeId),
-            cpus: cpus(at("cpus"), &r.cpus)?,
-            cores: r.cores,
-            memory: MemoryBinding {
-                policy: mem_policy,
-                nodes: mem_nodes.iter().map(NodeId).collect(),
-            },
-            nics: r.nics.clone(),
-            env: r.env.clone(),
-        });
-    }
+    let ranks = f
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(i, r)| rank_from_entry(i, r))
+        .collect::<Result<Vec<_>, Problem>>()?;
     let port = ranks
         .first()
         .and_then(|r| r.env.get("MASTER_PORT"))

@@ -1,8 +1,8 @@
 //! A bounded mutation fuzzer over everything numaplan reads: job specs, topology fixtures,
-//! plans and hwloc XML. Each corpus file (the examples, the fixtures, plans compiled from them,
-//! a few XML exports, and tests/fuzz/seeds: every input that once crashed or stalled numaplan)
-//! is mutated with a fixed-seed generator, so a failure reproduces; the failing input is saved
-//! under target/fuzz-failures/.
+//! plans and hwloc XML. Each corpus file (the examples, the compile cases, the fixtures, plans
+//! compiled from two examples, a few XML exports, and tests/fuzz/seeds: every input that once
+//! crashed or stalled numaplan) is mutated with a fixed-seed generator, so a failure
+//! reproduces; the failing input is saved under target/fuzz-failures/.
 //!
 //! In process (thousands of cases a second): the spec loader, then the resolver and every
 //! emitter on what loads; the fixture loader, with a dump-and-reload round trip; the plan
@@ -197,7 +197,10 @@ fn corpus() -> Vec<(String, Kind, Vec<u8>)> {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         out.push((name, kind, std::fs::read(path).unwrap()));
     };
-    for p in files("examples", "yaml") {
+    for p in files("examples", "yaml")
+        .into_iter()
+        .chain(files("tests/cases/compile", "yaml"))
+    {
         add(&p, Kind::Spec);
     }
     for p in files("examples/topologies", "yaml") {

@@ -271,6 +271,57 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Inside every rank: the helper pool is `cpu.helpers` whole cores of the rank, the OpenMP
+    /// places are inside the compute set and disjoint, and places and pool together are the
+    /// rank's CPUs; the variables say the same as the plan's places.
+    #[test]
+    fn helpers_and_places_split_each_rank(
+        nodes in 1u32..4,
+        cores in 2u32..9,
+        smt in 1u32..3,
+        gpu_nodes in prop::collection::vec(0u32..4, 0..5),
+        policy in policy_name(),
+        helpers in 0u32..3,
+        places in prop::sample::select(vec!["cores", "threads"]),
+        bind in prop::sample::select(vec!["close", "spread", "master"]),
+        threads in prop::sample::select(vec!["cores", "cpus", "3"]),
+        cpu_only in any::<bool>(),
+    ) {
+        let gpu_nodes: Vec<u32> = gpu_nodes.into_iter().map(|n| n % nodes).collect();
+        let t = Topology::build(small_parts(nodes, cores, smt, &gpu_nodes)).unwrap();
+        let spec = format!(
+            "gpus: {}\ncpu: {{policy: {policy}, helpers: {helpers}}}\nopenmp: {{places: {places}, bind: {bind}, threads: {threads}}}\n",
+            if cpu_only { "none" } else { "all" },
+        );
+        let spec = load_str("spec.yaml", &spec).unwrap().spec;
+        let Ok(p) = resolve(&spec, &t) else { return Ok(()) };
+        for r in &p.ranks {
+            let omp = r.openmp.as_ref().unwrap();
+            prop_assert!(r.helpers.is_subset(&r.cpus));
+            let helper_cores = t.cores().iter().filter(|c| c.cpus.intersects(&r.helpers)).count();
+            prop_assert_eq!(helper_cores as u32, helpers);
+            let mut union = CpuSet::new();
+            for place in &omp.places {
+                prop_assert!(place.is_subset(&r.compute()));
+                prop_assert!(!place.intersects(&union), "places overlap");
+                union = union.union(place);
+            }
+            prop_assert_eq!(union.union(&r.helpers), r.cpus.clone());
+            let written: Vec<String> = omp.places.iter().map(|p| {
+                let cpus: Vec<String> = p.iter().map(|c| c.to_string()).collect();
+                format!("{{{}}}", cpus.join(","))
+            }).collect();
+            prop_assert_eq!(&r.env["OMP_PLACES"], &written.join(","));
+            prop_assert_eq!(&r.env["OMP_NUM_THREADS"], &omp.threads.to_string());
+            let kmp = &r.env["KMP_AFFINITY"];
+            prop_assert!(kmp.starts_with("granularity=fine,proclist=[") && kmp.ends_with("],explicit"));
+        }
+    }
+}
+
 /// A node's L3 groups: each a list of cores, each core its CPUs.
 type Groups<'a> = &'a [&'a [&'a [u32]]];
 

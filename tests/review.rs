@@ -229,6 +229,13 @@ fn diffs() {
         ),
         ("same", &["examples/lumi-g.yaml", "examples/lumi-g.yaml"]),
         (
+            "helpers_and_openmp_on_lumi",
+            &[
+                "tests/cases/diff/lumi-g-reserved.yaml",
+                "tests/cases/diff/lumi-g-helpers.yaml",
+            ],
+        ),
+        (
             "reserve_per_l3_json",
             &[
                 "tests/cases/diff/lumi-g.yaml",
@@ -370,6 +377,13 @@ fn diff_and_explain_errors() {
         assert!(run.stdout.is_empty(), "{name}");
         insta::assert_snapshot!(format!("error_{name}"), run.stderr);
     }
+}
+
+/// `cpu.helpers` and `openmp:` in the table, the quality line and the picture (`h`).
+#[test]
+fn explain_shows_what_runs_inside_the_ranks() {
+    let run = numaplan(&["explain", "tests/cases/diff/lumi-g-helpers.yaml"]).ok();
+    insta::assert_snapshot!("explain_helpers_and_openmp", run);
 }
 
 #[test]

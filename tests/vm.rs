@@ -268,6 +268,12 @@ fn exec_binds_ranks_on_a_four_node_guest() {
     let work = tempfile::tempdir().unwrap();
     let touch = work.path().join("rank-touch");
     common::cc(&["-static", "-O1"], "tests/vm/rank-touch.c", &touch);
+    let omp = work.path().join("omp-probe");
+    common::cc(
+        &["-static", "-O1", "-fopenmp"],
+        "tests/openmp/omp-probe.c",
+        &omp,
+    );
     let Some((guest, log)) = boot(
         "tests/vm/exec-guest.sh",
         &[
@@ -278,6 +284,7 @@ fn exec_binds_ranks_on_a_four_node_guest() {
         ],
         &[
             &touch,
+            &omp,
             Path::new("/usr/bin/mpiexec.hydra"),
             Path::new("/usr/bin/hydra_pmi_proxy"),
         ],
@@ -384,4 +391,64 @@ fn exec_binds_ranks_on_a_four_node_guest() {
         );
     }
     assert_eq!(nodes, ["0", "1", "2", "3"], "rank k on node k");
+
+    openmp_in_the_guest(&guest, &log);
+}
+
+/// OpenMP in the 4-node guest (tests/vm/exec-guest.sh): every rank's two threads on the two
+/// cores of its node (CPUs 2k and 2k+1); one rank over the four nodes with `close` and `spread`.
+fn openmp_in_the_guest(guest: &[&str], log: &str) {
+    let ranks = between(guest, "OMP_RANKS");
+    for rank in 0..4u32 {
+        let mut cpus = omp_threads(&ranks, rank);
+        cpus.sort();
+        assert_eq!(cpus, [2 * rank, 2 * rank + 1], "rank {rank}:\n{log}");
+    }
+    // One rank over the four nodes: `close` fills the first two nodes' cores, `spread` puts a
+    // thread on each node, which here is each L3 group.
+    let node = |cpu: &u32| cpu / 2;
+    let mut close: Vec<u32> = omp_threads(&between(guest, "OMP_ONE_close"), 0)
+        .iter()
+        .map(node)
+        .collect();
+    close.sort();
+    assert_eq!(close, [0, 0, 1, 1], "close:\n{log}");
+    let mut spread: Vec<u32> = omp_threads(&between(guest, "OMP_ONE_spread"), 0)
+        .iter()
+        .map(node)
+        .collect();
+    spread.sort();
+    assert_eq!(spread, [0, 1, 2, 3], "spread:\n{log}");
+}
+
+/// The guest's lines between `TAG_BEGIN` and `TAG_END`.
+fn between<'a>(guest: &[&'a str], tag: &str) -> Vec<&'a str> {
+    let begin = guest
+        .iter()
+        .position(|l| *l == format!("{tag}_BEGIN"))
+        .unwrap_or_else(|| panic!("no {tag}"));
+    let end = guest
+        .iter()
+        .position(|l| *l == format!("{tag}_END"))
+        .unwrap_or_else(|| panic!("no {tag} end"));
+    guest[begin + 1..end].to_vec()
+}
+
+/// The CPU each OpenMP thread of `rank` is bound to (omp-probe's `[R] task TID cpus C on N`
+/// lines), each a single CPU here (one CPU per core).
+fn omp_threads(lines: &[&str], rank: u32) -> Vec<u32> {
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix(&format!("[{rank}] task ")))
+        .map(|l| {
+            let (cpus, on) = l
+                .split_once(" cpus ")
+                .unwrap()
+                .1
+                .split_once(" on ")
+                .unwrap();
+            assert_eq!(cpus, on, "a thread ran off its place: {l}");
+            cpus.parse().unwrap()
+        })
+        .collect()
 }

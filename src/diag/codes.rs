@@ -34,6 +34,8 @@ pub const E0212_VISIBLE_DEVICES: Code = Code("E0212");
 pub const E0213_UNKNOWN_LOCALITY: Code = Code("E0213");
 pub const E0214_WARNINGS_DENIED: Code = Code("E0214");
 pub const E0215_TOO_MANY_RANKS: Code = Code("E0215");
+pub const E0216_HELPERS_TAKE_ALL: Code = Code("E0216");
+pub const E0217_VARIABLE_TOO_LONG: Code = Code("E0217");
 pub const E0300_TOPOLOGY_READ: Code = Code("E0300");
 pub const E0301_YAML_SYNTAX: Code = Code("E0301");
 pub const E0302_FIXTURE_INVALID: Code = Code("E0302");
@@ -179,6 +181,18 @@ pub const ALL: &[(Code, &str)] = &[
         "The job has more ranks (`nodes` x the ranks per node) than `WORLD_SIZE` and `RANK` can \
          number (4,294,967,295). When `ranks_per_node` is not given, a node runs one rank per \
          selected GPU (or per NUMA node with `gpus: none`).",
+    ),
+    (
+        E0216_HELPERS_TAKE_ALL,
+        "`cpu.helpers: N` sets aside N cores of every rank for helper threads, and a rank has N \
+         cores or fewer: none would be left for its compute threads. Lower `cpu.helpers`, or \
+         give the ranks more cores (fewer ranks per node).",
+    ),
+    (
+        E0217_VARIABLE_TOO_LONG,
+        "A variable `openmp:` computes (OMP_PLACES, or KMP_AFFINITY with one place per thread) \
+         would be longer than the kernel passes to a program (128 KiB). Use `places: cores`, \
+         `kmp_affinity: false`, or fewer CPUs per rank.",
     ),
     (
         E0300_TOPOLOGY_READ,

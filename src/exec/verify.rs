@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::cpuset::CpuSet;
 use crate::ids::node_list;
-use crate::plan::{MemoryBinding, Plan};
+use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
 
 pub struct Table {
@@ -70,6 +70,9 @@ pub fn check(plan: &Plan, pids: &[(u32, u32)]) -> Table {
                     ));
                 } else if *cpus != planned_cpus {
                     narrowed += 1;
+                    if let Some(problem) = planned.and_then(|r| outside_its_places(r, cpus)) {
+                        problems.push(format!("thread {tid} ({name}) {problem}"));
+                    }
                 }
             }
             let actual_memory = std::fs::read_to_string(proc_dir.join("numa_maps"))
@@ -105,6 +108,24 @@ pub fn check(plan: &Plan, pids: &[(u32, u32)]) -> Table {
         })
         .collect();
     Table { rows }
+}
+
+/// Where a thread that narrowed its CPUs may go, when the rank has a helper pool or OpenMP
+/// places: inside its compute CPUs (its places), or inside its helper pool, never across the
+/// two (an OpenMP thread on a helper core, a helper on a compute core). A thread that spans
+/// several places is not reported: runtimes and NCCL narrow threads to groups of cores.
+pub fn outside_its_places(rank: &RankBinding, cpus: &CpuSet) -> Option<String> {
+    if rank.helpers.is_empty() && rank.openmp.is_none() {
+        return None;
+    }
+    let compute = rank.compute();
+    if cpus.is_subset(&compute) || (!rank.helpers.is_empty() && cpus.is_subset(&rank.helpers)) {
+        return None;
+    }
+    Some(format!(
+        "may run on CPUs {cpus}, across its compute CPUs {compute} and its helper CPUs {}",
+        rank.helpers
+    ))
 }
 
 /// `(tid, name, CPUs)` of every thread of a process.
@@ -223,5 +244,51 @@ impl Table {
             out.push_str(&line(c));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::MemoryBinding;
+
+    fn rank(cpus: &str, helpers: &str) -> RankBinding {
+        RankBinding {
+            local_rank: 0,
+            gpus: Vec::new(),
+            numa_node: None,
+            cpus: cpus.parse().unwrap(),
+            cores: 4,
+            memory: MemoryBinding {
+                policy: MemPolicy::None,
+                nodes: Vec::new(),
+            },
+            nics: Vec::new(),
+            env: Default::default(),
+            helpers: if helpers.is_empty() {
+                CpuSet::new()
+            } else {
+                helpers.parse().unwrap()
+            },
+            openmp: None,
+        }
+    }
+
+    #[test]
+    fn narrowed_threads_stay_on_one_side_of_the_helper_pool() {
+        let r = rank("0-3", "3");
+        let on = |cpus: &str| outside_its_places(&r, &cpus.parse().unwrap());
+        assert_eq!(on("0"), None, "an OpenMP thread on its place");
+        assert_eq!(on("0-2"), None, "a thread narrowed to the compute CPUs");
+        assert_eq!(on("3"), None, "a worker pinned to the helper pool");
+        assert_eq!(
+            on("2-3").as_deref(),
+            Some("may run on CPUs 2-3, across its compute CPUs 0-2 and its helper CPUs 3")
+        );
+        // Without a helper pool or places, narrowing is only checked against the rank's CPUs.
+        assert_eq!(
+            outside_its_places(&rank("0-3", ""), &"2-3".parse().unwrap()),
+            None
+        );
     }
 }

@@ -51,6 +51,16 @@ pub enum ResolveErrorKind {
         per_node: usize,
         total: u64,
     },
+    #[error("rank {rank} has {cores} cores; `cpu.helpers: {helpers}` leaves none for compute")]
+    HelpersTakeAllCores { rank: u32, cores: u32, helpers: u32 },
+    #[error(
+        "rank {rank}'s {name} would be {len} bytes, over the kernel's 128 KiB for one variable"
+    )]
+    VariableTooLong {
+        rank: u32,
+        name: &'static str,
+        len: usize,
+    },
     /// `detail` starts with the setting: `CUDA_VISIBLE_DEVICES=9: there is no GPU 9`.
     #[error("{detail}")]
     VisibleDevices { detail: String },

@@ -8,6 +8,7 @@ pub mod error;
 pub mod gpu_affinity;
 pub mod gpus;
 pub mod ignored;
+pub mod inside;
 pub mod memory;
 pub mod nics;
 pub mod pytorch;
@@ -39,13 +40,19 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     every_rank_has_cpus(&units, &placements)?;
     let memory = memory::memory_bindings(spec, topo, &placements, &mut warnings)?;
     let chosen = choose_nics(spec, &ctx, &units, &placements);
+    let insides = units
+        .iter()
+        .zip(&placements)
+        .map(|(u, p)| inside::inside(spec, topo, u.local_rank, &p.cpus))
+        .collect::<Result<Vec<_>, _>>()?;
     let rpn = units.len() as u32;
     let ranks: Vec<RankBinding> = units
         .iter()
         .zip(placements)
         .zip(memory)
         .zip(chosen)
-        .map(|(((u, p), memory), nic)| rank_binding(spec, rpn, u, p, memory, nic))
+        .zip(insides)
+        .map(|((((u, p), memory), nic), inside)| rank_binding(spec, rpn, u, p, memory, nic, inside))
         .collect();
     warnings.extend(ranks.iter().filter_map(|r| mixed_kinds(topo, r)));
     Ok(Plan {
@@ -217,6 +224,7 @@ fn rank_binding(
     placement: Placement,
     memory: MemoryBinding,
     nic: Option<&Nic>,
+    inside: inside::Inside,
 ) -> RankBinding {
     RankBinding {
         local_rank: unit.local_rank,
@@ -229,21 +237,24 @@ fn rank_binding(
             })
             .collect(),
         numa_node: placement.home,
-        env: environment(spec, ranks_per_node, unit, &placement, nic),
+        env: environment(spec, ranks_per_node, unit, &inside, nic),
         cpus: placement.cpus,
         cores: placement.cores,
         memory,
         nics: nic.map(|n| n.name.clone()).into_iter().collect(),
+        helpers: inside.helpers,
+        openmp: inside.openmp,
     }
 }
 
-/// POLICIES.md, "Environment per rank": torchrun's variables, `OMP_NUM_THREADS`, device
-/// visibility, the NIC's variables, then the spec's `env:`, which wins.
+/// POLICIES.md, "Environment per rank": torchrun's variables, the variables of what runs inside
+/// the rank (`OMP_NUM_THREADS`; with `cpu.helpers` and `openmp:` theirs), device visibility,
+/// the NIC's variables, then the spec's `env:`, which wins.
 fn environment(
     spec: &Spec,
     ranks_per_node: u32,
     unit: &Unit,
-    placement: &Placement,
+    inside: &inside::Inside,
     nic: Option<&Nic>,
 ) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
@@ -258,7 +269,9 @@ fn environment(
         (u64::from(ranks_per_node) * u64::from(spec.nodes)).to_string(),
     );
     set("MASTER_PORT", spec.port.to_string());
-    set("OMP_NUM_THREADS", placement.cores.to_string());
+    for (k, v) in &inside.env {
+        set(k, v.clone());
+    }
     if spec.nodes == 1 {
         set("RANK", unit.local_rank.to_string());
         set("GROUP_RANK", "0".into());

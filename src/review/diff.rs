@@ -229,12 +229,38 @@ fn rank_changes(
     };
     push("nics", nics(a), nics(b), None);
     push("memory", memory(&a.memory), memory(&b.memory), None);
+    let helpers = |r: &RankBinding| {
+        if r.helpers.is_empty() {
+            "none".into()
+        } else {
+            r.helpers.to_string()
+        }
+    };
+    push("helpers", helpers(a), helpers(b), None);
+    push("openmp", openmp(a), openmp(b), None);
     let keys: BTreeSet<&String> = a.env.keys().chain(b.env.keys()).collect();
     for k in keys {
         let get = |r: &RankBinding| r.env.get(k).map_or("(unset)".to_string(), |v| v.clone());
         push(&format!("env.{k}"), get(a), get(b), None);
     }
     (out, moved)
+}
+
+/// `8 threads, close over {0,64},{1,65}`, `none`: a rank's OpenMP placement in one line.
+fn openmp(r: &RankBinding) -> String {
+    let Some(o) = &r.openmp else {
+        return "none".into();
+    };
+    let places: Vec<String> = o.places.iter().map(|p| format!("{{{p}}}")).collect();
+    match places.is_empty() {
+        true => format!("{} threads, {}", o.threads, o.bind.name()),
+        false => format!(
+            "{} threads, {} over {}",
+            o.threads,
+            o.bind.name(),
+            places.join(",")
+        ),
+    }
 }
 
 /// `preferred:1`, `interleave:0-3`, `none`.
@@ -359,19 +385,25 @@ impl Summary {
             s.push_str(&format!(", {m} cores moved"));
         }
         match (&self.quality_old, &self.quality_new) {
-            (Some(a), Some(b)) => s.push_str(&format!(
-                "; NUMA-local {} -> {}, shared cores {} -> {}, cores per rank {}-{} -> {}-{}, remote NICs {} -> {}",
-                quality::percent(a.numa_local),
-                quality::percent(b.numa_local),
-                a.shared_cores,
-                b.shared_cores,
-                a.min_cores,
-                a.max_cores,
-                b.min_cores,
-                b.max_cores,
-                a.remote_nics,
-                b.remote_nics
-            )),
+            (Some(a), Some(b)) => {
+                let helpers = match (a.helper_cores, b.helper_cores) {
+                    (0, 0) => String::new(),
+                    (x, y) => format!(", helper cores {x} -> {y}"),
+                };
+                s.push_str(&format!(
+                    "; NUMA-local {} -> {}, shared cores {} -> {}, cores per rank {}-{} -> {}-{}{helpers}, remote NICs {} -> {}",
+                    quality::percent(a.numa_local),
+                    quality::percent(b.numa_local),
+                    a.shared_cores,
+                    b.shared_cores,
+                    a.min_cores,
+                    a.max_cores,
+                    b.min_cores,
+                    b.max_cores,
+                    a.remote_nics,
+                    b.remote_nics
+                ))
+            }
             _ => s.push_str("; pass --topology for cores, L3 groups and quality figures"),
         }
         s

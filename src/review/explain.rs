@@ -1,12 +1,13 @@
 //! `numaplan explain`: what a plan is and why, for a human: a table per rank, the warnings, the
 //! quality figures and the picture of the machine.
 
-use super::picture::{self, Colour, LEGEND};
+use super::picture::{self, Colour};
 use super::quality;
 use super::{cores_of, id_list, l3_of};
 use crate::ids::node_list;
 use crate::plan::{Plan, RankBinding};
 use crate::resolve::nics::{self, Closeness};
+use crate::spec::ProcBind;
 use crate::topology::Topology;
 
 pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colour) -> String {
@@ -58,11 +59,81 @@ pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colou
             out.push_str(&format!("  - {w}\n"));
         }
     }
+    out.push_str(&inside_table(plan));
+    let picture = picture::build(plan, topo);
     out.push_str(&format!(
-        "\nquality: {}\n\n{LEGEND}\n",
-        quality::measure(plan, topo).line()
+        "\nquality: {}\n\n{}\n",
+        quality::measure(plan, topo).line(),
+        picture::legend(&picture)
     ));
-    out.push_str(&picture::render_text(&picture::build(plan, topo), colour));
+    out.push_str(&picture::render_text(&picture, colour));
+    out
+}
+
+/// What runs inside each rank, when the plan says (`cpu.helpers`, `openmp:`): its compute and
+/// helper CPUs and its OpenMP threads.
+fn inside_table(plan: &Plan) -> String {
+    if plan
+        .ranks
+        .iter()
+        .all(|r| r.helpers.is_empty() && r.openmp.is_none())
+    {
+        return String::new();
+    }
+    let rows: Vec<[String; 4]> = plan
+        .ranks
+        .iter()
+        .map(|r| {
+            let openmp = match &r.openmp {
+                None => "-".to_string(),
+                Some(o) if o.bind == ProcBind::None => format!("{} threads, not bound", o.threads),
+                Some(o) if o.places.is_empty() => {
+                    format!(
+                        "{} threads, {} on the runtime's places",
+                        o.threads,
+                        o.bind.name()
+                    )
+                }
+                Some(o) => format!(
+                    "{} threads, {} over {} places",
+                    o.threads,
+                    o.bind.name(),
+                    o.places.len()
+                ),
+            };
+            let helpers = if r.helpers.is_empty() {
+                "-".to_string()
+            } else {
+                r.helpers.to_string()
+            };
+            [
+                r.local_rank.to_string(),
+                r.compute().to_string(),
+                helpers,
+                openmp,
+            ]
+        })
+        .collect();
+    let header = ["rank", "compute CPUs", "helper CPUs", "OpenMP"];
+    let widths: Vec<usize> = (0..4)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::from("\ninside the ranks:\n");
+    for cells in std::iter::once(header.map(String::from)).chain(rows) {
+        let line: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
     out
 }
 

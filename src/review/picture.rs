@@ -14,6 +14,8 @@ use crate::topology::model::NodeKind;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mark {
     Rank(u32),
+    /// In the rank's helper pool (`cpu.helpers`).
+    Helper(u32),
     /// CPUs of two or more ranks.
     Shared,
     /// Set aside by the spec (`cpu.reserve`, `cpu.reserve_per_l3`).
@@ -29,6 +31,8 @@ pub struct Picture {
     pub unplaced: Vec<String>,
     /// Characters of the widest rank number.
     pub cell: usize,
+    /// Whether any core is a helper core (the legend then says what `h` is).
+    pub helpers: bool,
 }
 
 pub struct PackageBox {
@@ -50,7 +54,16 @@ pub struct Row {
     pub groups: Vec<Vec<Mark>>,
 }
 
-pub const LEGEND: &str = "a cell per core (SMT siblings folded), numbered by its rank; · idle, r reserved, × not allowed, * shared";
+const LEGEND: &str = "a cell per core (SMT siblings folded), numbered by its rank; · idle, r reserved, × not allowed, * shared";
+
+/// The legend under the picture; `h` is explained where helper cores are drawn.
+pub fn legend(p: &Picture) -> String {
+    if p.helpers {
+        format!("{LEGEND}, h a rank's helper core")
+    } else {
+        LEGEND.to_string()
+    }
+}
 
 pub fn build(plan: &Plan, topo: &Topology) -> Picture {
     let owners = core_owners(plan, topo);
@@ -62,7 +75,18 @@ pub fn build(plan: &Plan, topo: &Topology) -> Picture {
             0 if !core.cpus.intersects(topo.allowed()) => Mark::NotAllowed,
             0 if core.cpus.intersects(&plan.reserved) => Mark::Reserved,
             0 => Mark::Idle,
-            1 => Mark::Rank(*o.first().expect("one owner")),
+            1 => {
+                let rank = *o.first().expect("one owner");
+                let helper = plan
+                    .ranks
+                    .get(rank as usize)
+                    .is_some_and(|r| r.helpers.intersects(&core.cpus));
+                if helper {
+                    Mark::Helper(rank)
+                } else {
+                    Mark::Rank(rank)
+                }
+            }
             _ => Mark::Shared,
         })
         .collect();
@@ -101,6 +125,7 @@ pub fn build(plan: &Plan, topo: &Topology) -> Picture {
         unplaced.push(nic_line(plan, n));
     }
     Picture {
+        helpers: marks.iter().any(|m| matches!(m, Mark::Helper(_))),
         packages,
         unplaced,
         cell,
@@ -335,6 +360,7 @@ fn node_content(n: &NodeBox, cell: usize) -> Vec<Vec<Span>> {
                 }
                 let (text, style) = match mark {
                     Mark::Rank(r) => (r.to_string(), Style::Rank(*r)),
+                    Mark::Helper(r) => ("h".into(), Style::Rank(*r)),
                     Mark::Shared => ("*".into(), Style::Plain),
                     Mark::Reserved => ("r".into(), Style::Dim),
                     Mark::NotAllowed => ("×".into(), Style::Dim),

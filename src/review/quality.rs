@@ -19,6 +19,8 @@ pub struct Quality {
     /// Ranks whose first NIC is on another NUMA node than the rank's home, and ranks with a NIC.
     pub remote_nics: u32,
     pub ranks_with_nic: u32,
+    /// Cores in the ranks' helper pools (`cpu.helpers`), counted in the cores above.
+    pub helper_cores: u32,
 }
 
 pub fn measure(plan: &Plan, topo: &Topology) -> Quality {
@@ -58,6 +60,11 @@ pub fn measure(plan: &Plan, topo: &Topology) -> Quality {
         max_cores: plan.ranks.iter().map(|r| r.cores).max().unwrap_or(0),
         remote_nics,
         ranks_with_nic,
+        helper_cores: plan
+            .ranks
+            .iter()
+            .map(|r| super::cores_of(topo, &r.helpers).len() as u32)
+            .sum(),
     }
 }
 
@@ -82,8 +89,12 @@ fn local_memory_share(topo: &Topology, rank: &RankBinding) -> f64 {
 impl Quality {
     /// `NUMA-local 100.0%, shared cores 0, cores per rank 8-8, remote NICs 0 of 8`.
     pub fn line(&self) -> String {
+        let helpers = match self.helper_cores {
+            0 => String::new(),
+            n => format!(", helper cores {n}"),
+        };
         format!(
-            "NUMA-local {}, shared cores {}, cores per rank {}-{}, remote NICs {} of {}",
+            "NUMA-local {}, shared cores {}, cores per rank {}-{}{helpers}, remote NICs {} of {}",
             percent(self.numa_local),
             self.shared_cores,
             self.min_cores,

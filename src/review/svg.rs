@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::picture::{LEGEND, Mark, Picture, rank_rgb};
+use super::picture::{Mark, Picture, legend, rank_rgb};
 
 const CELL: u32 = 18;
 const GAP: u32 = 2;
@@ -16,6 +16,7 @@ pub fn render(p: &Picture, title: &str) -> String {
         let cells: u32 = groups.iter().map(|g| g.len() as u32).sum();
         44 + cells * (CELL + GAP) + groups.len() as u32 * GROUP_GAP
     };
+    let legend = legend(p);
     let nodes = p.packages.iter().flat_map(|pk| &pk.nodes);
     let inner = nodes
         .clone()
@@ -26,7 +27,7 @@ pub fn render(p: &Picture, title: &str) -> String {
                 .chain([&n.label])
                 .map(|d| text_width(d) + 16)
         }))
-        .chain([text_width(LEGEND)])
+        .chain([text_width(&legend)])
         .max()
         .unwrap_or(200);
     let width = inner + 4 * PAD;
@@ -44,7 +45,7 @@ pub fn render(p: &Picture, title: &str) -> String {
         body,
         r#"<text x="{PAD}" y="{}" class="small">{}</text>"#,
         y + 10,
-        esc(LEGEND)
+        esc(&legend)
     );
     y += 22;
     for pk in &p.packages {
@@ -148,6 +149,11 @@ fn cell(out: &mut String, x: u32, y: u32, mark: Mark) {
             let rgb = rank_rgb(r);
             let ink = if is_dark(&rgb) { "#ffffff" } else { "#000000" };
             (rgb, r.to_string(), ink)
+        }
+        Mark::Helper(r) => {
+            let rgb = rank_rgb(r);
+            let ink = if is_dark(&rgb) { "#ffffff" } else { "#000000" };
+            (rgb, "h".into(), ink)
         }
         Mark::Shared => ("#b0b0b0".into(), "*".into(), "#000000"),
         Mark::Reserved => ("#d8d8d8".into(), "r".into(), "#555555"),

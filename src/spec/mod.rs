@@ -29,6 +29,8 @@ pub struct Spec {
     pub memory: MemorySpec,
     pub nic: NicPolicy,
     pub env: BTreeMap<String, String>,
+    /// `openmp:`; `None` leaves OpenMP's placement to the runtime.
+    pub openmp: Option<OpenMpSpec>,
     pub port: u16,
     pub master_addr: String,
     pub slurm: SlurmSpec,
@@ -79,8 +81,65 @@ pub struct CpuSpec {
     /// The first N cores of every L3 group (`cpu.reserve_per_l3`).
     pub reserve_per_l3: u32,
     pub allowed: Option<CpuSet>,
+    /// Cores of each rank set aside for helper threads (`cpu.helpers`).
+    pub helpers: u32,
     /// The options the spec sets explicitly, so that a policy that ignores one can say so.
     pub set: Vec<CpuOption>,
+}
+
+/// OpenMP placement inside each rank (`openmp:`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenMpSpec {
+    pub places: Places,
+    pub bind: ProcBind,
+    pub threads: Threads,
+    /// Also set KMP_AFFINITY.
+    pub kmp_affinity: bool,
+}
+
+/// What one OpenMP place is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Places {
+    /// A compute core (its SMT siblings together).
+    Cores,
+    /// A compute CPU.
+    Threads,
+    /// No OMP_PLACES: the runtime's own.
+    None,
+}
+
+/// OMP_PROC_BIND: how threads are assigned to places.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcBind {
+    Close,
+    Spread,
+    Master,
+    /// Threads are not bound (OMP_PROC_BIND=false).
+    None,
+}
+
+impl ProcBind {
+    /// OMP_PROC_BIND's value (and the plan's spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcBind::Close => "close",
+            ProcBind::Spread => "spread",
+            ProcBind::Master => "master",
+            ProcBind::None => "false",
+        }
+    }
+}
+
+/// How many OpenMP threads a rank runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threads {
+    Count(u32),
+    /// One per compute core.
+    Cores,
+    /// One per compute CPU.
+    Cpus,
+    /// The number `env: {OMP_NUM_THREADS: ...}` starts with.
+    FromEnv(u32),
 }
 
 /// The `cpu:` options a policy may ignore (POLICIES.md, "Options a policy ignores").

@@ -60,6 +60,11 @@ pub struct JobSpec {
         deserialize_with = "crate::yaml::unique_keys"
     )]
     pub env: BTreeMap<String, String>,
+    /// OpenMP placement inside each rank: OMP_PLACES, OMP_PROC_BIND, OMP_NUM_THREADS and
+    /// KMP_AFFINITY computed from the rank's compute cores (default: only OMP_NUM_THREADS, one
+    /// thread per core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openmp: Option<OpenMpOptions>,
     /// Where ranks meet (torchrun's MASTER_ADDR / MASTER_PORT).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendezvous: Option<Rendezvous>,
@@ -236,6 +241,97 @@ pub struct CpuOptions {
     /// Restrict the plan to these CPUs, as a cgroup cpuset or `taskset` would (cpulist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<CpuList>,
+    /// Cores of each rank set aside for helper threads (data-loader workers, tokenizers): the
+    /// last N cores of the rank's share, in one L3 group where possible (default 0). The rank
+    /// may still run on them; OpenMP places leave them out, and NUMAPLAN_HELPER_CPUS and
+    /// NUMAPLAN_COMPUTE_CPUS name the two sets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helpers: Option<u32>,
+}
+
+/// `openmp:`: where a rank's OpenMP threads run, inside its compute cores.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenMpOptions {
+    /// `cores` (default): one place per compute core, with its SMT siblings; `threads`: one
+    /// place per CPU; `none`: no OMP_PLACES (the runtime's own places).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub places: Option<PlacesName>,
+    /// OMP_PROC_BIND: `close` (default: consecutive places), `spread` (spread over the places,
+    /// and so over the rank's L3 groups), `master` (every thread on the first place), `none`
+    /// (threads not bound: OMP_PROC_BIND=false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<BindName>,
+    /// OMP_NUM_THREADS: a number, `cores` (default: one per compute core) or `cpus` (one per
+    /// compute CPU). An OMP_NUM_THREADS in `env:` sets it instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<ThreadCount>,
+    /// Also set KMP_AFFINITY, which the Intel and LLVM runtimes read in place of OMP_PLACES and
+    /// OMP_PROC_BIND (default true; they print a warning that they ignore the two).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kmp_affinity: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacesName {
+    Cores,
+    Threads,
+    None,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BindName {
+    Close,
+    Spread,
+    Master,
+    None,
+}
+
+/// `threads:`: a count, `cores` or `cpus`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ThreadCount {
+    Count(u32),
+    Keyword(ThreadKeyword),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreadKeyword {
+    Cores,
+    Cpus,
+}
+
+impl<'de> Deserialize<'de> for ThreadCount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ThreadCount;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a thread count, `cores` or `cpus`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ThreadCount, E> {
+                match v {
+                    "cores" => Ok(ThreadCount::Keyword(ThreadKeyword::Cores)),
+                    "cpus" => Ok(ThreadCount::Keyword(ThreadKeyword::Cpus)),
+                    other => Err(E::unknown_variant(other, &["cores", "cpus"])),
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ThreadCount, E> {
+                u32::try_from(v)
+                    .map(ThreadCount::Count)
+                    .map_err(|_| E::custom(format!("{v} threads is out of range")))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ThreadCount, E> {
+                Err(E::custom(format!(
+                    "a thread count cannot be negative ({v})"
+                )))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

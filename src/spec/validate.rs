@@ -4,8 +4,8 @@
 use super::error::SpecProblem;
 use super::raw::{self, JobSpec};
 use super::{
-    Balance, CpuOption, CpuSpec, GpuChoice, MemPolicy, MemoryNode, MemorySpec, NicPolicy, Policy,
-    Scope, SlurmSpec, Smt, Spec, Visibility,
+    Balance, CpuOption, CpuSpec, GpuChoice, MemPolicy, MemoryNode, MemorySpec, NicPolicy,
+    OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads, Visibility,
 };
 use crate::cpuset::{CpuSet, MAX_CPU};
 use crate::ids::{GpuIndex, NodeId};
@@ -30,6 +30,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
     let memory = memory_spec(raw, &mut p);
     let command = command(raw, &mut p);
     environment(raw, &mut p);
+    let openmp = openmp_spec(raw, &mut p);
     let rendezvous = raw.rendezvous.clone().unwrap_or_default();
     if rendezvous.port == Some(0) {
         p.add(
@@ -62,6 +63,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
             _ => NicPolicy::Closest,
         },
         env: raw.env.clone(),
+        openmp,
         port: rendezvous.port.unwrap_or(DEFAULT_PORT),
         master_addr: rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()),
         slurm,
@@ -270,8 +272,86 @@ fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<String>) -> CpuS
         reserve_cores: cpu.reserve_cores.unwrap_or(0),
         reserve_per_l3: cpu.reserve_per_l3.unwrap_or(0),
         allowed,
+        helpers: cpu.helpers.unwrap_or(0),
         set: explicit_options(&cpu),
     }
+}
+
+/// The variables `openmp:` computes, which `env:` may not also set (OMP_NUM_THREADS may: the
+/// places follow it).
+const OPENMP_VARIABLES: [&str; 3] = ["OMP_PLACES", "OMP_PROC_BIND", "KMP_AFFINITY"];
+
+/// `openmp:` with its defaults; the thread count from `env: {OMP_NUM_THREADS}` when set there.
+fn openmp_spec(raw: &JobSpec, p: &mut Problems) -> Option<OpenMpSpec> {
+    let o = raw.openmp.as_ref()?;
+    let kmp_affinity = o.kmp_affinity.unwrap_or(true);
+    for var in OPENMP_VARIABLES {
+        if raw.env.contains_key(var) && (var != "KMP_AFFINITY" || kmp_affinity) {
+            p.add(
+                &format!("env.{var}"),
+                format!("`env:` sets {var}, which `openmp:` computes"),
+                "set twice",
+                &format!("remove {var} from `env:`, or remove `openmp:` to place threads yourself"),
+            );
+        }
+    }
+    let from_env = raw.env.get("OMP_NUM_THREADS").map(|v| {
+        // A list (`8,4`) sets nested levels; the outermost is the rank's.
+        v.split(',')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .parse::<u32>()
+    });
+    let threads = match (o.threads, from_env) {
+        (Some(_), Some(_)) => {
+            p.add(
+                "openmp.threads",
+                "`openmp.threads` and `env: {OMP_NUM_THREADS}` both set the thread count".into(),
+                "set twice",
+                "keep one of them",
+            );
+            Threads::Cores
+        }
+        (None, Some(Ok(n))) if n > 0 => Threads::FromEnv(n),
+        (None, Some(_)) => {
+            p.add(
+                "env.OMP_NUM_THREADS",
+                "`OMP_NUM_THREADS` must start with a thread count for `openmp:` to place the threads".into(),
+                "not a thread count",
+                "write a number of threads, such as \"8\"",
+            );
+            Threads::Cores
+        }
+        (Some(raw::ThreadCount::Count(n)), None) => {
+            if n == 0 || n > MAX_PER_NODE {
+                p.add(
+                    "openmp.threads",
+                    format!("`openmp.threads` must be between 1 and {MAX_PER_NODE}"),
+                    "out of range",
+                    "write a thread count, `cores` or `cpus`",
+                );
+            }
+            Threads::Count(n)
+        }
+        (Some(raw::ThreadCount::Keyword(raw::ThreadKeyword::Cpus)), None) => Threads::Cpus,
+        (Some(raw::ThreadCount::Keyword(raw::ThreadKeyword::Cores)) | None, None) => Threads::Cores,
+    };
+    Some(OpenMpSpec {
+        places: match o.places {
+            Some(raw::PlacesName::Threads) => Places::Threads,
+            Some(raw::PlacesName::None) => Places::None,
+            _ => Places::Cores,
+        },
+        bind: match o.bind {
+            Some(raw::BindName::Spread) => ProcBind::Spread,
+            Some(raw::BindName::Master) => ProcBind::Master,
+            Some(raw::BindName::None) => ProcBind::None,
+            _ => ProcBind::Close,
+        },
+        threads,
+        kmp_affinity,
+    })
 }
 
 fn policy(name: raw::PolicyName) -> Policy {
