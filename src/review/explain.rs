@@ -29,30 +29,7 @@ pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colou
         "rank", "GPU", "home", "CPUs", "cores", "L3", "NIC", "memory", "why",
     ];
     let rows: Vec<[String; 9]> = plan.ranks.iter().map(|r| row(plan, topo, r)).collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| {
-            rows.iter()
-                .map(|r| r[i].chars().count())
-                .chain([header[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: &[String]| -> String {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
-            }
-        }
-        s.trim_end().to_string() + "\n"
-    };
-    out.push_str(&line(&header.map(String::from)));
-    for r in &rows {
-        out.push_str(&line(r));
-    }
+    out.push_str(&table(&header, &rows));
     if !plan.warnings.is_empty() {
         out.push_str("\nwarnings:\n");
         for w in &plan.warnings {
@@ -115,7 +92,12 @@ fn inside_table(plan: &Plan) -> String {
         })
         .collect();
     let header = ["rank", "compute CPUs", "helper CPUs", "OpenMP"];
-    let widths: Vec<usize> = (0..4)
+    format!("\ninside the ranks:\n{}", table(&header, &rows))
+}
+
+/// A header and rows as aligned columns, two spaces apart, the last column unpadded.
+fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
+    let widths: Vec<usize> = (0..N)
         .map(|i| {
             rows.iter()
                 .map(|r| r[i].chars().count())
@@ -124,17 +106,21 @@ fn inside_table(plan: &Plan) -> String {
                 .unwrap_or(0)
         })
         .collect();
-    let mut out = String::from("\ninside the ranks:\n");
-    for cells in std::iter::once(header.map(String::from)).chain(rows) {
-        let line: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    }
-    out
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    std::iter::once(header.map(String::from))
+        .chain(rows.iter().cloned())
+        .map(|cells| line(&cells))
+        .collect()
 }
 
 fn row(plan: &Plan, topo: &Topology, r: &RankBinding) -> [String; 9] {
