@@ -1,5 +1,6 @@
-//! The numaplan binary runs on a machine without libhwloc: hwloc is linked statically (build.rs)
-//! and its plugins are never loaded, so hiding every libhwloc from the loader changes nothing.
+//! The numaplan binary runs on a machine without libhwloc or libudev: hwloc is linked statically
+//! (build.rs), its libudev calls go to a "no udev" stub, and its plugins are never loaded, so
+//! hiding every libhwloc from the loader changes nothing.
 
 mod common;
 
@@ -15,6 +16,14 @@ fn the_binary_needs_no_libhwloc() {
         !needed.iter().any(|l| l.contains("hwloc")),
         "libhwloc is linked dynamically: {needed:?}"
     );
+    // Only what every glibc system has and the manylinux policy of Python wheels allows.
+    let allowed = ["libc.so.6", "libm.so.6", "libgcc_s.so.1", "ld-linux"];
+    for line in &needed {
+        assert!(
+            allowed.iter().any(|lib| line.contains(lib)),
+            "the binary needs a library not every Linux host has: {line}"
+        );
+    }
 }
 
 /// As root: a private mount namespace hides every `libhwloc.so*` (an empty file bound over
