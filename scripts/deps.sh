@@ -24,6 +24,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# The Python package's tests (scripts/python-test.sh) need python3 with venv and pip; Debian's
+# python3 lacks venv until python3-venv is installed.
+if [ "${1:-}" = "--test" ] && ! python3 -m venv --help >/dev/null 2>&1; then
+  echo "deps: installing python3-venv" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3 python3-venv >/dev/null
+fi
+
 if [ "${1:-}" = "--test" ] && ! command -v cargo-insta >/dev/null; then
   echo "deps: installing cargo-insta" >&2
   cargo install cargo-insta --locked --quiet

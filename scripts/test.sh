@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The one command that runs every check: formatting, clippy, and the whole test suite through
+# The one command that runs every check: formatting, clippy, the whole test suite through
 # cargo-insta (which refuses unreviewed or unreferenced snapshots), with a one-node Slurm
-# running for the sbatch tests when this machine can host one (root). Installs what it needs.
+# running for the sbatch tests when this machine can host one (root), then the Python package's
+# pytest suite on the wheel in a fresh virtual environment. Installs what it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,3 +32,6 @@ fi
 echo "== cargo insta test" >&2
 # CI=true makes insta refuse to write snapshots; --unreferenced=reject fails on stale ones.
 CI=true cargo insta test --unreferenced=reject
+
+echo "== python: the wheel in a fresh venv, pytest" >&2
+scripts/python-test.sh

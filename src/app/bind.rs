@@ -51,7 +51,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     };
     let force = if args.force { Force::Yes } else { Force::No };
     let checked = exec::check_node(&plan, &node_facts()?, force);
-    let report = Report::new(rank, &local, &set, &env, &argv);
+    let report = Report::new(rank, plan.ranks_per_node, &local, &set, &env, &argv);
     if args.dry_run {
         let text = match args.format {
             ReportFormat::Text => report.text(),
@@ -101,6 +101,8 @@ struct Report {
     /// The global rank, when the launcher or the plan says it.
     rank: Option<u32>,
     local_rank: u32,
+    /// The plan's ranks on one node (what `numaplan.spawn` starts).
+    ranks_per_node: u32,
     /// `--local-rank`, or the launcher variable the local rank came from.
     via: String,
     cpus: String,
@@ -126,6 +128,7 @@ struct Memory {
 impl Report {
     fn new(
         rank: &RankBinding,
+        ranks_per_node: u32,
         local: &LocalRank,
         set: &BTreeMap<String, String>,
         env: &Env,
@@ -138,6 +141,7 @@ impl Report {
                 .or(env.get("RANK"))
                 .and_then(|r| r.parse().ok()),
             local_rank: local.rank,
+            ranks_per_node,
             via: local.via.clone(),
             cpus: rank.cpus.to_string(),
             cores: rank.cores,

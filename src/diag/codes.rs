@@ -65,6 +65,7 @@ pub const E0417_NO_PROCESSES: Code = Code("E0417");
 pub const E0418_TOPOLOGY_MISMATCH: Code = Code("E0418");
 pub const E0419_LOCAL_RANK: Code = Code("E0419");
 pub const E0420_LOCAL_SIZE: Code = Code("E0420");
+pub const E0421_PYTHON_BINARY: Code = Code("E0421");
 pub const W0200_PLAN_WARNING: Code = Code("W0200");
 
 /// Every code with its explanation, in order.
@@ -315,8 +316,9 @@ pub const ALL: &[(Code, &str)] = &[
     (
         E0412_BIND,
         "Setting a rank's CPU affinity (`sched_setaffinity`) or memory policy \
-         (`set_mempolicy`) failed in the child before it started; the errno says why. The \
-         ranks already started were stopped. Exit code 3.",
+         (`set_mempolicy`, `migrate_pages`) failed: in exec's child before it started (the \
+         ranks already started were stopped), in `numaplan bind` before it ran the command, or \
+         in `numaplan.bind()`; the errno says why. Exit code 3.",
     ),
     (
         E0413_SPAWN,
@@ -327,7 +329,9 @@ pub const ALL: &[(Code, &str)] = &[
         E0414_RANK_FAILED,
         "A rank exited with a non-zero status or was killed by a signal; numaplan stopped the \
          other ranks (TERM, then KILL after `--grace` seconds) and exits with that rank's \
-         status (128 + the signal for a signal death), as torchrun does.",
+         status (128 + the signal for a signal death), as torchrun does. `numaplan.spawn` \
+         raises it (`ProcessRaisedException`, `ProcessExitedException`) when a rank raises, \
+         exits non-zero or is killed, after stopping the others.",
     ),
     (
         E0415_INTERRUPTED,
@@ -370,6 +374,14 @@ pub const ALL: &[(Code, &str)] = &[
          `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `SLURM_NTASKS`) than the plan's nodes x ranks per \
          node: some GPUs or cores would go unused, or ranks would lack a binding. Start the \
          launcher with the plan's counts, or recompile the plan for the launcher's.",
+    ),
+    (
+        E0421_PYTHON_BINARY,
+        "The Python package (`numaplan.bind`, `numaplan.spawn`) could not run the numaplan \
+         executable: `NUMAPLAN_BIN` names nothing executable, no `numaplan` is installed beside \
+         the package (the wheel's script) or on PATH, or what it printed is not its JSON. \
+         Reinstall the wheel (`pip install numaplan`), or point `NUMAPLAN_BIN` at the binary. \
+         Raised by the Python package only.",
     ),
     (
         W0200_PLAN_WARNING,

@@ -1,0 +1,36 @@
+"""numaplan from Python: bind a process as one rank of a plan (`bind`), or start a callable's
+ranks bound (`spawn`). The plan is compiled, checked and explained by the `numaplan` binary
+this package ships; this module applies it to the running interpreter.
+
+    import numaplan
+    rank = numaplan.bind("plan.yaml")   # first thing in main(): CPUs, memory policy, env
+"""
+
+from __future__ import annotations
+
+from ._binary import executable
+from ._bind import Memory, Rank, bind, resolve
+from ._errors import Error, NumaplanWarning, ProcessExitedException, ProcessRaisedException
+from ._spawn import SpawnContext, spawn
+
+try:
+    from importlib.metadata import PackageNotFoundError, version
+
+    __version__ = version("numaplan")
+except PackageNotFoundError:  # a checkout on sys.path, not installed
+    __version__ = "0+unknown"
+
+__all__ = [
+    "Error",
+    "Memory",
+    "NumaplanWarning",
+    "ProcessExitedException",
+    "ProcessRaisedException",
+    "Rank",
+    "SpawnContext",
+    "bind",
+    "executable",
+    "resolve",
+    "spawn",
+    "__version__",
+]

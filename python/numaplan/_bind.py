@@ -1,0 +1,255 @@
+"""`numaplan.bind`: one local rank's part of a plan applied to the calling process, as
+`numaplan bind` applies it before it execs a command (CPU affinity and memory policy), for
+programs that are already running Python: `mp.spawn` callables, `torchrun --run-path`, a
+`main()` that used `gpu_affinity.set_affinity`."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
+
+from ._binary import run_json
+from ._errors import Error
+
+PlanArg = Union[str, "os.PathLike[str]", None]
+
+# set_mempolicy(2) and migrate_pages(2) by architecture (glibc wraps neither).
+_SYSCALLS = {
+    "x86_64": (238, 256),
+    "aarch64": (237, 238),
+    "riscv64": (237, 238),
+    "ppc64le": (261, 258),
+    "ppc64": (261, 258),
+}
+_MPOL = {"preferred": 1, "bind": 2, "interleave": 3}
+_WORD_BITS = 8 * ctypes.sizeof(ctypes.c_ulong)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A rank's memory policy: `policy` is `bind`, `preferred`, `interleave` or `none` (the
+    inherited policy is kept); `numa_maps` is how `/proc/PID/numa_maps` shows it (`bind:3`)."""
+
+    policy: str
+    nodes: FrozenSet[int]
+    numa_maps: str
+
+
+@dataclass(frozen=True)
+class Rank:
+    """One rank's entry of a plan, as `numaplan.bind` applied it."""
+
+    #: The global rank, when the launcher or the plan numbers it.
+    rank: Optional[int]
+    local_rank: int
+    #: The plan's ranks on one node.
+    ranks_per_node: int
+    #: Where the local rank came from: the `local_rank` argument or a launcher's variable.
+    via: str
+    cpus: FrozenSet[int]
+    #: `cpus` in the Linux cpulist format (`0-23,48-71`).
+    cpu_list: str
+    cores: int
+    numa_node: Optional[int]
+    memory: Memory
+    gpus: Tuple[int, ...]
+    gpu_pci: Tuple[str, ...]
+    nics: Tuple[str, ...]
+    #: The variables of the rank (the launcher's own numbering kept where it set one).
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+
+def bind(
+    plan: PlanArg = None,
+    local_rank: Optional[int] = None,
+    *,
+    topology: Optional[str] = None,
+    force: bool = False,
+    migrate: bool = False,
+    set_env: bool = True,
+    quiet: bool = False,
+) -> Rank:
+    """Binds the calling process as one local rank of a plan and returns the rank's entry.
+
+    Call it first thing in the rank, before anything allocates much memory or starts threads:
+
+    - CPUs: every thread of the process (each task of `/proc/self/task`) gets the rank's CPUs,
+      so threads started before the call are bound too, and later ones inherit them.
+    - Memory: the memory policy (`set_mempolicy`) is the calling thread's, inherited by the
+      threads it starts afterwards; threads started before the call keep theirs. Memory
+      allocated before the call is not moved, unless `migrate=True`, which moves this process's
+      pages onto the rank's nodes with `migrate_pages` (where the kernel allows it).
+    - Environment: the rank's variables (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `OMP_*`, NIC
+      variables, the spec's `env:`) are set in `os.environ` where they are unset.
+
+    `plan` is a plan file, a job spec (compiled for this machine by the binary), `env:VAR` or
+    `git:REV:PATH`; `None` reads `$NUMAPLAN_PLAN` (a path, or the plan itself as the
+    `--emit torchrun` and `mpirun` scripts hand it to every rank), else `numaplan.yaml`.
+    `local_rank` defaults to the launcher's variable that `numaplan bind` reads (`LOCAL_RANK`,
+    `SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, ...). The same checks as `numaplan bind`
+    run first: a plan of another machine, or a launcher whose counts differ, raises
+    `numaplan.Error` (with `force=True`, a node of another shape is bound anyway). The plan's
+    warnings are issued as `numaplan.NumaplanWarning`s by local rank 0 (`quiet=True`: none).
+    """
+    entry = resolve(plan, local_rank, topology=topology, force=force, quiet=quiet)
+    _bind_cpus(entry)
+    _bind_memory(entry.memory, migrate)
+    if set_env:
+        for key, value in entry.env.items():
+            os.environ.setdefault(key, value)
+    return entry
+
+
+def resolve(
+    plan: PlanArg = None,
+    local_rank: Optional[int] = None,
+    *,
+    topology: Optional[str] = None,
+    force: bool = False,
+    quiet: bool = False,
+) -> Rank:
+    """The entry `bind` would apply, without applying it (`numaplan bind --dry-run`)."""
+    args: List[str] = ["--quiet"] if quiet else []
+    args += ["bind", _plan_input(plan), "--dry-run", "--format", "json"]
+    if local_rank is not None:
+        if isinstance(local_rank, bool) or not isinstance(local_rank, int) or local_rank < 0:
+            raise Error(f"local_rank must be a rank number (0, 1, ...), not {local_rank!r}", "E0419")
+        args += ["--local-rank", str(local_rank)]
+    if topology is not None:
+        args += ["--topology", topology]
+    if force:
+        args.append("--force")
+    return _entry(run_json(args))
+
+
+def _plan_input(plan: PlanArg) -> str:
+    if plan is not None:
+        return os.fspath(plan)
+    inline = os.environ.get("NUMAPLAN_PLAN")
+    if inline is None and "NUMAPLAN_PLAN_1" in os.environ:
+        return "env:NUMAPLAN_PLAN"
+    if inline is not None and inline.strip():
+        # The launch scripts put the plan itself there; a user may put a path.
+        return "env:NUMAPLAN_PLAN" if "\n" in inline.strip() else inline
+    return "numaplan.yaml"
+
+
+def _entry(report: Dict[str, Any]) -> Rank:
+    if report.get("numaplan_bind") != 1:
+        raise Error("the numaplan binary answered in an unknown shape (numaplan_bind != 1)", "E0421")
+    memory = report["memory"]
+    return Rank(
+        rank=report.get("rank"),
+        local_rank=report["local_rank"],
+        ranks_per_node=report["ranks_per_node"],
+        via=report["via"],
+        cpus=parse_list(report["cpus"]),
+        cpu_list=report["cpus"],
+        cores=report["cores"],
+        numa_node=report.get("numa_node"),
+        memory=Memory(memory["policy"], parse_list(memory["nodes"]), memory["numa_maps"]),
+        gpus=tuple(report["gpus"]),
+        gpu_pci=tuple(report["gpu_pci"]),
+        nics=tuple(report["nics"]),
+        env=dict(report["env"]),
+    )
+
+
+def parse_list(text: str) -> FrozenSet[int]:
+    """A Linux cpulist or nodelist (`0-3,8,10-11`) as a set."""
+    items = set()
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        items.update(range(int(low), int(high or low) + 1))
+    return frozenset(items)
+
+
+def _bind_cpus(entry: Rank) -> None:
+    """Every task of this process on the rank's CPUs; repeated until no new thread appears (a
+    thread started meanwhile by a thread not yet bound)."""
+    done: set = set()
+    while True:
+        tasks = {int(t) for t in os.listdir("/proc/self/task")} - done
+        if not tasks:
+            break
+        for tid in tasks:
+            try:
+                os.sched_setaffinity(tid, entry.cpus)
+            except ProcessLookupError:
+                pass  # the thread ended
+            except OSError as e:
+                raise _bind_error(entry, f"sched_setaffinity of thread {tid}", e) from e
+        done |= tasks
+    actual = os.sched_getaffinity(0)
+    if actual != entry.cpus:
+        # The kernel narrows an affinity to the cpuset silently.
+        raise Error(
+            f"rank {entry.local_rank}: CPUs {entry.cpu_list} were asked for, the kernel "
+            f"gave {_list(actual)}: this process may not run on the others",
+            "E0411",
+            help="a cgroup, taskset or Slurm step allows fewer CPUs than the plan uses",
+        )
+
+
+def _bind_memory(memory: Memory, migrate: bool) -> None:
+    mode = _MPOL.get(memory.policy)
+    if mode is None:
+        return
+    set_mempolicy, migrate_pages = _syscall_numbers()
+    mask, maxnode = _node_mask(memory.nodes)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(ctypes.c_long(set_mempolicy), ctypes.c_int(mode), mask, maxnode) != 0:
+        raise _memory_error(memory, "set_mempolicy")
+    if migrate:
+        old, _ = _node_mask(_mems_allowed())
+        moved = libc.syscall(ctypes.c_long(migrate_pages), 0, maxnode, old, mask)
+        if moved < 0:
+            raise _memory_error(memory, "migrate_pages")
+
+
+def _syscall_numbers() -> Tuple[int, int]:
+    machine = platform.machine()
+    if machine not in _SYSCALLS:
+        raise Error(f"numaplan.bind does not know the syscall numbers of {machine}", "E0412")
+    return _SYSCALLS[machine]
+
+
+def _node_mask(nodes: FrozenSet[int]) -> Tuple[Any, ctypes.c_ulong]:
+    words = max(nodes, default=0) // _WORD_BITS + 1
+    mask = (ctypes.c_ulong * words)()
+    for n in nodes:
+        mask[n // _WORD_BITS] |= 1 << (n % _WORD_BITS)
+    # The kernel reads maxnode - 1 bits, as numactl and `numaplan bind` pass it.
+    return mask, ctypes.c_ulong(words * _WORD_BITS + 1)
+
+
+def _mems_allowed() -> FrozenSet[int]:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Mems_allowed_list:"):
+                return parse_list(line.split(":", 1)[1].strip())
+    return frozenset()
+
+
+def _bind_error(entry: Rank, what: str, e: OSError) -> Error:
+    return Error(
+        f"rank {entry.local_rank}: {what} to CPUs {entry.cpu_list} failed: {e.strerror}",
+        "E0412",
+    )
+
+
+def _memory_error(memory: Memory, what: str) -> Error:
+    errno = ctypes.get_errno()
+    return Error(
+        f"{what} ({memory.numa_maps}) failed: {os.strerror(errno)}",
+        "E0412",
+        help="the node may not be allowed to this process (a cpuset's mems), or not exist",
+    )
+
+
+def _list(cpus: Any) -> str:
+    return ",".join(str(c) for c in sorted(cpus))

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The Python package's checks: build the wheel from this checkout with maturin, install it in a
+# fresh virtual environment (nothing else from the checkout on its path), and run the pytest
+# suite of tests/python with that environment's python, `pip install .` included. Needs python3
+# with venv and PyPI (maturin, pytest). The wheel is left in target/wheels.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dir=target/python
+rm -rf "$dir"
+python3 -m venv "$dir/build"
+"$dir/build/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2" pytest
+rm -f target/wheels/numaplan-*.whl
+"$dir/build/bin/maturin" build --release --quiet --out target/wheels >&2
+
+python3 -m venv "$dir/venv"
+"$dir/venv/bin/pip" install --quiet --disable-pip-version-check target/wheels/numaplan-*.whl pytest
+# Run from tests/python with the checkout's python/ out of sys.path: the installed package is
+# the one under test.
+python=$PWD/$dir/venv/bin/python
+cd tests/python
+NUMAPLAN_PIP_INSTALL=1 exec "$python" -m pytest -p no:cacheprovider -q "$@"

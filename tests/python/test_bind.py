@@ -1,0 +1,173 @@
+"""`numaplan.bind` in real processes: the binding read back from /proc equals the plan."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import numaplan
+import ranks
+from conftest import REPO, Plan, TWO_RANKS
+
+SPAWN = multiprocessing.get_context("spawn")
+
+
+def run_children(target, arguments):
+    queue = SPAWN.Queue()
+    children = [SPAWN.Process(target=target, args=(queue, *a)) for a in arguments]
+    for child in children:
+        child.start()
+    results = [queue.get(timeout=60) for _ in children]
+    for child in children:
+        child.join(60)
+        assert child.exitcode == 0
+    return sorted(results, key=lambda r: r.get("rank", -1))
+
+
+def test_the_wheel_installs_the_binary_beside_python():
+    binary = numaplan.executable()
+    assert os.path.dirname(binary) == os.path.dirname(os.path.abspath(sys.executable))
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"numaplan {numaplan.__version__}"
+    via_module = subprocess.run([sys.executable, "-m", "numaplan", "--version"],
+                                capture_output=True, text=True, check=True)
+    assert via_module.stdout == out.stdout
+
+
+def test_two_spawned_processes_are_bound_as_planned(two_ranks: Plan):
+    results = run_children(ranks.bind_and_report, [(str(two_ranks.path), i) for i in (0, 1)])
+    assert [r["rank"] for r in results] == [0, 1]
+    assert results[0]["cpus"] != results[1]["cpus"]
+    for result in results:
+        planned = two_ranks.rank(result["rank"])
+        assert result["cpus"] == planned["cpus"]
+        assert result["mems"] == planned["memory"]["nodes"]
+        touched = result["touched"]
+        assert touched["policy"] == f"bind:{planned['memory']['nodes']}"
+        assert set(touched["nodes"]) == {f"N{planned['memory']['nodes']}"}
+        assert result["env"]["RANK"] == str(planned["rank"])
+
+
+def test_the_local_rank_comes_from_the_launchers_variable(two_ranks: Plan):
+    env = [{"LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}, {"SLURM_LOCALID": "0"}]
+    results = run_children(ranks.bind_and_report, [(str(two_ranks.path), None, e) for e in env])
+    assert [(r["rank"], r["cpus"]) for r in results] == [
+        (0, two_ranks.rank(0)["cpus"]),
+        (1, two_ranks.rank(1)["cpus"]),
+    ]
+
+
+def test_threads_started_before_bind_are_bound(two_ranks: Plan):
+    [result] = run_children(ranks.thread_before_bind, [(str(two_ranks.path), 1)])
+    assert result["before"] != result["planned"], "the thread started unbound"
+    assert result["cpus"] == result["planned"]
+    assert result["status"] == two_ranks.rank(1)["cpus"]
+
+
+def test_variables_already_set_are_kept(two_ranks: Plan):
+    env = {"MASTER_PORT": "31337"}
+    [result] = run_children(ranks.bind_and_report, [(str(two_ranks.path), 1, env)])
+    assert result["env"] == {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2",
+                             "MASTER_PORT": "31337"}
+
+
+def test_a_job_spec_is_compiled_for_this_machine(two_ranks: Plan):
+    [result] = run_children(ranks.bind_and_report, [(str(two_ranks.job), 0)])
+    assert result["cpus"] == two_ranks.rank(0)["cpus"]
+
+
+def test_the_plan_comes_from_numaplan_plan(two_ranks: Plan, monkeypatch: pytest.MonkeyPatch):
+    # A path, and the plan itself as the --emit torchrun and mpirun scripts export it.
+    monkeypatch.setenv("NUMAPLAN_PLAN", str(two_ranks.path))
+    assert numaplan.resolve(local_rank=1).cpu_list == two_ranks.rank(1)["cpus"]
+    monkeypatch.setenv("NUMAPLAN_PLAN", two_ranks.path.read_text())
+    assert numaplan.resolve(local_rank=1).cpu_list == two_ranks.rank(1)["cpus"]
+    monkeypatch.delenv("NUMAPLAN_PLAN")
+    monkeypatch.chdir(two_ranks.path.parent)
+    with pytest.raises(numaplan.Error) as no_default:
+        numaplan.resolve(local_rank=1)
+    assert no_default.value.code == "E0407"
+    assert "numaplan.yaml" in str(no_default.value)
+
+
+def test_resolve_reports_without_binding(two_ranks: Plan):
+    before = os.sched_getaffinity(0)
+    rank = numaplan.resolve(two_ranks.path, 1)
+    assert os.sched_getaffinity(0) == before
+    assert rank.cpu_list == two_ranks.rank(1)["cpus"]
+    assert rank.ranks_per_node == 2
+    assert rank.memory == numaplan.Memory("bind", frozenset({0}), "bind:0")
+    assert rank.via == "--local-rank"
+
+
+def test_the_plans_warnings_are_python_warnings(tmp_path: Path):
+    plan = Plan(tmp_path, TWO_RANKS.replace("policy: exclusive", "policy: exclusive\n  max_cores: 1"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        numaplan.resolve(plan.path, 0)
+    [warning] = [w for w in caught if issubclass(w.category, numaplan.NumaplanWarning)]
+    assert "cpu.max_cores is ignored by policy exclusive" in str(warning.message)
+    with warnings.catch_warnings(record=True) as quiet:
+        warnings.simplefilter("always")
+        numaplan.resolve(plan.path, 1)  # only local rank 0 speaks for the node
+    assert quiet == []
+
+
+# Errors: each a numaplan.Error with the binary's code and, where there is one, the place.
+
+
+def test_no_local_rank_is_an_error(two_ranks: Plan):
+    with pytest.raises(numaplan.Error) as error:
+        numaplan.bind(two_ranks.path)
+    assert error.value.code == "E0419"
+    assert "LOCAL_RANK" in str(error.value)
+
+
+def test_a_rank_past_the_plan_is_an_error(two_ranks: Plan):
+    with pytest.raises(numaplan.Error) as error:
+        numaplan.bind(two_ranks.path, 2)
+    assert error.value.code == "E0419"
+
+
+def test_a_plan_of_another_machine_is_an_error(tmp_path: Path):
+    plan = tmp_path / "dgx.yaml"
+    subprocess.run([numaplan.executable(), "compile", str(REPO / "examples/dgx-a100-llama.yaml"),
+                    "-o", str(plan)], check=True, capture_output=True)
+    before = os.sched_getaffinity(0)
+    with pytest.raises(numaplan.Error) as error:
+        numaplan.bind(plan, 0)
+    assert error.value.code == "E0411"
+    assert os.sched_getaffinity(0) == before
+
+
+def test_a_malformed_plan_is_an_error_with_its_place(tmp_path: Path):
+    plan = tmp_path / "broken.yaml"
+    plan.write_text("numaplan_plan: 1\ntopology:\n  name: [unclosed\n")
+    with pytest.raises(numaplan.Error) as error:
+        numaplan.bind(plan, 0)
+    assert error.value.code == "E0405"
+    assert error.value.file == str(plan)
+    assert error.value.line is not None and error.value.line >= 3
+    assert error.value.location.startswith(f"{plan}:")
+
+
+def test_a_missing_binary_is_an_error(two_ranks: Plan, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("NUMAPLAN_BIN", "/nonexistent/numaplan")
+    with pytest.raises(numaplan.Error) as error:
+        numaplan.bind(two_ranks.path, 0)
+    assert error.value.code == "E0421"
+    assert "NUMAPLAN_BIN" in error.value.help
+
+
+def test_an_error_crosses_processes_whole():
+    error = numaplan.Error("m", "E0405", file="p.yaml", line=3, column=7, help="h", notes=["n"])
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.code, copy.location, copy.help, copy.notes) == ("E0405", "p.yaml:3:7", "h", ("n",))
+    assert str(copy) == str(error) == "error[E0405]: m\n --> p.yaml:3:7\n = note: n\n = help: h"

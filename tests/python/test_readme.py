@@ -1,0 +1,40 @@
+"""The README's Python examples run as written, next to a plan compiled for this machine."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, TWO_RANKS, Plan
+
+EXAMPLE = re.compile(r"<!-- python-example(?:: (?P<env>[^>]*))? -->\n```python\n(?P<code>.*?)```",
+                     re.S)
+EXAMPLES = list(EXAMPLE.finditer((REPO / "README.md").read_text()))
+
+
+def test_the_readme_has_one_example_per_function():
+    code = "".join(m["code"] for m in EXAMPLES)
+    for function in ("numaplan.bind(", "numaplan.spawn(", "except numaplan.Error"):
+        assert function in code
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda m: f"line-{m.string.count(chr(10), 0, m.start()) + 1}")
+def test_a_readme_example_runs(example: re.Match, tmp_path: Path):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    Plan(tmp_path, TWO_RANKS)
+    script = tmp_path / "example.py"
+    script.write_text(example["code"])
+    env = dict(os.environ)
+    env.update(v.split("=", 1) for v in (example["env"] or "").split())
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip(), "an example prints what it shows"
+    if "except numaplan.Error" in example["code"]:
+        assert run.stdout.startswith("E0419 ")
