@@ -533,3 +533,46 @@ fn bind_dry_run_json() {
     assert_eq!(v["argv"], serde_json::json!(["python", "train.py"]));
     assert_eq!(v["env"]["FROM_PLAN"], "yes");
 }
+
+/// A process already narrowed to its own rank's CPUs (a launcher that bound it, or a
+/// `numaplan.spawn` child calling `numaplan.bind`) binds as that rank: only its own CPUs must be
+/// within its affinity, not the other ranks'. As another rank it is refused (E0411).
+#[test]
+fn bind_checks_only_its_own_ranks_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan_here(dir.path());
+    let ranks = plan["ranks"].as_array().unwrap();
+    if ranks.len() < 2 {
+        eprintln!("skipped: needs 2 CPUs");
+        return;
+    }
+    let cpus = ranks[1]["cpus"].as_str().unwrap();
+    let under_taskset = |local: &str| {
+        Command::new("taskset")
+            .args([
+                "-c",
+                cpus,
+                env!("CARGO_BIN_EXE_numaplan"),
+                "bind",
+                "plan.yaml",
+            ])
+            .args(["--local-rank", local, "--"])
+            .args(PROBE)
+            .current_dir(dir.path())
+            .env("OUT", dir.path())
+            .env_clear_launchers()
+            .output()
+            .unwrap()
+    };
+    let own = under_taskset("1");
+    assert!(own.status.success(), "{}", text(&own.stderr));
+    assert_eq!(seen(dir.path(), 1).cpus, cpus);
+    let other = under_taskset("0");
+    assert_eq!(other.status.code(), Some(1), "{}", text(&other.stderr));
+    assert!(
+        text(&other.stderr).contains("error[E0411]"),
+        "{}",
+        text(&other.stderr)
+    );
+    assert!(!dir.path().join("bind-0").exists(), "rank 0 must not run");
+}

@@ -452,3 +452,61 @@ fn omp_threads(lines: &[&str], rank: u32) -> Vec<u32> {
         })
         .collect()
 }
+
+/// numaplan's Python package in the 4-node guest (tests/vm/python-guest.sh): 4 processes that
+/// each call `numaplan.bind()`, and `numaplan.spawn` of 4 ranks. Each rank runs on its node's
+/// CPUs with memory bound there; every page it touches after the call is on that node, and with
+/// `migrate=True` so are the pages it touched before.
+#[test]
+fn python_binds_ranks_on_a_four_node_guest() {
+    if std::env::var_os("NUMAPLAN_QEMU").is_none() {
+        eprintln!("skipped: set NUMAPLAN_QEMU=1 (as root) to boot the multi-NUMA guests");
+        return;
+    }
+    let stage = tempfile::tempdir().unwrap();
+    let staged = common::succeed(
+        Command::new("bash")
+            .arg(common::repo().join("tests/vm/python-root.sh"))
+            .arg(stage.path()),
+    );
+    let python = String::from_utf8(staged.stdout).unwrap();
+    let Some((guest, log)) = boot(
+        "tests/vm/python-guest.sh",
+        &[
+            ("QEMU_NUMA_NODES", "4"),
+            ("QEMU_NUMA_CPUS", "8"),
+            ("QEMU_NUMA_MEM_MB", "256"),
+            ("QEMU_NUMA_TREE", stage.path().to_str().unwrap()),
+            ("QEMU_GUEST_PYTHON", python.trim()),
+        ],
+        &[&common::repo().join("tests/vm/py-rank.py")],
+    ) else {
+        return;
+    };
+    let guest: Vec<&str> = guest.iter().map(String::as_str).collect();
+    for (tag, how) in [("PY_BIND", "bind"), ("PY_SPAWN", "spawn")] {
+        let mut ranks: Vec<Value> = between(&guest, tag)
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        ranks.sort_by_key(|r| r["local_rank"].as_u64());
+        assert_eq!(ranks.len(), 4, "{how}: one line per rank:\n{log}");
+        for (k, rank) in ranks.iter().enumerate() {
+            let node = k.to_string();
+            assert_eq!(rank["how"], how);
+            assert_eq!(rank["local_rank"], k as u64, "{log}");
+            assert_eq!(rank["planned_nodes"], serde_json::json!([k]), "{rank}");
+            assert_eq!(rank["cpus"], format!("{}-{}", 2 * k, 2 * k + 1), "{rank}");
+            assert_eq!(rank["cpus"], rank["planned_cpus"], "{rank}");
+            assert_eq!(rank["after"]["policy"], format!("bind:{k}"), "{rank}");
+            let on_node = |region: &Value| {
+                let nodes = region["nodes"].as_object().unwrap();
+                nodes.len() == 1 && nodes.contains_key(&node)
+            };
+            assert!(on_node(&rank["after"]), "pages touched after bind: {rank}");
+            if how == "bind" {
+                assert!(on_node(&rank["before"]), "pages migrated by bind: {rank}");
+            }
+        }
+    }
+}

@@ -50,7 +50,9 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         args.command.clone()
     };
     let force = if args.force { Force::Yes } else { Force::No };
-    let checked = exec::check_node(&plan, &node_facts()?, force);
+    // Only this rank's CPUs must be allowed: the others are other processes, and a process
+    // already bound as this rank (numaplan.spawn's child calling numaplan.bind) binds again.
+    let checked = exec::check_node(&plan, std::slice::from_ref(rank), &node_facts()?, force);
     let report = Report::new(rank, plan.ranks_per_node, &local, &set, &env, &argv);
     if args.dry_run {
         let text = match args.format {

@@ -56,7 +56,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         extra_args: args.extra.clone(),
     };
     let force = if args.force { Force::Yes } else { Force::No };
-    let checked = exec::check_node(&plan, &node_facts()?, force);
+    let checked = exec::check_node(&plan, &plan.ranks, &node_facts()?, force);
     if args.dry_run {
         emit(stdout, None, &dry_run(&plan, &opts)?)?;
         // A dry run says what the real run would do, a refusal included.

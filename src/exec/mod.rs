@@ -123,9 +123,14 @@ pub struct NodeFacts {
 }
 
 /// Refuses a plan this node cannot run: a machine of another shape than the plan's topology
-/// (unless `force`), CPUs this machine lacks or this process may not use, memory nodes the
-/// kernel does not have.
-pub fn check_node(plan: &Plan, node: &NodeFacts, force: Force) -> Result<(), ExecError> {
+/// (unless `force`), or `ranks` (exec: all of the node's; bind: its own) on CPUs this machine
+/// lacks or this process may not use, or memory nodes the kernel does not have.
+pub fn check_node(
+    plan: &Plan,
+    ranks: &[RankBinding],
+    node: &NodeFacts,
+    force: Force,
+) -> Result<(), ExecError> {
     let refuse = |why: NodeMismatch, detail: String| ExecError::NotThisNode {
         host: node.host.clone(),
         detail,
@@ -142,7 +147,7 @@ pub fn check_node(plan: &Plan, node: &NodeFacts, force: Force) -> Result<(), Exe
             ),
         ));
     }
-    for r in &plan.ranks {
+    for r in ranks {
         let missing = r.cpus.difference(&node.allowed);
         let absent = missing.difference(&node.online_cpus);
         if !absent.is_empty() {

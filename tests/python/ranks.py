@@ -110,3 +110,11 @@ def fail_in(index: int, failing: int, how: str, directory: str) -> None:
 
 def succeed(index: int) -> None:
     pass
+
+
+def bind_again(index: int, plan: str, directory: str) -> None:
+    """A `numaplan.spawn` callable written for `mp.spawn`: it binds itself too."""
+    import json
+
+    rank = numaplan.bind(plan, index)
+    Path(directory, str(index)).write_text(json.dumps({"planned": rank.cpu_list, **readback()}))

@@ -31,6 +31,15 @@ def test_every_rank_runs_bound(two_ranks: Plan, tmp_path: Path, start_method: st
         assert report["env"]["LOCAL_RANK"] == str(index)
 
 
+def test_a_rank_that_binds_itself_again_is_bound_the_same(two_ranks: Plan, tmp_path: Path):
+    # Code written for mp.spawn calls numaplan.bind in the callable: already bound as that rank,
+    # it binds again (the other ranks' CPUs being outside its affinity is no error).
+    numaplan.spawn(ranks.bind_again, two_ranks.path, args=(str(two_ranks.path), str(tmp_path)))
+    for index in (0, 1):
+        report = json.loads((tmp_path / str(index)).read_text())
+        assert report["cpus"] == report["planned"] == two_ranks.rank(index)["cpus"]
+
+
 def stopped(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -34,6 +34,8 @@
 #   QEMU_NUMA_DISTANCES full distance matrix, rows separated by `;`, e.g. "10 21;21 10"
 #                       (overrides QEMU_NUMA_DISTANCE)
 #   QEMU_NUMA_NIC_NODE  add an e1000e NIC behind a pxb-pcie expander bridge on this node
+#   QEMU_NUMA_TREE      a directory copied to the guest's / as it is (its executables' libraries
+#                       follow), e.g. an interpreter staged at its own path
 #   QEMU_GUEST_*        exported to the guest's test as they are
 set -euo pipefail
 
@@ -52,6 +54,7 @@ THREADS=${QEMU_NUMA_THREADS:-1}
 NODE_CPUS=${QEMU_NUMA_NODE_CPUS:-}
 DISTANCES=${QEMU_NUMA_DISTANCES:-}
 NIC_NODE=${QEMU_NUMA_NIC_NODE:-}
+TREE=${QEMU_NUMA_TREE:-}
 
 log() { printf '[qemu-numa %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -119,6 +122,12 @@ build_initrd() {
   copy_with_libs "$(command -v numactl)" "$root" /bin/numactl
   local f
   for f in $EXTRA; do [ -e "$f" ] || die "QEMU_NUMA_EXTRA: $f not found"; copy_with_libs "$f" "$root" "/opt/$(basename "$f")"; done
+  if [ -n "$TREE" ]; then
+    [ -d "$TREE" ] || die "QEMU_NUMA_TREE: $TREE is not a directory"
+    cp -a "$TREE"/. "$root"/
+    while IFS= read -r -d '' f; do copy_with_libs "$f" "$root" "${f#"$TREE"}"; done \
+      < <(find "$TREE" -type f -perm -u+x -print0)
+  fi
   local test_line='/bin/builtin-check'
   if [ -n "$TEST_BIN" ]; then
     [ -x "$TEST_BIN" ] || die "test binary $TEST_BIN not executable"
