@@ -12,6 +12,13 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=native/udev_stub.c");
+    // `numaplan --version --verbose` names the hwloc release it was built against.
+    let version = Command::new("pkg-config")
+        .args(["--modversion", "hwloc"])
+        .output()
+        .expect("pkg-config runs (scripts/deps.sh installs it)");
+    let version = String::from_utf8(version.stdout).expect("pkg-config prints UTF-8");
+    println!("cargo:rustc-env=NUMAPLAN_HWLOC_VERSION={}", version.trim());
     if std::env::var_os("CARGO_FEATURE_DYNAMIC_HWLOC").is_some() {
         return;
     }

@@ -10,8 +10,23 @@ use crate::yaml::Override;
 
 /// numaplan: compile a job spec and a machine topology into a reviewable per-rank binding plan.
 #[derive(Debug, Parser)]
-#[command(name = "numaplan", version, propagate_version = true)]
+#[command(
+    name = "numaplan",
+    version,
+    disable_version_flag = true,
+    arg_required_else_help = true,
+    after_long_help = EXIT_STATUS
+)]
 pub struct Cli {
+    /// Print numaplan's version; with `--verbose`, also the hwloc it runs with, whether NVML
+    /// was found, and the build's features (what a bug report needs).
+    #[arg(short = 'V', long)]
+    pub version: bool,
+
+    /// With `--version`: the versions of what numaplan runs with.
+    #[arg(long, requires = "version")]
+    pub verbose: bool,
+
     /// How errors are printed on stderr.
     #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human)]
     pub message_format: MessageFormat,
@@ -24,9 +39,25 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub deny_warnings: bool,
 
+    /// `None` only with `--version` (main refuses it otherwise).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
+
+/// The exit statuses, shown by `numaplan --help` (the README's "Exit status" lists the same).
+pub const EXIT_STATUS: &str = "\
+Exit status:
+  0    success (`compile --check`: the file is up to date; `diff`: no `--exit-code` difference)
+  1    bad input or a mismatch: a spec, topology or plan numaplan refuses, an impossible request,
+       `--deny-warnings` with warnings, `compile --check` or `diff --exit-code` found a
+       difference, `verify` found a rank bound otherwise, a node that cannot run the plan
+  2    usage: an unknown flag or subcommand, a missing or conflicting argument (clap)
+  3    environment: a file that cannot be read or written, hwloc that cannot read this machine,
+       a syscall that failed (binding, spawning)
+  exec: the status of the first rank that failed (128 + N for a rank killed by signal N), or
+       128 + N when numaplan itself got SIGINT, SIGTERM or SIGHUP
+  bind: the program's own status once it runs (bind replaces itself); 127 when it is not
+       found, 126 when it cannot be run";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -61,6 +92,9 @@ pub enum Command {
     },
     /// List error codes, or explain one (`numaplan codes E0302`).
     Codes { code: Option<String> },
+    /// Print numaplan's version, the hwloc it runs with, whether NVML was found, and the
+    /// build's features (as `--version --verbose`).
+    Version,
 }
 
 /// `--set KEY=VALUE`, shared by the commands that read a job spec.
@@ -98,8 +132,9 @@ pub struct CompileArgs {
     #[arg(long, value_name = "PATH|discover")]
     pub topology: Option<String>,
 
-    /// Plan format: YAML for people and diffs, JSON for scripts.
-    #[arg(long, value_enum, default_value_t = PlanFormat::Yaml)]
+    /// Plan format: YAML for people and diffs, JSON for scripts. Not with `--emit`, which
+    /// writes a script.
+    #[arg(long, value_enum, default_value_t = PlanFormat::Yaml, conflicts_with = "emit")]
     pub format: PlanFormat,
 
     /// Write the plan to FILE (atomically) instead of standard output (`-`).

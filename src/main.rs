@@ -17,6 +17,15 @@ fn main() -> ExitCode {
         );
     }));
     let cli = Cli::parse();
+    if cli.command.is_none() && !cli.version {
+        use clap::CommandFactory as _;
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::MissingSubcommand,
+                "a subcommand is required (or --version)",
+            )
+            .exit();
+    }
     let format = cli.message_format;
     let mode = match (cli.deny_warnings, cli.quiet) {
         (true, true) => WarningMode::DenyQuietly,

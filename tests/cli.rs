@@ -51,3 +51,61 @@ fn dash_as_output_is_standard_output() {
         "`-o -` wrote a file"
     );
 }
+
+#[test]
+fn version_and_what_it_runs_with() {
+    let short = numaplan(&["--version"]).ok();
+    assert_eq!(short, format!("numaplan {}\n", env!("CARGO_PKG_VERSION")));
+    let verbose = numaplan(&["--version", "--verbose"]).ok();
+    assert_eq!(numaplan(&["version"]).ok(), verbose);
+    let lines: Vec<&str> = verbose.lines().collect();
+    assert_eq!(lines.len(), 2, "{verbose}");
+    assert_eq!(format!("{}\n", lines[0]), short);
+    // The release pkg-config names, as hwloc's own tools print it.
+    let lstopo = std::process::Command::new("lstopo-no-graphics")
+        .arg("--version")
+        .output()
+        .unwrap();
+    let hwloc = String::from_utf8_lossy(&lstopo.stdout);
+    let release = hwloc.split_whitespace().last().unwrap();
+    assert!(
+        lines[1].starts_with(&format!("hwloc {release} (linked statically, API 2.")),
+        "{verbose} vs {hwloc}"
+    );
+    let nvml = if std::path::Path::new("/dev/nvidiactl").exists() {
+        "NVML: found (driver "
+    } else {
+        "NVML: not found ("
+    };
+    assert!(lines[1].contains(nvml), "{verbose}");
+    assert!(
+        lines[1].contains("; features: static-hwloc; target: "),
+        "{verbose}"
+    );
+}
+
+#[test]
+fn verbose_needs_version_and_a_subcommand_is_needed() {
+    assert_eq!(numaplan(&["--verbose"]).code, 2);
+    let run = numaplan(&["--quiet"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("a subcommand is required"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_plan_format_with_emit_is_a_usage_error() {
+    let run = numaplan(&[
+        "compile",
+        "examples/lumi-g.yaml",
+        "--emit",
+        "bash",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
+}

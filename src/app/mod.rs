@@ -27,7 +27,14 @@ use crate::topology::{self, Topology, fixture, summary};
 
 /// Runs a command: its data goes to `stdout`, the plan's warnings to `warnings`.
 pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return emit(stdout, None, &version(cli.verbose));
+    };
+    if cli.version {
+        return emit(stdout, None, &version(cli.verbose));
+    }
+    match command {
+        Command::Version => emit(stdout, None, &version(true)),
         Command::Compile(args) => compile(&args, stdout, warnings),
         Command::Exec(args) => exec::exec(&args, stdout, warnings),
         Command::Bind(args) => bind::bind(&args, stdout, warnings),
@@ -38,6 +45,30 @@ pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<
         Command::Schema { which, output } => emit(stdout, output.as_deref(), &schema(which)),
         Command::Codes { code } => codes_cmd(code.as_deref(), stdout),
     }
+}
+
+/// `numaplan 0.1.0`; verbose, a second line with what numaplan runs with, for bug reports:
+/// `hwloc 2.9.0 (static, API 2.8.0); NVML: not found (...); features: static-hwloc`.
+fn version(verbose: bool) -> String {
+    let mut text = format!("numaplan {}\n", env!("CARGO_PKG_VERSION"));
+    if verbose {
+        let nvml = match topology::nvml::driver() {
+            Ok(driver) => format!("found ({driver})"),
+            Err(why) => format!("not found ({why})"),
+        };
+        let features = if cfg!(feature = "dynamic-hwloc") {
+            "dynamic-hwloc"
+        } else {
+            "static-hwloc"
+        };
+        text += &format!(
+            "{}; NVML: {nvml}; features: {features}; target: {}-{}\n",
+            topology::hwloc::library(),
+            std::env::consts::ARCH,
+            std::env::consts::OS,
+        );
+    }
+    text
 }
 
 /// Loads the topology a `--topology` value names.

@@ -705,6 +705,24 @@ fn bridge_path(dev: &TopologyObject) -> Vec<String> {
     path
 }
 
+/// The hwloc numaplan runs with: the release it was built against (pkg-config's, by build.rs),
+/// how it is linked, and the API version the library itself reports.
+pub fn library() -> String {
+    let api = hwlocality::hwloc_api_version();
+    format!(
+        "hwloc {} ({}, API {}.{}.{})",
+        env!("NUMAPLAN_HWLOC_VERSION"),
+        if cfg!(feature = "dynamic-hwloc") {
+            "linked dynamically"
+        } else {
+            "linked statically"
+        },
+        api >> 16,
+        (api >> 8) & 0xff,
+        api & 0xff
+    )
+}
+
 /// Reads the machine numaplan runs on: the whole machine (hwloc's `INCLUDE_DISALLOWED`, so that
 /// a cgroup-restricted job still sees every CPU and node), with the CPUs this process may use,
 /// the cgroup's cpuset (hwloc's allowed set) intersected with its affinity (`taskset`, a Slurm

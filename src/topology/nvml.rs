@@ -65,6 +65,15 @@ pub fn probe() -> Result<Vec<NvmlGpu>, String> {
     Ok(gpus)
 }
 
+/// The driver NVML reports and its GPU count (`driver 550.54.15, 8 GPUs`), or why NVML cannot
+/// answer: `numaplan --version --verbose`.
+pub fn driver() -> Result<String, String> {
+    let nvml = nvml_wrapper::Nvml::init().map_err(|e| e.to_string())?;
+    let version = nvml.sys_driver_version().map_err(|e| e.to_string())?;
+    let count = nvml.device_count().map_err(|e| e.to_string())?;
+    Ok(format!("driver {version}, {count} GPUs"))
+}
+
 /// Folds NVML's view (or why there is none) into hwloc's parts; returns the notes for the plan.
 pub fn merge(parts: &mut TopologyParts, nvml: Result<Vec<NvmlGpu>, String>) -> Vec<String> {
     let nvidia = |g: &Gpu| g.vendor == Vendor::Nvidia;
