@@ -6,8 +6,8 @@ set -euo pipefail
 # librsvg2-bin: rsvg-convert renders `explain --format svg` in a test. bzip2: tests/discover.rs
 # extracts a sysfs snapshot (.tar.bz2). openmpi-bin, mpich: tests/bind.rs runs `numaplan bind` under
 # mpirun.openmpi and mpiexec.mpich. libomp-dev: tests/openmp.rs links its OpenMP probe with
-# LLVM's runtime as well as GNU's (gcc's libgomp).
-packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck librsvg2-bin bzip2 openmpi-bin mpich libomp-dev)
+# LLVM's runtime as well as GNU's (gcc's libgomp). groff-base: tests/cli.rs renders the man page.
+packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck librsvg2-bin bzip2 openmpi-bin mpich libomp-dev groff-base)
 # As root only: the real-Slurm tests (the daemons run as root; iproute2 and util-linux give the
 # 3-node cluster its network namespaces) and the QEMU multi-NUMA guest (tests/vm/qemu-numa.sh
 # also downloads Debian's kernel package there).

@@ -95,6 +95,23 @@ pub enum Command {
     /// Print numaplan's version, the hwloc it runs with, whether NVML was found, and the
     /// build's features (as `--version --verbose`).
     Version,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// bash: `numaplan completions bash > ~/.local/share/bash-completion/completions/numaplan`;
+    /// zsh: into a directory of `$fpath` as `_numaplan`; fish: into
+    /// `~/.config/fish/completions/numaplan.fish`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): one page with every subcommand.
+    ///
+    /// `numaplan man > ~/.local/share/man/man1/numaplan.1`, then `man numaplan`.
+    Man {
+        /// Write to FILE (atomically) instead of standard output (`-`).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 /// `--set KEY=VALUE`, shared by the commands that read a job spec.

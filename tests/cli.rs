@@ -109,3 +109,89 @@ fn a_plan_format_with_emit_is_a_usage_error() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("cannot be used with"), "{}", run.stderr);
 }
+
+/// What a real bash completes with numaplan's completion script sourced: `COMPREPLY` after
+/// calling its function for `words`, the last being the word under the cursor.
+fn bash_completes(script: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let line = words.join(" ");
+    let program = format!(
+        r#"source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _numaplan numaplan "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"; printf '%s\n' "${{COMPREPLY[@]}}""#
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "-c", &program, "bash"])
+        .arg(script)
+        .args(words)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completes_subcommands_flags_and_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("numaplan.bash");
+    std::fs::write(&script, numaplan(&["completions", "bash"]).ok()).unwrap();
+    assert_eq!(
+        bash_completes(&script, &["numaplan", "com"]),
+        ["compile", "completions"]
+    );
+    assert_eq!(
+        bash_completes(&script, &["numaplan", "compile", "--em"]),
+        ["--emit"]
+    );
+    assert_eq!(
+        bash_completes(&script, &["numaplan", "compile", "--emit", ""]),
+        ["bash", "sbatch", "sbatch-exec", "torchrun", "mpirun"]
+    );
+    for shell in ["zsh", "fish"] {
+        let script = numaplan(&["completions", shell]).ok();
+        assert!(
+            script.contains("compile") && script.contains("schema-ref"),
+            "{shell}"
+        );
+    }
+}
+
+/// `numaplan man` is one page that groff renders without a warning, with a section for every
+/// subcommand naming each of its flags.
+#[test]
+fn the_man_page_has_every_subcommand_and_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("numaplan.1");
+    numaplan(&["man", "-o", page.to_str().unwrap()]).ok();
+    let out = std::process::Command::new("groff")
+        .args(["-man", "-Tutf8", "-ww", "-P-c", "-P-u", "-P-b"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && stderr.is_empty(), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("EXIT STATUS"), "{text}");
+    let cli = numaplan::cli::Cli::command();
+    for sub in cli.get_subcommands() {
+        let heading = format!("\nNUMAPLAN {}\n", sub.get_name().to_uppercase());
+        let section = text
+            .split(&heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("no section {heading:?}"));
+        let section = section.split("\nNUMAPLAN ").next().unwrap();
+        for arg in sub.get_arguments() {
+            if let Some(long) = arg.get_long() {
+                assert!(
+                    section.contains(&format!("--{long}")),
+                    "numaplan {}: --{long} is not in the man page",
+                    sub.get_name()
+                );
+            }
+        }
+    }
+}

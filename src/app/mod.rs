@@ -2,6 +2,7 @@
 //! errors itself. `review` holds `diff` and `explain`.
 
 mod bind;
+mod docs;
 mod exec;
 mod input;
 mod review;
@@ -35,6 +36,8 @@ pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<
     }
     match command {
         Command::Version => emit(stdout, None, &version(true)),
+        Command::Completions { shell } => emit(stdout, None, &docs::completions(shell)),
+        Command::Man { output } => emit(stdout, output.as_deref(), &docs::man()),
         Command::Compile(args) => compile(&args, stdout, warnings),
         Command::Exec(args) => exec::exec(&args, stdout, warnings),
         Command::Bind(args) => bind::bind(&args, stdout, warnings),
