@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's checks: build the wheel from this checkout with maturin, install it in a
 # fresh virtual environment (nothing else from the checkout on its path), and run the pytest
-# suite of tests/python with that environment's python, `pip install .` included. Needs python3
-# with venv and PyPI (maturin, pytest). The wheel is left in target/wheels.
+# suite of tests/python with that environment's python, `pip install .` and the pre-commit hook
+# (installed by pre-commit from this checkout's HEAD) included. Needs python3 with venv and PyPI
+# (maturin, pytest, pre-commit). The wheel is left in target/wheels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,9 +15,10 @@ rm -f target/wheels/numaplan-*.whl
 "$dir/build/bin/maturin" build --release --quiet --out target/wheels >&2
 
 python3 -m venv "$dir/venv"
-"$dir/venv/bin/pip" install --quiet --disable-pip-version-check target/wheels/numaplan-*.whl pytest
+"$dir/venv/bin/pip" install --quiet --disable-pip-version-check target/wheels/numaplan-*.whl \
+  pytest pre-commit
 # Run from tests/python with the checkout's python/ out of sys.path: the installed package is
 # the one under test.
 python=$PWD/$dir/venv/bin/python
 cd tests/python
-NUMAPLAN_PIP_INSTALL=1 exec "$python" -m pytest -p no:cacheprovider -q "$@"
+NUMAPLAN_PIP_INSTALL=1 NUMAPLAN_PRE_COMMIT=1 exec "$python" -m pytest -p no:cacheprovider -q "$@"
