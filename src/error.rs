@@ -308,11 +308,11 @@ fn topology(e: &TopologyError) -> Diagnostic {
             linked,
         } => Diagnostic::error(
             E0304_XML_VERSION,
-            format!("`{file}` is hwloc XML version {version}, which hwloc {linked} cannot import"),
+            format!("`{file}` is hwloc XML version {version}, which numaplan cannot import"),
         )
         .in_file(file)
-        .note(format!("numaplan is linked with hwloc {linked}, which reads the 1.x and 2.x XML formats"))
-        .help("re-export with hwloc 2.x (`lstopo --of xml`), or with `--export-xml-flags v2` where the newer lstopo offers it"),
+        .note(format!("numaplan reads the hwloc 1.x, 2.x and 3.x XML formats (with hwloc {linked}, translating 3.x)"))
+        .help("re-export with hwloc 2.x or 3.x (`lstopo --of xml`), or with `--export-xml-flags v2` where the newer lstopo offers it"),
         TopologyError::XmlObjectRefused { file, line, col, .. } => Diagnostic::error(E0305_XML_REJECTED, e.to_string())
             .at_position(file.clone(), *line, *col)
             .note("numaplan refuses such an object before hwloc reads it: hwloc would crash on it, or take minutes")

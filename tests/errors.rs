@@ -49,18 +49,21 @@ fn nccl_topology_file_is_not_hwloc() {
 }
 
 #[test]
-fn hwloc3_xml_is_refused_with_the_fix() {
-    let run = numaplan(&[
-        "topo",
-        "--topology",
-        "tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml",
-    ]);
+fn a_newer_hwloc_xml_format_is_refused_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("hwloc4.xml");
+    std::fs::write(
+        &xml,
+        "<?xml version=\"1.0\"?>\n<topology version=\"4.0\">\n  <object type=\"Machine\"/>\n</topology>\n",
+    )
+    .unwrap();
+    let run = numaplan_in(dir.path(), &["topo", "--topology", "hwloc4.xml"]);
     assert_eq!(run.code, 1);
     insta::assert_snapshot!(run.stderr, @r"
-    error[E0304]: `tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml` is hwloc XML version 3.0, which hwloc 2.x cannot import
-     --> tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml
-     = note: numaplan is linked with hwloc 2.x, which reads the 1.x and 2.x XML formats
-     = help: re-export with hwloc 2.x (`lstopo --of xml`), or with `--export-xml-flags v2` where the newer lstopo offers it
+    error[E0304]: `hwloc4.xml` is hwloc XML version 4.0, which numaplan cannot import
+     --> hwloc4.xml
+     = note: numaplan reads the hwloc 1.x, 2.x and 3.x XML formats (with hwloc 2.x, translating 3.x)
+     = help: re-export with hwloc 2.x or 3.x (`lstopo --of xml`), or with `--export-xml-flags v2` where the newer lstopo offers it
     ");
 }
 

@@ -21,12 +21,10 @@ fn xml_files() -> Vec<PathBuf> {
     v
 }
 
-/// What each file must do: import, or fail with this code.
+/// What each file must do: import (hwloc 1.x, 2.x and 3.0 exports), or fail with this code.
 fn expected_error(name: &str) -> Option<&'static str> {
     if name.starts_with("aws-") || name.starts_with("azure-") {
         Some("E0303") // NCCL topology files
-    } else if name.contains("--") {
-        Some("E0304") // hwloc 3.0 format
     } else {
         None
     }
@@ -119,6 +117,93 @@ fn eas_tioga_is_a_frontier_blade_in_rocm_order() {
         (NicKind::Slingshot, Some(NodeId(3)))
     );
     assert_eq!(hsi0.pci_path, ["host:0000:c4", "0000:c4:01.1"]);
+}
+
+/// The four hwloc 3.0 exports (tests/data/xml/*--*.xml, from hwloc's own tests) import with
+/// the shapes their machines have (../shared/topologies/README.md), and where numaplan has a
+/// fixture of the machine built from other sources, with the same GPU and CPU-kind facts.
+#[test]
+fn hwloc3_exports_have_their_machines_shape() {
+    // DGX-2H (CPUs trimmed to 2 per package by hwloc): 16 V100s, 0-7 on node 0 and 8-15 on
+    // node 1, which 3.0 says only in <pci_locality>.
+    let t = xml("nvidia-dgx2h--nvidiaDGX2.xml");
+    assert_eq!(
+        (t.packages().len(), t.nodes().len(), t.cores().len()),
+        (2, 2, 4)
+    );
+    let fixture = load_file(&repo().join("examples/topologies/nvidia-dgx2h.yaml")).unwrap();
+    let placed = |t: &Topology| -> Vec<(u32, String, Option<u32>)> {
+        t.gpus()
+            .iter()
+            .map(|g| (g.index.0, g.pci.to_string(), g.numa_node.map(|n| n.0)))
+            .collect()
+    };
+    assert_eq!(placed(&t).len(), 16);
+    assert_eq!(placed(&t), placed(&fixture));
+    assert!(t.gpus().iter().all(|g| g.vendor == Vendor::Nvidia
+        && g.model.as_deref() == Some("Tesla V100-SXM3-32GB-H")
+        && g.uuid.as_deref().is_some_and(|u| u.starts_with("GPU-"))));
+    assert_eq!(t.distance(NodeId(0), NodeId(1)), Some(21));
+
+    // DGX Spark (GB10): 20 cores of two kinds (Cortex-A725 and X925). The fixture, discovered
+    // from a sysfs snapshot that also tells clusters' frequencies apart, splits them finer:
+    // each of its kinds lies within one of these.
+    let t = xml("nvidia-dgx-spark-gb10--nvidia-dgx-gb10.xml");
+    assert_eq!(t.cores().len(), 20);
+    let kinds: Vec<String> = t.cpu_kinds().iter().map(|k| k.cpus.to_string()).collect();
+    assert_eq!(kinds, ["0-4,10-14", "5-9,15-19"]);
+    let fixture =
+        load_file(&repo().join("examples/topologies/nvidia-dgx-spark-gb10.yaml")).unwrap();
+    for finer in fixture.cpu_kinds() {
+        assert!(
+            t.cpu_kinds()
+                .iter()
+                .any(|k| finer.cpus.difference(&k.cpus).is_empty()),
+            "{} straddles the XML's kinds",
+            finer.cpus
+        );
+    }
+
+    // 2x EPYC 9654 and 2x Xeon Max 9460 (CPUID only: no NUMA layout): 192 cores in 24 CCDs
+    // of 8, and 80 cores with one L3 per socket, SMT 2; the fixtures built from them (with an
+    // inferred NUMA layout) have the same cores and L3 groups.
+    for (file, name, cores, l3) in [
+        (
+            "amd-epyc-genoa-9654-2s--AMD-19h-Zen4-2xEpyc-9654.xml",
+            "amd-epyc-genoa-9654-2s",
+            192,
+            24,
+        ),
+        (
+            "intel-xeon-max-spr-snc4-hbm-flat--hwloc-x86-Intel-SapphireRapids-2xXeonMax9460.xml",
+            "intel-xeon-max-9460-2s",
+            80,
+            2,
+        ),
+    ] {
+        let t = xml(file);
+        assert_eq!(
+            (t.cores().len(), t.l3_groups().len()),
+            (cores, l3),
+            "{file}"
+        );
+        assert!(t.cores().iter().all(|c| c.cpus.len() == 2), "{file}");
+        let fixture = load_file(&repo().join(format!("examples/topologies/{name}.yaml"))).unwrap();
+        assert_eq!(cores_and_l3s(&t), cores_and_l3s(&fixture), "{name}");
+    }
+}
+
+/// Every core's CPUs, and every L3 group's, as text.
+fn cores_and_l3s(t: &Topology) -> (Vec<String>, Vec<String>) {
+    let mut l3s: std::collections::BTreeMap<_, numaplan::cpuset::CpuSet> = Default::default();
+    for c in t.cores() {
+        let set = l3s.entry(c.l3).or_default();
+        *set = set.union(&c.cpus);
+    }
+    (
+        t.cores().iter().map(|c| c.cpus.to_string()).collect(),
+        l3s.values().map(ToString::to_string).collect(),
+    )
 }
 
 #[test]

@@ -222,10 +222,10 @@ pub const ALL: &[(Code, &str)] = &[
     ),
     (
         E0304_XML_VERSION,
-        "The hwloc XML was written by a newer hwloc major version than the library numaplan is \
-         linked with can import (hwloc 2.x reads the 1.x and 2.x formats). Re-export it with \
-         hwloc 2.x (`lstopo --of xml`), or with `--export-xml-flags v2` where the newer lstopo \
-         offers it.",
+        "The hwloc XML was written in a format newer than numaplan reads: hwloc 1.x, 2.x and \
+         3.x exports are imported (3.x translated into the 2.x format of the linked library). \
+         Re-export it with hwloc 2.x or 3.x (`lstopo --of xml`), or with \
+         `--export-xml-flags v2` where the newer lstopo offers it.",
     ),
     (
         E0305_XML_REJECTED,

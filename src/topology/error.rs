@@ -37,8 +37,8 @@ pub enum TopologyError {
     /// An XML file that is not an hwloc export (e.g. an NCCL topology file).
     #[error("`{file}` is {found}, not an hwloc topology export")]
     NotHwloc { file: String, found: String },
-    /// An hwloc XML of a format version the linked hwloc cannot import.
-    #[error("`{file}` is hwloc XML version {version}, which hwloc {linked} cannot import")]
+    /// An hwloc XML of a format version numaplan cannot import (newer than 3.x).
+    #[error("`{file}` is hwloc XML version {version}, which numaplan cannot import")]
     XmlVersion {
         file: String,
         version: String,

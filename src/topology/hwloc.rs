@@ -35,7 +35,14 @@ use crate::sandbox::Outcome;
 /// child process (`sandbox`): libhwloc segfaults on some malformed files, and numaplan must not
 /// die of a signal on any input.
 pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, TopologyError> {
-    precheck_xml(file, text)?;
+    let translated;
+    let text = match precheck_xml(file, text)? {
+        3 => {
+            translated = super::hwloc_v3::to_v2(file, text)?;
+            translated.as_str()
+        }
+        _ => text,
+    };
     let rejected = |detail: String| TopologyError::XmlRejected {
         file: file.to_string(),
         detail,
@@ -146,8 +153,9 @@ pub fn linked_version() -> String {
     format!("{}.x", hwlocality::hwloc_api_version() >> 16)
 }
 
-/// Recognises XML that hwloc would import as an empty machine or refuse with a cryptic message.
-pub fn precheck_xml(file: &str, text: &str) -> Result<(), TopologyError> {
+/// Recognises XML that hwloc would import as an empty machine or refuse with a cryptic message;
+/// returns the format's major version (1 or 2: hwloc imports it; 3: `hwloc_v3` translates it).
+pub fn precheck_xml(file: &str, text: &str) -> Result<u32, TopologyError> {
     let root = text
         .split('<')
         .skip(1)
@@ -179,21 +187,22 @@ pub fn precheck_xml(file: &str, text: &str) -> Result<(), TopologyError> {
         }
     }
     let head = &root[..root.find('>').unwrap_or(root.len())];
-    if let Some(v) = attribute(head, "version") {
-        let major: u32 = v
-            .split('.')
-            .next()
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(0);
-        if major > 2 {
-            return Err(TopologyError::XmlVersion {
-                file: file.to_string(),
-                version: v.to_string(),
-                linked: linked_version(),
-            });
-        }
+    // hwloc 1.x wrote no version.
+    let version = attribute(head, "version").unwrap_or("1.0");
+    let major: u32 = version
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if major > 3 {
+        return Err(TopologyError::XmlVersion {
+            file: file.to_string(),
+            version: version.to_string(),
+            linked: linked_version(),
+        });
     }
-    precheck_objects(file, text)
+    precheck_objects(file, text)?;
+    Ok(major)
 }
 
 /// What hwloc must never see: objects it crashes on or that would make it allocate without

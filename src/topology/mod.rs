@@ -7,6 +7,7 @@ pub mod error;
 pub mod fixture;
 pub mod fixture_file;
 pub mod hwloc;
+mod hwloc_v3;
 pub mod kfd;
 pub mod model;
 pub mod nvml;
