@@ -3,7 +3,7 @@
 # fresh virtual environment (nothing else from the checkout on its path), and run the pytest
 # suite of tests/python with that environment's python, `pip install .` and the pre-commit hook
 # (installed by pre-commit from this checkout's HEAD) included. Needs python3 with venv and PyPI
-# (maturin, pytest, pre-commit). The wheel is left in target/wheels.
+# (maturin, pytest, pre-commit, jsonschema, pyyaml). The wheel is left in target/wheels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +16,7 @@ rm -f target/wheels/numaplan-*.whl
 
 python3 -m venv "$dir/venv"
 "$dir/venv/bin/pip" install --quiet --disable-pip-version-check target/wheels/numaplan-*.whl \
-  pytest pre-commit
+  pytest pre-commit jsonschema pyyaml
 # Run from tests/python with the checkout's python/ out of sys.path: the installed package is
 # the one under test.
 python=$PWD/$dir/venv/bin/python

@@ -91,7 +91,12 @@ pub enum Command {
         output: Option<PathBuf>,
     },
     /// List error codes, or explain one (`numaplan codes E0302`).
-    Codes { code: Option<String> },
+    Codes {
+        code: Option<String>,
+        /// Text, or JSON (`"numaplan_codes": 1`, schemas/codes.schema.json).
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        format: ReportFormat,
+    },
     /// Print numaplan's version, the hwloc it runs with, whether NVML was found, and the
     /// build's features (as `--version --verbose`).
     Version,
@@ -228,6 +233,10 @@ pub struct ExecArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// With `--dry-run`: text, or JSON (`"numaplan_exec": 1`, schemas/exec.schema.json).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "dry_run")]
+    pub format: ReportFormat,
+
     /// Start even if this node's CPU, NUMA node or GPU count differs from the plan's topology.
     #[arg(long)]
     pub force: bool,
@@ -326,6 +335,10 @@ pub struct VerifyArgs {
     /// Find the ranks by name: processes whose command line contains NAME.
     #[arg(long = "match", value_name = "NAME")]
     pub match_name: Option<String>,
+
+    /// Text for people, or JSON (`"numaplan_verify": 1`, schemas/verify.schema.json).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
 }
 
 /// Where a plan comes from: a plan file, a job spec (compiled on the fly), or `git:REV:PATH`
@@ -358,7 +371,7 @@ pub struct DiffArgs {
     #[command(flatten)]
     pub overrides: SpecOverrides,
 
-    /// Text for people, JSON for bots.
+    /// Text for people, or JSON for bots (`"numaplan_diff": 1`, schemas/diff.schema.json).
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
 
@@ -387,7 +400,8 @@ pub struct ExplainArgs {
     #[command(flatten)]
     pub overrides: SpecOverrides,
 
-    /// Text for the terminal, or an SVG picture for a pull request or docs.
+    /// Text for the terminal, an SVG picture for a pull request or docs, or JSON for scripts
+    /// (`"numaplan_explain": 1`, schemas/explain.schema.json).
     #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
     pub format: ExplainFormat,
 
@@ -408,6 +422,7 @@ pub struct ExplainArgs {
 pub enum ExplainFormat {
     Text,
     Svg,
+    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -454,4 +469,16 @@ pub enum SchemaKind {
     Job,
     /// The plan format (schemas/plan.schema.json).
     Plan,
+    /// `explain --format json` (schemas/explain.schema.json).
+    Explain,
+    /// `diff --format json` (schemas/diff.schema.json).
+    Diff,
+    /// `bind --dry-run --format json` (schemas/bind.schema.json).
+    Bind,
+    /// `exec --dry-run --format json` (schemas/exec.schema.json).
+    Exec,
+    /// `verify --format json` (schemas/verify.schema.json).
+    Verify,
+    /// `codes --format json` (schemas/codes.schema.json).
+    Codes,
 }

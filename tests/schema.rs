@@ -152,3 +152,73 @@ fn modelines_point_at_the_committed_schemas() {
         );
     }
 }
+
+#[test]
+fn report_schemas_are_current() {
+    for kind in ["explain", "diff", "bind", "exec", "verify", "codes"] {
+        check_generated(kind, &format!("schemas/{kind}.schema.json"));
+    }
+}
+
+/// Every command that prints JSON says which shape it is (`"numaplan_<kind>": 1`), and its
+/// schema requires that field.
+#[test]
+fn every_json_report_names_its_kind() {
+    let lumi = "examples/lumi-g.yaml";
+    let runs: [(&str, Vec<&str>); 7] = [
+        ("plan", vec!["compile", lumi, "--format", "json"]),
+        ("explain", vec!["explain", lumi, "--format", "json"]),
+        (
+            "diff",
+            vec!["diff", lumi, "examples/frontier.yaml", "--format", "json"],
+        ),
+        ("codes", vec!["codes", "--format", "json"]),
+        (
+            "topology",
+            vec![
+                "topo",
+                "--topology",
+                "examples/topologies/lumi-g.yaml",
+                "--format",
+                "json",
+            ],
+        ),
+        (
+            "exec",
+            vec![
+                "exec",
+                lumi,
+                "--dry-run",
+                "--force",
+                "--format",
+                "json",
+                "--",
+                "true",
+            ],
+        ),
+        (
+            "bind",
+            vec![
+                "bind",
+                lumi,
+                "--local-rank",
+                "0",
+                "--force",
+                "--dry-run",
+                "--format",
+                "json",
+            ],
+        ),
+    ];
+    for (kind, args) in runs {
+        let run = numaplan(&args);
+        let value: serde_json::Value = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("{kind}: {e}: {}{}", run.stdout, run.stderr));
+        let field = format!("numaplan_{kind}");
+        assert_eq!(value[&field], 1, "{kind}: {}", run.stdout);
+        let schema: serde_json::Value =
+            serde_json::from_str(&numaplan(&["schema", kind]).ok()).unwrap();
+        let required = schema["required"].as_array().unwrap();
+        assert!(required.iter().any(|r| r == &field), "{kind}: {schema}");
+    }
+}

@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::CommandExt as _;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::emit;
@@ -96,9 +97,9 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
 }
 
 /// What `bind --dry-run` shows: the rank's binding, the variables it sets, the argv. Its JSON
-/// form (`"numaplan_bind": 1`) is what the Python package reads.
-#[derive(Serialize)]
-struct Report {
+/// form (`"numaplan_bind": 1`, schemas/bind.schema.json) is what the Python package reads.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct Report {
     numaplan_bind: u32,
     /// The global rank, when the launcher or the plan says it.
     rank: Option<u32>,
@@ -119,12 +120,25 @@ struct Report {
     argv: Vec<String>,
 }
 
-#[derive(Serialize)]
-struct Memory {
+/// A rank's memory policy in the JSON reports of `bind` and `exec --dry-run`.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct Memory {
+    /// `bind`, `preferred`, `interleave` or `none`.
     policy: String,
+    /// Node list (`0-1`); empty for `none`.
     nodes: String,
     /// As `/proc/PID/numa_maps` shows it: `bind:3`, `default`.
     numa_maps: String,
+}
+
+impl Memory {
+    pub(crate) fn of(memory: &crate::plan::MemoryBinding) -> Memory {
+        Memory {
+            policy: memory.policy.name().into(),
+            nodes: node_list(&memory.nodes),
+            numa_maps: numa_maps_policy(memory),
+        }
+    }
 }
 
 impl Report {
@@ -148,11 +162,7 @@ impl Report {
             cpus: rank.cpus.to_string(),
             cores: rank.cores,
             numa_node: rank.numa_node.map(|n| n.0),
-            memory: Memory {
-                policy: rank.memory.policy.name().into(),
-                nodes: node_list(&rank.memory.nodes),
-                numa_maps: numa_maps_policy(&rank.memory),
-            },
+            memory: Memory::of(&rank.memory),
             gpus: rank.gpus.iter().map(|g| g.index.0).collect(),
             gpu_pci: rank.gpus.iter().map(|g| g.pci.to_string()).collect(),
             nics: rank.nics.clone(),

@@ -5,9 +5,13 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
-use super::emit;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::bind::Memory;
 use super::input::{PlanMachine, load_subject};
-use crate::cli::{ExecArgs, NprocPerNode, VerifyArgs};
+use super::{emit, json};
+use crate::cli::{ExecArgs, NprocPerNode, ReportFormat, VerifyArgs};
 use crate::cpuset::CpuSet;
 use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
@@ -58,7 +62,11 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let force = if args.force { Force::Yes } else { Force::No };
     let checked = exec::check_node(&plan, &plan.ranks, &node_facts()?, force);
     if args.dry_run {
-        emit(stdout, None, &dry_run(&plan, &opts)?)?;
+        let text = match args.format {
+            ReportFormat::Text => dry_run(&plan, &opts)?,
+            ReportFormat::Json => json(&DryRun::new(&plan, &opts)?),
+        };
+        emit(stdout, None, &text)?;
         // A dry run says what the real run would do, a refusal included.
         return Ok(checked?);
     }
@@ -107,7 +115,11 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         return Err(ExecError::NoProcesses { pattern }.into());
     }
     let table = verify::check(&plan, &ranked);
-    emit(stdout, None, &table.render())?;
+    let text = match args.format {
+        ReportFormat::Text => table.render(),
+        ReportFormat::Json => json(&VerifyReport::new(&table)),
+    };
+    emit(stdout, None, &text)?;
     if table.ok() {
         Ok(())
     } else {
@@ -167,6 +179,116 @@ fn dry_run(plan: &Plan, opts: &ExecOptions) -> Result<String, ExecError> {
         ));
     }
     Ok(out)
+}
+
+/// `exec --dry-run --format json` (`"numaplan_exec": 1`, schemas/exec.schema.json): this node's
+/// place and, per rank, what exec would start and how it would bind it.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct DryRun {
+    numaplan_exec: u32,
+    node_rank: u32,
+    nodes: u32,
+    master_addr: String,
+    ranks: Vec<DryRunRank>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct DryRunRank {
+    /// The global rank.
+    rank: u32,
+    local_rank: u32,
+    cpus: String,
+    memory: Memory,
+    gpus: Vec<u32>,
+    nics: Vec<String>,
+    /// The variables exec sets on top of its own environment.
+    env: BTreeMap<String, String>,
+    argv: Vec<String>,
+}
+
+impl DryRun {
+    fn new(plan: &Plan, opts: &ExecOptions) -> Result<DryRun, ExecError> {
+        let ranks = exec::launches(plan, opts)?
+            .into_iter()
+            .zip(&plan.ranks)
+            .map(|(l, r)| DryRunRank {
+                rank: l.rank,
+                local_rank: l.local_rank,
+                cpus: r.cpus.to_string(),
+                memory: Memory::of(&r.memory),
+                gpus: r.gpus.iter().map(|g| g.index.0).collect(),
+                nics: r.nics.clone(),
+                env: l.env,
+                argv: l
+                    .argv
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
+            })
+            .collect();
+        Ok(DryRun {
+            numaplan_exec: 1,
+            node_rank: opts.place.node_rank,
+            nodes: opts.place.nodes,
+            master_addr: opts.place.master_addr.clone(),
+            ranks,
+        })
+    }
+}
+
+/// `verify --format json` (`"numaplan_verify": 1`, schemas/verify.schema.json): per rank what
+/// was planned and what /proc shows.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct VerifyReport {
+    numaplan_verify: u32,
+    /// Every rank bound as planned (exited ranks are not counted against it).
+    ok: bool,
+    mismatches: usize,
+    ranks: Vec<VerifyRank>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct VerifyRank {
+    rank: u32,
+    pid: u32,
+    threads: usize,
+    planned_cpus: String,
+    /// The union of its threads' CPUs.
+    actual_cpus: String,
+    /// Threads on a strict subset of the rank's CPUs (allowed: a runtime binding its threads).
+    narrowed: usize,
+    /// As numa_maps shows it (`bind:3`).
+    planned_memory: String,
+    actual_memory: String,
+    problems: Vec<String>,
+    /// How the rank ended, when it had exited before it was read.
+    exited: Option<String>,
+}
+
+impl VerifyReport {
+    fn new(table: &verify::Table) -> VerifyReport {
+        VerifyReport {
+            numaplan_verify: 1,
+            ok: table.ok(),
+            mismatches: table.mismatches(),
+            ranks: table
+                .rows
+                .iter()
+                .map(|r| VerifyRank {
+                    rank: r.rank,
+                    pid: r.pid,
+                    threads: r.threads,
+                    planned_cpus: r.planned_cpus.to_string(),
+                    actual_cpus: r.actual_cpus.to_string(),
+                    narrowed: r.narrowed,
+                    planned_memory: r.planned_memory.clone(),
+                    actual_memory: r.actual_memory.clone(),
+                    problems: r.problems.clone(),
+                    exited: r.exited.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// This machine counted as the generated launchers count it (`check_node` in the templates):

@@ -10,7 +10,9 @@ mod review;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Cli, Command, CompileArgs, PlanFormat, SchemaKind, TopoArgs, TopoFormat};
+use crate::cli::{
+    Cli, Command, CompileArgs, PlanFormat, ReportFormat, SchemaKind, TopoArgs, TopoFormat,
+};
 use crate::diag::codes;
 use crate::diag::report::Reporter;
 use crate::emit;
@@ -46,7 +48,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<
         Command::Explain(args) => review::explain(&args, stdout),
         Command::Topo(args) => topo(&args, stdout),
         Command::Schema { which, output } => emit(stdout, output.as_deref(), &schema(which)),
-        Command::Codes { code } => codes_cmd(code.as_deref(), stdout),
+        Command::Codes { code, format } => codes_cmd(code.as_deref(), format, stdout),
     }
 }
 
@@ -290,29 +292,85 @@ pub fn schema(which: SchemaKind) -> String {
         SchemaKind::Topology => schemars::schema_for!(fixture::FixtureFile),
         SchemaKind::Job => schemars::schema_for!(crate::spec::raw::JobSpec),
         SchemaKind::Plan => schemars::schema_for!(plan_file::PlanFile),
+        SchemaKind::Explain => schemars::schema_for!(crate::review::explain::Report),
+        SchemaKind::Diff => schemars::schema_for!(crate::review::diff::Report),
+        SchemaKind::Bind => schemars::schema_for!(bind::Report),
+        SchemaKind::Exec => schemars::schema_for!(exec::DryRun),
+        SchemaKind::Verify => schemars::schema_for!(exec::VerifyReport),
+        SchemaKind::Codes => schemars::schema_for!(CodesReport),
     };
     let mut s = serde_json::to_string_pretty(&schema).expect("invariant: schemas serialize");
     s.push('\n');
     s
 }
 
-fn codes_cmd(code: Option<&str>, stdout: &mut dyn Write) -> Result<(), Error> {
-    let text = match code {
-        Some(c) => {
-            let explanation = codes::explain(c).ok_or_else(|| Error::UnknownCode(c.to_string()))?;
-            format!("{}: {explanation}\n", c.to_ascii_uppercase())
+fn codes_cmd(
+    code: Option<&str>,
+    format: ReportFormat,
+    stdout: &mut dyn Write,
+) -> Result<(), Error> {
+    let chosen: Vec<(codes::Code, &str)> = match code {
+        Some(c) => vec![
+            *codes::ALL
+                .iter()
+                .find(|(k, _)| k.0.eq_ignore_ascii_case(c))
+                .ok_or_else(|| Error::UnknownCode(c.to_string()))?,
+        ],
+        None => codes::ALL.to_vec(),
+    };
+    let text = match (format, code) {
+        (ReportFormat::Json, _) => json(&CodesReport {
+            numaplan_codes: 1,
+            codes: chosen
+                .iter()
+                .map(|(c, text)| CodeEntry {
+                    code: c.0.to_string(),
+                    summary: summary(text),
+                    explanation: text.split_whitespace().collect::<Vec<_>>().join(" "),
+                })
+                .collect(),
+        }),
+        (ReportFormat::Text, Some(_)) => {
+            let (c, text) = chosen[0];
+            format!("{}: {text}\n", c.0)
         }
         // One line per code: its first sentence, with the text's line breaks folded.
-        None => codes::ALL
+        (ReportFormat::Text, None) => chosen
             .iter()
-            .map(|(c, text)| {
-                let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-                let first = text.split(". ").next().unwrap_or(&text);
-                format!("{c}  {}\n", first.trim_end_matches('.'))
-            })
+            .map(|(c, text)| format!("{c}  {}\n", summary(text)))
             .collect(),
     };
     emit(stdout, None, &text)
+}
+
+/// A code's explanation's first sentence, line breaks folded.
+fn summary(text: &str) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let first = text.split(". ").next().unwrap_or(&text);
+    first.trim_end_matches('.').to_string()
+}
+
+/// `codes --format json` (`"numaplan_codes": 1`, schemas/codes.schema.json).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct CodesReport {
+    numaplan_codes: u32,
+    codes: Vec<CodeEntry>,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct CodeEntry {
+    /// `E0302`, or `W0200` for the plan's warnings.
+    code: String,
+    /// The explanation's first sentence (what `numaplan codes` lists).
+    summary: String,
+    /// The whole explanation (what `numaplan codes CODE` prints), with the exit code where it
+    /// is not 1.
+    explanation: String,
+}
+
+/// A report as pretty JSON with a final newline.
+pub(crate) fn json(report: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(report).expect("invariant: reports serialize") + "\n"
 }
 
 pub(crate) fn emit(stdout: &mut dyn Write, output: Option<&Path>, text: &str) -> Result<(), Error> {

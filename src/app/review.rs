@@ -5,6 +5,7 @@ use std::io::{IsTerminal as _, Write};
 
 use super::emit;
 use super::input::{PlanMachine, Subject, load_subject};
+use super::json;
 use crate::cli::{ColourChoice, DiffArgs, ExplainArgs, ExplainFormat, ReportFormat};
 use crate::error::Error;
 use crate::review::{diff as plan_diff, explain as plan_explain, picture, svg};
@@ -28,9 +29,7 @@ pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
             }
             t + &report.render_text()
         }
-        ReportFormat::Json => {
-            serde_json::to_string_pretty(&report).expect("invariant: reports serialize") + "\n"
-        }
+        ReportFormat::Json => json(&report),
     };
     emit(stdout, None, &text)?;
     if args.exit_code && !report.is_empty() {
@@ -79,6 +78,7 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
             };
             plan_explain::render_text(&s.plan, topo, &s.notes, colour)
         }
+        ExplainFormat::Json => json(&plan_explain::report(&s.plan, topo, &s.notes)),
         ExplainFormat::Svg => {
             let title = format!(
                 "{} on {} (policy {})",

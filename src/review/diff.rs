@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::quality::{self, Quality};
@@ -18,8 +19,10 @@ pub struct Side<'a> {
     pub topology: Option<&'a Topology>,
 }
 
-#[derive(Debug, Serialize)]
+/// `diff --format json` (`"numaplan_diff": 1`, schemas/diff.schema.json).
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Report {
+    pub numaplan_diff: u32,
     pub old: String,
     pub new: String,
     /// Changes to the plan as a whole (policy, node count, topology, warnings).
@@ -29,7 +32,7 @@ pub struct Report {
     pub summary: Summary,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Change {
     /// The plan file's key (`cpus`, `numa_node`, `env.OMP_NUM_THREADS`, `policy`).
     pub field: String,
@@ -40,13 +43,13 @@ pub struct Change {
     pub detail: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct RankChanges {
     pub rank: u32,
     pub changes: Vec<Change>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct Summary {
     pub ranks_changed: u32,
     pub ranks: u32,
@@ -61,6 +64,7 @@ pub fn diff(old: &Side, new: &Side) -> Report {
     let topologies = old.topology.zip(new.topology);
     let (ranks, cores_moved) = rank_diffs(old.plan, new.plan, topologies);
     Report {
+        numaplan_diff: 1,
         old: old.label.to_string(),
         new: new.label.to_string(),
         summary: Summary {

@@ -1,6 +1,9 @@
 //! `numaplan explain`: what a plan is and why, for a human: a table per rank, the warnings, the
 //! quality figures and the picture of the machine.
 
+use schemars::JsonSchema;
+use serde::Serialize;
+
 use super::picture::{self, Colour};
 use super::quality;
 use super::{cores_of, id_list, l3_of};
@@ -28,7 +31,11 @@ pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colou
     let header = [
         "rank", "GPU", "home", "CPUs", "cores", "L3", "NIC", "memory", "why",
     ];
-    let rows: Vec<[String; 9]> = plan.ranks.iter().map(|r| row(plan, topo, r)).collect();
+    let rows: Vec<[String; 9]> = plan
+        .ranks
+        .iter()
+        .map(|r| row(&rank_report(plan, topo, r)))
+        .collect();
     out.push_str(&table(&header, &rows));
     if !plan.warnings.is_empty() {
         out.push_str("\nwarnings:\n");
@@ -123,45 +130,150 @@ fn table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> String {
         .collect()
 }
 
-fn row(plan: &Plan, topo: &Topology, r: &RankBinding) -> [String; 9] {
+/// One rank as `explain --format json` gives it, and as the text table is made from.
+#[derive(Serialize, JsonSchema)]
+pub struct RankReport {
+    pub local_rank: u32,
+    pub gpus: Vec<u32>,
+    pub gpu_pci: Vec<String>,
+    /// The home NUMA node; `null` for a CPU-only rank spanning nodes.
+    pub home: Option<u32>,
+    /// Linux cpulist (`48-55,176-183`).
+    pub cpus: String,
+    pub cores: u32,
+    pub l3_groups: Vec<u32>,
+    /// The rank's NIC and how close it is to the rank's GPU (`same PCIe switch`, `same host
+    /// bridge`, `same NUMA node`, `same package`, `other package`, `not in topology`).
+    pub nic: Option<NicReport>,
+    /// `bind 3`, `interleave 0-3`, `none`.
+    pub memory: String,
+    /// Why the home node is the one it is.
+    pub why: String,
+    /// The CPUs for compute threads (`cpus` less the helper pool).
+    pub compute_cpus: String,
+    /// The helper pool (`cpu.helpers`); empty without one.
+    pub helper_cpus: String,
+    pub openmp: Option<OpenMpReport>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct NicReport {
+    pub name: String,
+    pub closeness: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct OpenMpReport {
+    pub threads: u32,
+    /// OMP_PROC_BIND: `close`, `spread`, `master` or `false`.
+    pub bind: String,
+    /// The places (cpulists); empty for the runtime's own.
+    pub places: Vec<String>,
+}
+
+/// `explain --format json` (`"numaplan_explain": 1`): the plan's header, every rank's row,
+/// the warnings and the quality figures (schemas/explain.schema.json).
+#[derive(Serialize, JsonSchema)]
+pub struct Report {
+    pub numaplan_explain: u32,
+    pub name: Option<String>,
+    pub topology: String,
+    pub policy: String,
+    pub nodes: u32,
+    pub ranks_per_node: u32,
+    /// About the machine it is drawn on (another fingerprint, `--force`).
+    pub notes: Vec<String>,
+    pub ranks: Vec<RankReport>,
+    pub warnings: Vec<String>,
+    pub quality: quality::Quality,
+}
+
+pub fn report(plan: &Plan, topo: &Topology, notes: &[String]) -> Report {
+    Report {
+        numaplan_explain: 1,
+        name: plan.name.clone(),
+        topology: plan.topology.clone(),
+        policy: plan.policy.name().into(),
+        nodes: plan.nodes,
+        ranks_per_node: plan.ranks_per_node,
+        notes: notes.to_vec(),
+        ranks: plan
+            .ranks
+            .iter()
+            .map(|r| rank_report(plan, topo, r))
+            .collect(),
+        warnings: plan.warnings.clone(),
+        quality: quality::measure(plan, topo),
+    }
+}
+
+fn rank_report(plan: &Plan, topo: &Topology, r: &RankBinding) -> RankReport {
     let lead = r
         .gpus
         .first()
         .and_then(|p| topo.gpus().iter().find(|g| g.index == p.index));
-    let gpus = if r.gpus.is_empty() {
-        "-".to_string()
-    } else {
-        r.gpus
-            .iter()
-            .map(|g| format!("{} ({})", g.index, short_pci(&g.pci.to_string())))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let cores = cores_of(topo, &r.cpus);
-    let nic = match r.nics.first() {
-        None => "-".to_string(),
-        Some(name) => match topo.nics().iter().find(|n| &n.name == name) {
+    let nic = r.nics.first().map(|name| NicReport {
+        name: name.clone(),
+        closeness: match topo.nics().iter().find(|n| &n.name == name) {
             Some(n) => {
                 let anchor = nics::Anchor {
                     gpu: lead,
                     node: r.numa_node,
                     package: r.numa_node.and_then(|h| topo.node_package(h)),
                 };
-                format!("{name} ({})", closeness(nics::closeness(n, &anchor)))
+                closeness(nics::closeness(n, &anchor)).into()
             }
-            None => format!("{name} (not in topology)"),
+            None => "not in topology".into(),
         },
+    });
+    RankReport {
+        local_rank: r.local_rank,
+        gpus: r.gpus.iter().map(|g| g.index.0).collect(),
+        gpu_pci: r.gpus.iter().map(|g| g.pci.to_string()).collect(),
+        home: r.numa_node.map(|n| n.0),
+        cpus: r.cpus.to_string(),
+        cores: r.cores,
+        l3_groups: l3_of(topo, &cores).into_iter().map(|l| l.0).collect(),
+        nic,
+        memory: super::diff::memory(&r.memory),
+        why: why(plan, topo, r, lead),
+        compute_cpus: r.compute().to_string(),
+        helper_cpus: r.helpers.to_string(),
+        openmp: r.openmp.as_ref().map(|o| OpenMpReport {
+            threads: o.threads,
+            bind: o.bind.name().into(),
+            places: o.places.iter().map(ToString::to_string).collect(),
+        }),
+    }
+}
+
+/// A rank's row of the text table.
+fn row(r: &RankReport) -> [String; 9] {
+    let gpus = if r.gpus.is_empty() {
+        "-".to_string()
+    } else {
+        r.gpus
+            .iter()
+            .zip(&r.gpu_pci)
+            .map(|(g, pci)| format!("{g} ({})", short_pci(pci)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let nic = match &r.nic {
+        None => "-".to_string(),
+        Some(n) => format!("{} ({})", n.name, n.closeness),
     };
     [
         r.local_rank.to_string(),
         gpus,
-        r.numa_node.map_or("-".into(), |n| n.to_string()),
-        r.cpus.to_string(),
+        r.home.map_or("-".into(), |n| n.to_string()),
+        r.cpus.clone(),
         r.cores.to_string(),
-        id_list(l3_of(topo, &cores).into_iter().map(|l| l.0)),
+        id_list(r.l3_groups.iter().copied()),
         nic,
-        super::diff::memory(&r.memory),
-        why(plan, topo, r, lead),
+        r.memory.clone(),
+        r.why.clone(),
     ]
 }
 

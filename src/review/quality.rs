@@ -1,12 +1,13 @@
 //! Quality figures of a plan on its topology (defined in the README, "Quality figures").
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{core_owners, home_node};
 use crate::plan::{Plan, RankBinding};
 use crate::topology::Topology;
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Quality {
     /// Rank CPUs on their rank's home node, over all rank CPUs (0 to 1); a rank whose memory
     /// policy names nodes counts only the share of them that are local to its CPUs.
