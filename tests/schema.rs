@@ -222,3 +222,79 @@ fn every_json_report_names_its_kind() {
         assert!(required.iter().any(|r| r == &field), "{kind}: {schema}");
     }
 }
+
+/// What an editor shows from `job.schema.json` helps: every property has a description, and a
+/// `default` unless its default depends on the machine or the policy (listed here); every
+/// enumerated value (each policy) has its own description (`oneOf` of `const`s, which VS Code
+/// shows); the counts numaplan rejects at 0 have `minimum: 1`; a README section a description
+/// names exists.
+#[test]
+fn the_job_schema_helps_editors() {
+    let schema: serde_json::Value =
+        serde_json::from_str(&numaplan(&["schema", "job"]).ok()).unwrap();
+    let no_default = [
+        "name",
+        "command",
+        "topology",
+        "ranks_per_node",
+        "gpu",
+        "cpu",
+        "memory",
+        "nic",
+        "env",
+        "openmp",
+        "rendezvous",
+        "slurm",
+        "max_cores",
+        "reserve_cpus",
+        "reserve",
+        "allowed",
+        "policy@MemoryOptions",
+        "partition",
+        "account",
+        "time",
+        "extra",
+    ];
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let mut objects = vec![("JobSpec".to_string(), &schema)];
+    for (name, def) in schema["$defs"].as_object().unwrap() {
+        objects.push((name.clone(), def));
+    }
+    let mut checked = 0;
+    for (owner, object) in &objects {
+        for (key, prop) in object["properties"].as_object().into_iter().flatten() {
+            let description = prop["description"].as_str().unwrap_or_default();
+            assert!(!description.is_empty(), "{owner}.{key} has no description");
+            let listed = no_default.contains(&key.as_str())
+                || no_default.contains(&format!("{key}@{owner}").as_str());
+            assert_eq!(
+                prop.get("default").is_some(),
+                !listed,
+                "{owner}.{key}: a default, or listed as having none: {prop}"
+            );
+            if let Some(section) = description.split("README's \"").nth(1) {
+                let section = section.split('"').next().unwrap();
+                assert!(
+                    readme.contains(&format!("## {section}\n")),
+                    "{owner}.{key}: {section}"
+                );
+            }
+            checked += 1;
+        }
+        for option in object["oneOf"].as_array().into_iter().flatten() {
+            if option.get("const").is_some() {
+                assert!(option["description"].is_string(), "{owner}: {option}");
+            }
+        }
+        assert!(
+            object.get("enum").is_none(),
+            "{owner}: an enum without descriptions"
+        );
+    }
+    assert!(checked > 40, "{checked}");
+    for key in ["nodes", "ranks_per_node", "gpus_per_rank"] {
+        assert_eq!(schema["properties"][key]["minimum"], 1, "{key}");
+    }
+    let policies = schema["$defs"]["PolicyName"]["oneOf"].as_array().unwrap();
+    assert_eq!(policies.len(), 10);
+}

@@ -29,28 +29,32 @@ pub struct JobSpec {
     pub topology: Option<String>,
     /// Number of nodes, all alike (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = 1))]
     pub nodes: Option<u32>,
     /// Ranks on each node (default: one per selected GPU, or one per NUMA node with CPUs for
     /// CPU-only jobs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub ranks_per_node: Option<u32>,
     /// Which GPUs to use: `all` (default), `none` (CPU-only ranks), a count, or a list of
     /// indices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "all"))]
     pub gpus: Option<GpuSelection>,
     /// GPUs per rank (default 1); rank i takes the i-th run of that many selected GPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = 1))]
     pub gpus_per_rank: Option<u32>,
-    /// GPU options.
+    /// GPU options: which GPUs each rank sees.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuOptions>,
-    /// CPU binding.
+    /// CPU binding: the policy and its options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuOptions>,
-    /// Memory policy.
+    /// Memory policy of every rank: `preferred`, `bind`, `interleave` or `none`, and its nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryOptions>,
-    /// NIC choice.
+    /// NIC choice: the NIC closest to each rank's GPU, and the variables naming it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nic: Option<NicOptions>,
     /// Extra environment for every rank; wins over numaplan's own variables.
@@ -112,8 +116,10 @@ impl<'de> Deserialize<'de> for CommandLine {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlurmOptions {
+    /// `#SBATCH --partition` (default: the cluster's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// `#SBATCH --account` (default: the user's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
     /// Time limit, as Slurm writes it (`01:00:00`, `2-00:00:00`).
@@ -121,12 +127,15 @@ pub struct SlurmOptions {
     pub time: Option<String>,
     /// Ask for whole nodes (default true): other jobs' processes would break the binding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     pub exclusive: Option<bool>,
     /// Extra `#SBATCH` options, one per entry (`--qos=high`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra: Vec<String>,
-    /// Make `srun --cpu-bind` verbose, so the job's log shows what Slurm applied.
+    /// Make `srun --cpu-bind` verbose, so the job's log shows what Slurm applied (default
+    /// false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = false))]
     pub verbose: Option<bool>,
 }
 
@@ -146,8 +155,11 @@ pub enum GpuSelection {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum GpuKeyword {
+    /// Every GPU of the machine.
     All,
+    /// No GPU: CPU-only ranks.
     None,
+    /// The GPUs CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES names where numaplan runs.
     Visible,
 }
 
@@ -193,50 +205,62 @@ pub struct GpuOptions {
     /// Which GPUs each rank sees: `all` (default, like torchrun) or `own` (sets
     /// CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES / ZE_AFFINITY_MASK to the rank's GPUs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "all"))]
     pub visible: Option<VisibleName>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum VisibleName {
+    /// Every rank sees every GPU (like torchrun).
     All,
+    /// Each rank sees only its own GPUs (CUDA_VISIBLE_DEVICES and the like).
     Own,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CpuOptions {
-    /// The binding policy (default `auto`); see POLICIES in the README.
+    /// The binding policy (default `auto`): numaplan's own, or one of torchrun's or NVIDIA
+    /// gpu_affinity's, computed exactly as they do (the README's "Job specs and policies").
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "auto"))]
     pub policy: Option<PolicyName>,
     /// `node` (default) or `socket`: the CPUs a GPU may draw from (gpu_affinity modes, `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "node"))]
     pub scope: Option<ScopeName>,
     /// `all` (default): every SMT sibling of a rank's cores; `one`: one CPU per core.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "all"))]
     pub smt: Option<SmtName>,
     /// Give every rank the same number of cores (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     pub balanced: Option<bool>,
     /// Fail when a rank would get fewer cores (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 1))]
     pub min_cores: Option<u32>,
-    /// Give no rank more cores than this.
+    /// Give no rank more cores than this (default: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_cores: Option<u32>,
     /// CPUs whose whole cores are never handed out (cpulist, e.g. "0,64"); `auto` only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserve_cpus: Option<CpuList>,
     /// Leave the last N cores of every NUMA node with CPUs unused (by hardware position, e.g. 1
-    /// for the operating system's daemons); `auto` only.
+    /// for the operating system's daemons); `auto` only (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 0))]
     pub reserve_cores: Option<u32>,
     /// Deprecated spelling of `reserve_cpus` (it names CPUs, not a count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserve: Option<CpuList>,
     /// Leave the first N cores of every L3 group unused (LUMI/Frontier low-noise mode: 1);
-    /// `auto` only.
+    /// `auto` only (default 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 0))]
     pub reserve_per_l3: Option<u32>,
     /// Restrict the plan to these CPUs, as a cgroup cpuset or `taskset` would (cpulist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -246,6 +270,7 @@ pub struct CpuOptions {
     /// may still run on them; OpenMP places leave them out, and NUMAPLAN_HELPER_CPUS and
     /// NUMAPLAN_COMPUTE_CPUS name the two sets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = 0))]
     pub helpers: Option<u32>,
 }
 
@@ -256,36 +281,47 @@ pub struct OpenMpOptions {
     /// `cores` (default): one place per compute core, with its SMT siblings; `threads`: one
     /// place per CPU; `none`: no OMP_PLACES (the runtime's own places).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "cores"))]
     pub places: Option<PlacesName>,
     /// OMP_PROC_BIND: `close` (default: consecutive places), `spread` (spread over the places,
     /// and so over the rank's L3 groups), `master` (every thread on the first place), `none`
     /// (threads not bound: OMP_PROC_BIND=false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "close"))]
     pub bind: Option<BindName>,
     /// OMP_NUM_THREADS: a number, `cores` (default: one per compute core) or `cpus` (one per
     /// compute CPU). An OMP_NUM_THREADS in `env:` sets it instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "cores"))]
     pub threads: Option<ThreadCount>,
     /// Also set KMP_AFFINITY, which the Intel and LLVM runtimes read in place of OMP_PLACES and
     /// OMP_PROC_BIND (default true; they print a warning that they ignore the two).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
     pub kmp_affinity: Option<bool>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlacesName {
+    /// One place per compute core, with its SMT siblings.
     Cores,
+    /// One place per compute CPU.
     Threads,
+    /// No OMP_PLACES: the runtime's own places.
     None,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BindName {
+    /// Threads on consecutive places.
     Close,
+    /// Threads spread over the places, and so over the rank's L3 groups.
     Spread,
+    /// Every thread on the first place.
     Master,
+    /// Threads not bound (OMP_PROC_BIND=false).
     None,
 }
 
@@ -293,14 +329,18 @@ pub enum BindName {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ThreadCount {
-    Count(u32),
+    /// This many threads.
+    Count(#[schemars(range(min = 1))] u32),
+    /// `cores` or `cpus`.
     Keyword(ThreadKeyword),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ThreadKeyword {
+    /// One thread per compute core.
     Cores,
+    /// One thread per compute CPU.
     Cpus,
 }
 
@@ -337,29 +377,46 @@ impl<'de> Deserialize<'de> for ThreadCount {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum PolicyName {
+    /// numaplan's own: each rank on its GPU's NUMA node, the node's cores shared among its
+    /// ranks by L3 group; honours every `cpu:` option.
     Auto,
+    /// torchrun --numa-binding=node: every CPU of the GPU's NUMA node.
     Node,
+    /// torchrun --numa-binding=socket: every CPU of the GPU's socket.
     Socket,
+    /// torchrun --numa-binding=exclusive: the GPU's node's cores split among its GPUs, none
+    /// shared.
     Exclusive,
+    /// torchrun --numa-binding=core-complex: one L3 group (CCX/CCD) of the GPU's node per rank.
     CoreComplex,
+    /// gpu_affinity all: every CPU of the GPU's NUMA node (or socket, with `scope: socket`).
     All,
+    /// gpu_affinity single: the first core of the GPU's node.
     Single,
+    /// gpu_affinity single_unique: one core per GPU that no earlier GPU took.
     SingleUnique,
+    /// gpu_affinity unique_contiguous: the node's cores split into one contiguous block per
+    /// GPU.
     UniqueContiguous,
+    /// gpu_affinity unique_interleaved: the node's cores dealt round-robin to its GPUs.
     UniqueInterleaved,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ScopeName {
+    /// The CPUs of the GPU's NUMA node.
     Node,
+    /// The CPUs of the GPU's socket.
     Socket,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum SmtName {
+    /// Every SMT sibling of a rank's cores.
     All,
+    /// One CPU per core.
     One,
 }
 
@@ -374,15 +431,20 @@ pub struct MemoryOptions {
     /// `local+N` (the node whose id is the home node's plus N: the HBM node of a Xeon Max in
     /// flat mode is `local+8`), or several of these separated by commas; default `local`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "local"))]
     pub nodes: Option<CpuList>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum MemPolicyName {
+    /// MPOL_PREFERRED: pages on the node while it has free memory, then elsewhere.
     Preferred,
+    /// MPOL_BIND: pages only on the nodes (allocation fails past them).
     Bind,
+    /// MPOL_INTERLEAVE: pages round-robin over the nodes.
     Interleave,
+    /// The inherited policy (the kernel's default: the node of the CPU that touches a page).
     None,
 }
 
@@ -391,13 +453,16 @@ pub enum MemPolicyName {
 pub struct NicOptions {
     /// `closest` (default): each rank gets the NIC nearest its GPU; `none`: no NIC variables.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "closest"))]
     pub policy: Option<NicPolicyName>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum NicPolicyName {
+    /// The NIC nearest each rank's GPU (same PCIe switch, host bridge, node, package).
     Closest,
+    /// No NIC and no NIC variables.
     None,
 }
 
@@ -406,9 +471,11 @@ pub enum NicPolicyName {
 pub struct Rendezvous {
     /// MASTER_PORT (default 29500, as torchrun).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = 29500))]
     pub port: Option<u16>,
     /// MASTER_ADDR for single-node plans (default 127.0.0.1); multi-node launchers set it from
     /// the allocation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "127.0.0.1"))]
     pub addr: Option<String>,
 }
