@@ -449,6 +449,11 @@ pub struct TopoArgs {
     #[arg(long, value_enum, default_value_t = TopoFormat::Text)]
     pub format: TopoFormat,
 
+    /// Print the GPU/NIC affinity matrix as `nvidia-smi topo -m` does (PIX, PXB, PHB, NODE,
+    /// SYS from the PCI tree; CPU and NUMA affinity), for any vendor's GPUs.
+    #[arg(long, short = 'm', conflicts_with = "format")]
+    pub matrix: bool,
+
     /// Write to FILE (atomically) instead of standard output (`-`).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -279,6 +279,7 @@ fn check(stdout: &mut dyn Write, path: &Path, text: &str, regenerate: String) ->
 fn topo(args: &TopoArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let t = load_topology(&args.topology)?;
     let text = match args.format {
+        _ if args.matrix => topology::matrix::render(&t),
         TopoFormat::Text => summary::render(&t),
         TopoFormat::Yaml => fixture::dump(&t),
         TopoFormat::Json => fixture::dump_json(&t),

@@ -9,6 +9,7 @@ pub mod fixture_file;
 pub mod hwloc;
 mod hwloc_v3;
 pub mod kfd;
+pub mod matrix;
 pub mod model;
 pub mod nvml;
 pub mod summary;
