@@ -3,14 +3,16 @@
 # fresh virtual environment (nothing else from the checkout on its path), and run the pytest
 # suite of tests/python with that environment's python, `pip install .` and the pre-commit hook
 # (installed by pre-commit from this checkout's HEAD) included. Needs python3 with venv and PyPI
-# (maturin, pytest, pre-commit, jsonschema, pyyaml). The wheel is left in target/wheels.
+# (maturin, mypy, pytest, pre-commit, jsonschema, pyyaml). The wheel is left in target/wheels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=target/python
 rm -rf "$dir"
 python3 -m venv "$dir/build"
-"$dir/build/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2" pytest
+"$dir/build/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.5,<2" mypy
+# The package ships py.typed: its annotations must hold.
+"$dir/build/bin/mypy" --strict python/numaplan >&2
 rm -f target/wheels/numaplan-*.whl
 "$dir/build/bin/maturin" build --release --quiet --out target/wheels >&2
 

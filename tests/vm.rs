@@ -475,7 +475,9 @@ fn python_binds_ranks_on_a_four_node_guest() {
         &[
             ("QEMU_NUMA_NODES", "4"),
             ("QEMU_NUMA_CPUS", "8"),
-            ("QEMU_NUMA_MEM_MB", "256"),
+            // The initramfs (an interpreter and its modules) fills much of one node; ranks bound
+            // to it must still find memory there.
+            ("QEMU_NUMA_MEM_MB", "512"),
             ("QEMU_NUMA_TREE", stage.path().to_str().unwrap()),
             ("QEMU_GUEST_PYTHON", python.trim()),
         ],

@@ -9,7 +9,7 @@ import ctypes
 import os
 import platform
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
 
 from ._binary import run_json
 from ._errors import Error
@@ -160,7 +160,7 @@ def _entry(report: Dict[str, Any]) -> Rank:
 
 def parse_list(text: str) -> FrozenSet[int]:
     """A Linux cpulist or nodelist (`0-3,8,10-11`) as a set."""
-    items = set()
+    items: Set[int] = set()
     for part in filter(None, text.split(",")):
         low, _, high = part.partition("-")
         items.update(range(int(low), int(high or low) + 1))
@@ -170,7 +170,7 @@ def parse_list(text: str) -> FrozenSet[int]:
 def _bind_cpus(entry: Rank) -> None:
     """Every task of this process on the rank's CPUs; repeated until no new thread appears (a
     thread started meanwhile by a thread not yet bound)."""
-    done: set = set()
+    done: Set[int] = set()
     while True:
         tasks = {int(t) for t in os.listdir("/proc/self/task")} - done
         if not tasks:

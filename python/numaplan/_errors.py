@@ -69,8 +69,8 @@ class Error(Exception):
         return (_rebuild, (type(self), self.__dict__))
 
 
-def _rebuild(cls: type, fields: Mapping[str, Any]) -> Error:
-    error = cls.__new__(cls)
+def _rebuild(cls: "type[Error]", fields: Mapping[str, Any]) -> Error:
+    error: Error = Exception.__new__(cls)
     Exception.__init__(error, fields.get("message", ""))
     error.__dict__.update(fields)
     return error

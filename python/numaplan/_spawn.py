@@ -45,7 +45,7 @@ def spawn(
     first = resolve(plan, 0, topology=topology, force=force)
     if nprocs is None:
         nprocs = first.ranks_per_node
-    context = multiprocessing.get_context(start_method)
+    context: Any = multiprocessing.get_context(start_method)
     error_dir = tempfile.mkdtemp(prefix="numaplan-spawn-")
     processes = []
     for index in range(nprocs):
