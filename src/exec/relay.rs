@@ -78,13 +78,21 @@ impl Relay {
     }
 }
 
-pub fn start(
-    rank: u32,
-    stream: Stream,
-    pipe: OwnedFd,
-    mut copy: Option<std::fs::File>,
-    stop: Stop,
-) -> Relay {
+/// A rank's output stream to relay: the pipe, and the log file that gets a copy (`--tee`).
+pub struct Output {
+    pub rank: u32,
+    pub stream: Stream,
+    pub pipe: OwnedFd,
+    pub copy: Option<std::fs::File>,
+}
+
+pub fn start(output: Output, stop: Stop) -> Relay {
+    let Output {
+        rank,
+        stream,
+        pipe,
+        mut copy,
+    } = output;
     let thread = std::thread::spawn(move || {
         let prefix = format!("[{rank}] ");
         let mut pipe = std::fs::File::from(pipe);
