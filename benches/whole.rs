@@ -10,6 +10,7 @@
 //! 2.x XML and as numaplan fixtures into a scratch directory.
 //!
 //! Usage: cargo bench --bench whole -- [--runs N] [--sizes 256,1024] [--only compile|topo|exec|bind]
+//! [--dir DIR] (keeps the machines and plans there, for profiling one command)
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -369,6 +370,8 @@ fn bitmap(bits: &[u32]) -> String {
 }
 
 struct Options {
+    /// Where the synthetic machines are written (`--dir`, kept); default a scratch directory.
+    dir: Option<std::path::PathBuf>,
     runs: usize,
     sizes: Vec<u32>,
     only: Option<String>,
@@ -376,6 +379,7 @@ struct Options {
 
 fn options() -> Options {
     let mut o = Options {
+        dir: None,
         runs: 21,
         sizes: vec![256, 512, 1024, 2048, 4096],
         only: None,
@@ -392,6 +396,7 @@ fn options() -> Options {
                     .collect()
             }
             "--only" => o.only = Some(args[i + 1].clone()),
+            "--dir" => o.dir = Some(args[i + 1].clone().into()),
             // `cargo bench` passes `--bench`.
             _ => {
                 i += 1;
@@ -588,7 +593,8 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
 
 fn main() {
     let o = options();
-    let dir = std::env::temp_dir().join(format!("numaplan-bench-{}", std::process::id()));
+    let scratch = std::env::temp_dir().join(format!("numaplan-bench-{}", std::process::id()));
+    let dir = o.dir.clone().unwrap_or_else(|| scratch.clone());
     std::fs::create_dir_all(&dir).unwrap();
     let mut out = format!(
         "runs: {} alternating pairs per row after 3 warm-up pairs; times are medians; ratio = numaplan / alternative per pair\n",
@@ -596,6 +602,8 @@ fn main() {
     );
     machines(&o, &dir, &mut out);
     launches(&o, &dir, &mut out);
-    let _ = std::fs::remove_dir_all(&dir);
+    if o.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
     print!("{out}");
 }

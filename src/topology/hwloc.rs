@@ -225,9 +225,17 @@ fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
     let widest = (crate::cpuset::MAX_CPU as usize / 32) * 11;
     for (at, _) in text.match_indices("<object ") {
         let tag = &text[at..text[at..].find('>').map_or(text.len(), |e| at + e)];
-        let kind = attribute(tag, "type").unwrap_or_default();
+        // One pass over the tag: exports have tens of thousands of objects.
+        let attrs = attributes(tag);
+        let get = |name: &str| {
+            attrs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| *value)
+        };
+        let kind = get("type").unwrap_or_default();
         if kind == "PU"
-            && let Some(index) = attribute(tag, "os_index")
+            && let Some(index) = get("os_index")
             && index
                 .parse::<u64>()
                 .map_or(true, |i| i > u64::from(crate::cpuset::MAX_CPU))
@@ -246,7 +254,7 @@ fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
             "allowed_cpuset",
             "online_cpuset",
         ] {
-            if attribute(tag, set).is_some_and(|v| v.len() > widest) {
+            if get(set).is_some_and(|v| v.len() > widest) {
                 return refuse(
                     at,
                     format!(
@@ -262,7 +270,7 @@ fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
             ("cpuset", "complete_cpuset"),
             ("nodeset", "complete_nodeset"),
         ] {
-            if attribute(tag, set).is_some() && attribute(tag, complete).is_none() {
+            if get(set).is_some() && get(complete).is_none() {
                 return refuse(
                     at,
                     format!("the {kind} object has a {set} but no {complete}"),
@@ -271,6 +279,25 @@ fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
         }
     }
     Ok(())
+}
+
+/// The `name="value"` attributes of an XML tag, in order (hwloc writes no quote inside a value).
+fn attributes(tag: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::with_capacity(12);
+    let mut rest = tag;
+    while let Some(eq) = rest.find("=\"") {
+        let name = rest[..eq]
+            .rsplit(char::is_whitespace)
+            .next()
+            .unwrap_or_default();
+        let start = eq + 2;
+        let Some(len) = rest[start..].find('"') else {
+            break;
+        };
+        out.push((name, &rest[start..start + len]));
+        rest = &rest[start + len + 1..];
+    }
+    out
 }
 
 /// The value of the attribute `name` in an XML tag (`cpuset` does not match `complete_cpuset`).
