@@ -79,9 +79,9 @@ pub fn inside(
 
 /// The rank's cores (as CPU sets inside `cpus`), in topology order, with their L3 group.
 fn cores_of(topo: &Topology, cpus: &CpuSet) -> Vec<(CpuSet, crate::ids::L3Id)> {
-    topo.cores()
-        .iter()
-        .filter(|c| c.cpus.intersects(cpus))
+    topo.cores_touching(cpus)
+        .into_iter()
+        .map(|i| &topo.cores()[i])
         .map(|c| (c.cpus.intersection(cpus), c.l3))
         .collect()
 }

@@ -31,12 +31,7 @@ pub fn core_owners(plan: &Plan, topo: &Topology) -> Vec<BTreeSet<u32>> {
 
 /// The indices (in `topo.cores()`) of the cores holding any of `cpus`.
 pub fn cores_of(topo: &Topology, cpus: &CpuSet) -> BTreeSet<usize> {
-    topo.cores()
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.cpus.intersects(cpus))
-        .map(|(i, _)| i)
-        .collect()
+    topo.cores_touching(cpus).into_iter().collect()
 }
 
 /// The L3 groups of the given cores, ascending.

@@ -34,6 +34,8 @@ pub struct Topology {
     nics: Vec<Nic>,
     /// Derived: the CPUs of each node (empty for memory-only nodes).
     node_cpus: BTreeMap<NodeId, CpuSet>,
+    /// Derived: each CPU's core, as an index into `cores`.
+    core_of_cpu: BTreeMap<u32, usize>,
 }
 
 /// A NUMA node.
@@ -385,6 +387,11 @@ impl Topology {
             )?;
         }
 
+        let core_of_cpu = cores
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| c.cpus.iter().map(move |cpu| (cpu, i)))
+            .collect();
         Ok(Topology {
             name,
             provenance,
@@ -398,6 +405,7 @@ impl Topology {
             gpus,
             nics,
             node_cpus,
+            core_of_cpu,
         })
     }
 
@@ -433,6 +441,18 @@ impl Topology {
     /// Cores in topology order.
     pub fn cores(&self) -> &[Core] {
         &self.cores
+    }
+
+    /// The indices (into `cores()`, ascending: topology order) of the cores `cpus` touches,
+    /// found through the CPUs rather than by testing every core.
+    pub fn cores_touching(&self, cpus: &CpuSet) -> Vec<usize> {
+        let mut found: Vec<usize> = cpus
+            .iter()
+            .filter_map(|cpu| self.core_of_cpu.get(&cpu).copied())
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        found
     }
 
     /// The kinds of core, most power-efficient first; empty on a machine with one kind.
