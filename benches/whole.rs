@@ -27,10 +27,29 @@ struct Sample {
 }
 
 /// Runs `argv` to completion, output discarded; panics if it fails (a benchmark of a failing
-/// command measures nothing). Reaped with `wait4` for its peak RSS, which `Child::wait` does
-/// not give.
-#[allow(clippy::zombie_processes)]
+/// command measures nothing). Started from a fresh, small copy of this program (`--spawn`):
+/// a child's peak RSS includes the memory of the process that forked it, which would otherwise
+/// be this harness with its machines in memory.
 fn run(argv: &[String]) -> Sample {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .arg("--spawn")
+        .args(argv)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut fields = text.split_whitespace();
+    match (fields.next().map(str::parse), fields.next().map(str::parse)) {
+        (Some(Ok(ms)), Some(Ok(rss_kib))) if out.status.success() => Sample { ms, rss_kib },
+        _ => panic!("{argv:?} failed: {text}"),
+    }
+}
+
+/// `--spawn ARGV...`: runs ARGV, waits with `wait4`, prints its wall time (ms) and peak RSS
+/// (KiB); exits 1 if it failed.
+#[allow(clippy::zombie_processes)]
+fn spawn_and_measure(argv: &[String]) -> ! {
     let start = Instant::now();
     let child = Command::new(&argv[0])
         .args(&argv[1..])
@@ -46,15 +65,9 @@ fn run(argv: &[String]) -> Sample {
     // SAFETY: waiting for our own child, with valid pointers.
     let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let ms = start.elapsed().as_secs_f64() * 1000.0;
-    assert_eq!(waited, pid, "wait4 {argv:?}");
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{argv:?} failed: status {status}"
-    );
-    Sample {
-        ms,
-        rss_kib: usage.ru_maxrss,
-    }
+    let ok = waited == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    println!("{ms} {}", usage.ru_maxrss);
+    std::process::exit(if ok { 0 } else { 1 })
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -592,6 +605,10 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == "--spawn") {
+        spawn_and_measure(&args[2..]);
+    }
     let o = options();
     let scratch = std::env::temp_dir().join(format!("numaplan-bench-{}", std::process::id()));
     let dir = o.dir.clone().unwrap_or_else(|| scratch.clone());
