@@ -471,10 +471,10 @@ fn machines(o: &Options, dir: &Path, out: &mut String) {
         }
     }
     if !xml_rows.is_empty() {
-        out.push_str("\n## compile from hwloc XML vs hwloc-distrib\n\n");
+        out.push_str("\n### compile from hwloc XML vs hwloc-distrib\n\n");
         out.push_str(HEADER);
         out.push_str(&xml_rows);
-        out.push_str("\n## compile from a fixture\n\n");
+        out.push_str("\n### compile from a fixture\n\n");
         out.push_str(HEADER);
         out.push_str(&fixture_rows);
         for w in fixture_ms.windows(2) {
@@ -489,7 +489,7 @@ fn machines(o: &Options, dir: &Path, out: &mut String) {
         }
     }
     if !topo_rows.is_empty() {
-        out.push_str("\n## topo vs lstopo\n\n");
+        out.push_str("\n### topo vs lstopo\n\n");
         out.push_str(HEADER);
         out.push_str(&topo_rows);
     }
@@ -533,7 +533,7 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let last = cpus - 1;
     if wants(o, "exec") {
-        out.push_str("\n## exec vs a bash loop\n\n");
+        out.push_str("\n### exec vs a bash loop\n\n");
         out.push_str(HEADER);
         for ranks in [8, 64] {
             let plan = dir.join(format!("exec-{ranks}.yaml"));
@@ -578,7 +578,7 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
         }
     }
     if wants(o, "bind") && cpus >= 2 {
-        out.push_str("\n## bind vs numactl\n\n");
+        out.push_str("\n### bind vs numactl\n\n");
         out.push_str(HEADER);
         let job = dir.join("bind.job.yaml");
         std::fs::write(
