@@ -10,9 +10,9 @@ use std::os::unix::process::CommandExt as _;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::emit;
 use super::exec::node_facts;
 use super::input::{PlanMachine, load_subject};
+use super::{emit, json};
 use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
 use crate::emit::templates::sh;
@@ -58,9 +58,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     if args.dry_run {
         let text = match args.format {
             ReportFormat::Text => report.text(),
-            ReportFormat::Json => {
-                serde_json::to_string_pretty(&report).expect("invariant: reports serialize") + "\n"
-            }
+            ReportFormat::Json => json(&report),
         };
         emit(stdout, None, &text)?;
         // A dry run says what the real run would do, a refusal included.

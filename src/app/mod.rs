@@ -30,12 +30,11 @@ use crate::topology::{self, Topology, fixture, summary};
 
 /// Runs a command: its data goes to `stdout`, the plan's warnings to `warnings`.
 pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
-    let Some(command) = cli.command else {
-        return emit(stdout, None, &version(cli.verbose));
+    let command = match cli.command {
+        Some(command) if !cli.version => command,
+        // `--version` (main refuses no subcommand without it).
+        _ => return emit(stdout, None, &version(cli.verbose)),
     };
-    if cli.version {
-        return emit(stdout, None, &version(cli.verbose));
-    }
     match command {
         Command::Version => emit(stdout, None, &version(true)),
         Command::Completions { shell } => emit(stdout, None, &docs::completions(shell)),
@@ -311,12 +310,7 @@ fn codes_cmd(
     stdout: &mut dyn Write,
 ) -> Result<(), Error> {
     let chosen: Vec<(codes::Code, &str)> = match code {
-        Some(c) => vec![
-            *codes::ALL
-                .iter()
-                .find(|(k, _)| k.0.eq_ignore_ascii_case(c))
-                .ok_or_else(|| Error::UnknownCode(c.to_string()))?,
-        ],
+        Some(c) => vec![codes::find(c).ok_or_else(|| Error::UnknownCode(c.to_string()))?],
         None => codes::ALL.to_vec(),
     };
     let text = match (format, code) {

@@ -393,8 +393,9 @@ pub const ALL: &[(Code, &str)] = &[
     ),
 ];
 
-pub fn explain(code: &str) -> Option<&'static str> {
+/// The code `code` names (in any case), with its explanation.
+pub fn find(code: &str) -> Option<(Code, &'static str)> {
     ALL.iter()
         .find(|(c, _)| c.0.eq_ignore_ascii_case(code))
-        .map(|(_, text)| *text)
+        .copied()
 }

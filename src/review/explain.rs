@@ -14,40 +14,38 @@ use crate::spec::ProcBind;
 use crate::topology::Topology;
 
 pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colour) -> String {
+    // The text is made from the same report `--format json` serializes.
+    let report = report(plan, topo, notes);
     let mut out = format!(
         "{}: {} rank{} per node on {}, {} node{}, policy {}\n",
-        plan.name.as_deref().unwrap_or("plan"),
-        plan.ranks_per_node,
-        if plan.ranks_per_node == 1 { "" } else { "s" },
-        plan.topology,
-        plan.nodes,
-        if plan.nodes == 1 { "" } else { "s" },
-        plan.policy.name()
+        report.name.as_deref().unwrap_or("plan"),
+        report.ranks_per_node,
+        if report.ranks_per_node == 1 { "" } else { "s" },
+        report.topology,
+        report.nodes,
+        if report.nodes == 1 { "" } else { "s" },
+        report.policy
     );
-    for n in notes {
+    for n in &report.notes {
         out.push_str(&format!("note: {n}\n"));
     }
     out.push('\n');
     let header = [
         "rank", "GPU", "home", "CPUs", "cores", "L3", "NIC", "memory", "why",
     ];
-    let rows: Vec<[String; 9]> = plan
-        .ranks
-        .iter()
-        .map(|r| row(&rank_report(plan, topo, r)))
-        .collect();
+    let rows: Vec<[String; 9]> = report.ranks.iter().map(row).collect();
     out.push_str(&table(&header, &rows));
-    if !plan.warnings.is_empty() {
+    if !report.warnings.is_empty() {
         out.push_str("\nwarnings:\n");
-        for w in &plan.warnings {
+        for w in &report.warnings {
             out.push_str(&format!("  - {w}\n"));
         }
     }
-    out.push_str(&inside_table(plan));
+    out.push_str(&inside_table(&report.ranks));
     let picture = picture::build(plan, topo);
     out.push_str(&format!(
         "\nquality: {}\n\n{}\n",
-        quality::measure(plan, topo).line(),
+        report.quality.line(),
         picture::legend(&picture)
     ));
     out.push_str(&picture::render_text(&picture, colour));
@@ -56,43 +54,39 @@ pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colou
 
 /// What runs inside each rank, when the plan says (`cpu.helpers`, `openmp:`): its compute and
 /// helper CPUs and its OpenMP threads.
-fn inside_table(plan: &Plan) -> String {
-    if plan
-        .ranks
+fn inside_table(ranks: &[RankReport]) -> String {
+    if ranks
         .iter()
-        .all(|r| r.helpers.is_empty() && r.openmp.is_none())
+        .all(|r| r.helper_cpus.is_empty() && r.openmp.is_none())
     {
         return String::new();
     }
-    let rows: Vec<[String; 4]> = plan
-        .ranks
+    let rows: Vec<[String; 4]> = ranks
         .iter()
         .map(|r| {
             let openmp = match &r.openmp {
                 None => "-".to_string(),
-                Some(o) if o.bind == ProcBind::None => format!("{} threads, not bound", o.threads),
+                Some(o) if o.bind == ProcBind::None.name() => {
+                    format!("{} threads, not bound", o.threads)
+                }
                 Some(o) if o.places.is_empty() => {
-                    format!(
-                        "{} threads, {} on the runtime's places",
-                        o.threads,
-                        o.bind.name()
-                    )
+                    format!("{} threads, {} on the runtime's places", o.threads, o.bind)
                 }
                 Some(o) => format!(
                     "{} threads, {} over {} places",
                     o.threads,
-                    o.bind.name(),
+                    o.bind,
                     o.places.len()
                 ),
             };
-            let helpers = if r.helpers.is_empty() {
+            let helpers = if r.helper_cpus.is_empty() {
                 "-".to_string()
             } else {
-                r.helpers.to_string()
+                r.helper_cpus.clone()
             };
             [
                 r.local_rank.to_string(),
-                r.compute().to_string(),
+                r.compute_cpus.clone(),
                 helpers,
                 openmp,
             ]
@@ -145,7 +139,7 @@ pub struct RankReport {
     /// The rank's NIC and how close it is to the rank's GPU (`same PCIe switch`, `same host
     /// bridge`, `same NUMA node`, `same package`, `other package`, `not in topology`).
     pub nic: Option<NicReport>,
-    /// `bind 3`, `interleave 0-3`, `none`.
+    /// The memory policy and its nodes: `bind:3`, `interleave:0-3`, `none`.
     pub memory: String,
     /// Why the home node is the one it is.
     pub why: String,

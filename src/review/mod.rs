@@ -17,16 +17,13 @@ use crate::topology::Topology;
 
 /// The ranks owning a CPU of each core of `topo`, in `topo.cores()` order.
 pub fn core_owners(plan: &Plan, topo: &Topology) -> Vec<BTreeSet<u32>> {
-    topo.cores()
-        .iter()
-        .map(|core| {
-            plan.ranks
-                .iter()
-                .filter(|r| r.cpus.intersects(&core.cpus))
-                .map(|r| r.local_rank)
-                .collect()
-        })
-        .collect()
+    let mut owners = vec![BTreeSet::new(); topo.cores().len()];
+    for r in &plan.ranks {
+        for core in topo.cores_touching(&r.cpus) {
+            owners[core].insert(r.local_rank);
+        }
+    }
+    owners
 }
 
 /// The indices (in `topo.cores()`) of the cores holding any of `cpus`.

@@ -114,7 +114,7 @@ pub fn render(t: &Topology) -> String {
             out.push_str(&format!("{}\t", l.label()));
         }
         if i < gpus {
-            out.push_str(&affinity(t, a.node, &t.gpus()[i]));
+            out.push_str(&affinity(t, &t.gpus()[i]));
         }
         out.push('\n');
     }
@@ -129,14 +129,14 @@ pub fn render(t: &Topology) -> String {
 }
 
 /// A GPU's CPU Affinity, NUMA Affinity and GPU NUMA ID columns.
-fn affinity(t: &Topology, node: Option<NodeId>, gpu: &super::model::Gpu) -> String {
+fn affinity(t: &Topology, gpu: &super::model::Gpu) -> String {
     let memory = t.gpu_memory_nodes(gpu);
     let memory = if memory.is_empty() {
         "N/A".to_string()
     } else {
         crate::ids::node_list(&memory)
     };
-    match node {
+    match gpu.numa_node {
         Some(n) => format!("{}\t{n}\t\t{memory}", t.node_cpus(n)),
         None => format!("N/A\tN/A\t\t{memory}"),
     }
