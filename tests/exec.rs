@@ -498,6 +498,21 @@ fn start_errors() {
     error[E0413]: cannot start rank 0 (`/no/such/program`): No such file or directory (os error 2)
      = note: no rank was left running
     ");
+    // A program the kernel refuses only at exec (an executable file that is no program): the
+    // child reports it after the fork, and the ranks started meanwhile are stopped.
+    let fake = dir.path().join("fake");
+    std::fs::write(&fake, [0u8, 1, 2, 3, 4, 5, 6, 7]).unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = exec(
+        dir.path(),
+        "command: [./fake]\nranks_per_node: 2\ngpus: none\ncpu: {policy: node}\n",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    insta::assert_snapshot!(text(&out.stderr), @r"
+    error[E0413]: cannot start rank 0 (`./fake`): Exec format error (os error 8)
+     = note: no rank was left running
+    ");
 }
 
 #[test]

@@ -541,41 +541,71 @@ fn exec_does_not_wait_for_a_daemon_holding_the_output() {
     );
 }
 
-/// 7. `kill -KILL numaplan`: the ranks die (PR_SET_PDEATHSIG), and so does what they started in
-///    their process group (a data loader's workers), through each rank's guard.
+/// 7. `kill -KILL numaplan`: the ranks die (PR_SET_PDEATHSIG), and so does what every rank
+///    started in its process group (a data loader's workers), through the job's guard.
 #[test]
 fn sigkill_to_numaplan_takes_the_ranks_children_too() {
+    killed_numaplan_leaves_no_worker(Kill::Numaplan);
+}
+
+/// The same when numaplan's whole process group is killed (`timeout -s KILL`, a batch system
+/// ending a step): the guard is in a group of its own, so it lives to kill the ranks' groups.
+#[test]
+fn sigkill_to_numaplans_group_takes_the_ranks_children_too() {
+    killed_numaplan_leaves_no_worker(Kill::NumaplansGroup);
+}
+
+#[derive(Clone, Copy)]
+enum Kill {
+    Numaplan = 1,
+    NumaplansGroup = 2,
+}
+
+fn killed_numaplan_leaves_no_worker(kill: Kill) {
+    use std::os::unix::process::CommandExt as _;
     let dir = tempfile::tempdir().unwrap();
-    let worker = format!("sleep 31.{}", std::process::id());
+    // Each test's own worker, which only the workers' command lines match.
+    let worker = format!("sleep 31.{}{}", std::process::id(), kill as u8);
+    let workers = || pgrep(&format!("^{worker}$"));
     std::fs::write(
         dir.path().join("job.yaml"),
-        format!("command: [sh, -c, '{worker} & echo $! > \"$OUT/worker.tmp\"; mv \"$OUT/worker.tmp\" \"$OUT/worker\"; sleep 60']\ngpus: none\nranks_per_node: 1\n"),
+        format!("command: [sh, -c, '{worker} & echo $! > \"$OUT/w.$LOCAL_RANK\"; mv \"$OUT/w.$LOCAL_RANK\" \"$OUT/worker-$LOCAL_RANK\"; sleep 60']\ngpus: none\nranks_per_node: 2\ncpu: {{policy: node}}\n"),
     )
     .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_numaplan"))
         .args(["exec", "job.yaml"])
         .current_dir(dir.path())
         .env("OUT", dir.path())
+        .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !dir.path().join("worker").exists() {
+    while !(0..2).all(|r| dir.path().join(format!("worker-{r}")).exists()) {
         assert!(
             Instant::now() < deadline,
-            "the rank did not start its worker"
+            "the ranks did not start their workers"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(!pgrep(&worker).is_empty());
-    child.kill().unwrap();
+    assert_eq!(workers().lines().count(), 2, "{}", workers());
+    match kill {
+        Kill::Numaplan => child.kill().unwrap(),
+        Kill::NumaplansGroup => {
+            let status = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+    }
     let _ = child.wait();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !pgrep(&worker).is_empty() {
+    while !workers().is_empty() {
         if Instant::now() > deadline {
             let _ = Command::new("pkill").args(["-f", &worker]).status();
-            panic!("the rank's child outlived numaplan");
+            panic!("a rank's child outlived numaplan");
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -1,6 +1,7 @@
-//! The syscalls of `exec`: the only `unsafe` code in numaplan. A `Binding` is prepared in the
-//! parent (allocation allowed); `Binding::apply` runs in the forked child before `exec` and
-//! makes only async-signal-safe calls on data prepared beforehand (no allocation, no locks).
+//! The binding syscalls, shared by `exec` and `bind`, and `exec`'s signal handling: with
+//! `process.rs`, the launcher's only `unsafe` code. A `Binding` is prepared in the parent
+//! (allocation allowed); `Binding::apply` runs in the forked child before `exec` and makes only
+//! async-signal-safe calls on data prepared beforehand (no allocation, no locks).
 
 use std::io;
 
@@ -17,8 +18,6 @@ pub struct Binding {
     /// `MPOL_*`, or `None` to leave the inherited policy.
     mode: Option<libc::c_int>,
     nodes: [libc::c_ulong; NODE_WORDS],
-    /// The parent's pid: if the child's parent differs, numaplan died before `prctl` ran.
-    parent: libc::pid_t,
 }
 
 const MPOL_PREFERRED: libc::c_int = 1;
@@ -57,8 +56,6 @@ impl Binding {
             cpus: set,
             mode,
             nodes,
-            // SAFETY: getpid has no preconditions.
-            parent: unsafe { libc::getpid() },
         })
     }
 
@@ -80,39 +77,6 @@ impl Binding {
             }
         }
         Ok(())
-    }
-
-    /// In exec's child between fork and exec: die with numaplan, then `apply`.
-    fn apply_in_child(&self) -> io::Result<()> {
-        // SAFETY: plain syscalls without pointers.
-        unsafe {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() != self.parent {
-                // numaplan died between fork and prctl.
-                libc::_exit(128 + libc::SIGKILL);
-            }
-        }
-        self.apply()
-    }
-}
-
-/// Makes `cmd`'s child apply `bind` after fork, before exec.
-pub fn bind_before_exec(cmd: &mut std::process::Command, bind: Binding) {
-    use std::os::unix::process::CommandExt as _;
-    // SAFETY: the closure runs between fork and exec; `apply_in_child` makes only
-    // async-signal-safe syscalls on data owned by `bind`, and allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || bind.apply_in_child());
-    }
-}
-
-/// Sends `signal` to the process group `pgid`; a group already gone is not an error.
-pub fn signal_group(pgid: u32, signal: libc::c_int) {
-    // SAFETY: kill has no memory preconditions.
-    unsafe {
-        libc::kill(-(pgid as libc::pid_t), signal);
     }
 }
 
@@ -179,85 +143,4 @@ pub fn signal_name(signal: i32) -> String {
         _ => return format!("signal {signal}"),
     };
     name.to_string()
-}
-
-/// Waits up to `wait` for `fd` to have data or be closed: `Ok(false)` when the time passed.
-pub fn poll_readable(fd: std::os::fd::RawFd, wait: std::time::Duration) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = libc::c_int::try_from(wait.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: one valid pollfd, and its count.
-    match unsafe { libc::poll(&mut pfd, 1, ms) } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => Ok(false),
-        _ => Ok(true),
-    }
-}
-
-/// A rank's guard: a small process forked from numaplan into the rank's process group. When
-/// numaplan dies, even of SIGKILL, the guard kills the group: the rank's own children (a data
-/// loader's workers, a `sleep &`) die with it instead of living on under PID 1. Being a member
-/// of the group, it also keeps the group's id from being reused while it waits.
-pub struct Guard {
-    pid: libc::pid_t,
-}
-
-impl Guard {
-    /// Forks the guard of the process group `pgid` (a rank that has just started).
-    pub fn start(pgid: u32) -> io::Result<Guard> {
-        // SAFETY: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
-        // SAFETY: the child runs only `guard`, which makes async-signal-safe calls and
-        // allocates nothing (the parent has threads).
-        match unsafe { libc::fork() } {
-            -1 => Err(io::Error::last_os_error()),
-            0 => guard(pgid as libc::pid_t, parent),
-            pid => Ok(Guard { pid }),
-        }
-    }
-
-    /// Reaps the guard once its group was killed (its end is numaplan's SIGKILL to the group).
-    pub fn reap(self) {
-        let mut status = 0;
-        // SAFETY: waits for our own child; `status` is a valid out pointer.
-        unsafe {
-            libc::kill(self.pid, libc::SIGKILL);
-            libc::waitpid(self.pid, &mut status, 0);
-        }
-    }
-}
-
-/// The guard's life: join the group, block every signal (numaplan forwards SIGTERM to the group;
-/// the guard must outlive it), ask for SIGUSR1 when numaplan dies, and on it (numaplan gone, not
-/// a stray SIGUSR1) kill the whole group, itself included.
-fn guard(pgid: libc::pid_t, parent: libc::pid_t) -> ! {
-    // SAFETY: only async-signal-safe calls on local data.
-    unsafe {
-        let name = c"numaplan-guard";
-        libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0);
-        if libc::setpgid(0, pgid) != 0 {
-            libc::_exit(0);
-        }
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
-        let mut death: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut death);
-        libc::sigaddset(&mut death, libc::SIGUSR1);
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGUSR1 as libc::c_ulong,
-            0,
-            0,
-            0,
-        );
-        while libc::getppid() == parent {
-            libc::sigwaitinfo(&death, std::ptr::null_mut());
-        }
-        libc::kill(-pgid, libc::SIGKILL);
-        libc::_exit(0)
-    }
 }

@@ -6,15 +6,16 @@ pub mod affinity;
 pub mod error;
 pub mod hostlist;
 pub mod launcher;
+pub mod process;
 pub mod relay;
 pub mod verify;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
-use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use affinity::Binding;
@@ -195,10 +196,9 @@ struct Running {
     local_rank: u32,
     /// Global rank, for messages.
     rank: u32,
-    child: Child,
-    status: Option<std::process::ExitStatus>,
-    /// Kills the rank's process group if numaplan dies.
-    guard: affinity::Guard,
+    /// Also its process group's id.
+    pid: u32,
+    status: Option<ExitStatus>,
 }
 
 /// Starts every rank bound, supervises until all have exited, and returns how the job ended.
@@ -215,54 +215,157 @@ pub fn run(
             source,
         })?;
     }
+    // Every rank's program, environment and binding before any starts: a program that is not
+    // there or a CPU no mask can hold leaves nothing running.
+    let prepared = launches
+        .iter()
+        .zip(&plan.ranks)
+        .map(|(launch, binding)| prepare(launch, binding))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stdin: OwnedFd = std::fs::File::open("/dev/null")
+        .map_err(|source| ExecError::Syscall {
+            what: "open /dev/null for the ranks' stdin",
+            source,
+        })?
+        .into();
     affinity::catch_signals().map_err(|source| ExecError::Syscall {
         what: "install signal handlers",
         source,
     })?;
-    let mut running: Vec<Running> = Vec::new();
-    let mut outputs = Vec::new();
-    let stop = relay::Stop::default();
-    // Spawned one after another from this thread, never from helper threads: the kernel sends
-    // PR_SET_PDEATHSIG when the *thread* that forked a rank exits, so a rank spawned from a
-    // short-lived thread would be killed as soon as that thread ends.
-    // A failure before supervision starts (a rank that cannot start, a binding that differs)
-    // stops the ranks already running the same way a failing rank does.
-    let mut stopped_by = None;
-    for (launch, binding) in launches.iter().zip(&plan.ranks) {
-        match spawn(launch, binding, &opts.output) {
-            Ok((child, pipes, guard)) => {
-                outputs.extend(pipes);
-                running.push(Running {
-                    local_rank: launch.local_rank,
-                    rank: launch.rank,
-                    child,
-                    status: None,
-                    guard,
-                });
-            }
-            Err(e) => {
-                stopped_by = Some(e);
-                break;
-            }
-        }
-    }
-    // The relays start once every rank is running: forking a process whose threads keep
+    let guard = process::Guard::start(launches.len()).map_err(|source| ExecError::Syscall {
+        what: "start the process that guards the ranks' process groups",
+        source,
+    })?;
+    let (mut running, outputs, mut stopped_by) =
+        start_all(&launches, plan, &prepared, &stdin, &guard, &opts.output);
+    // The relay starts once every rank is running: forking a process whose threads keep
     // touching memory makes every fork pay copy-on-write faults for them (64 ranks: 13,000
     // faults and 55 ms). A rank that fills its pipe before then waits a moment.
-    let relays: Vec<relay::Relay> = outputs
-        .into_iter()
-        .map(|o| relay::start(o, stop.clone()))
-        .collect();
+    let stop = relay::Stop::default();
+    let relays = relay::start(outputs, stop.clone());
     if stopped_by.is_none() && opts.verify {
         stopped_by = verify_started(plan, opts, &mut running, report);
     }
     let outcome = supervise(&mut running, opts.grace, stopped_by);
-    for r in running {
-        r.guard.reap();
+    // The guard first: until it has ended, no rank is reaped, so no group id it holds can be
+    // another process's.
+    guard.finish();
+    for r in &running {
+        process::reap(r.pid);
     }
     stop.now();
-    finish_relays(relays, report);
+    report_held_open(relays.join(), report);
     outcome
+}
+
+/// How many forked ranks may wait to be confirmed (each holds a pipe) before the oldest is.
+const UNCONFIRMED: usize = 32;
+
+/// Forks every rank, one after another from this thread, never from helper threads: the kernel
+/// sends PR_SET_PDEATHSIG when the *thread* that forked a rank exits, so a rank forked from a
+/// short-lived thread would be killed as soon as that thread ends. A rank's start is confirmed
+/// (it reached its program) after later ranks are forked, so that they start in parallel.
+/// Returns the ranks started, their output pipes, and the error that stops the job when a
+/// rank could not start: the ranks already running are then stopped as a failing rank stops
+/// them.
+fn start_all(
+    launches: &[Launch],
+    plan: &Plan,
+    prepared: &[process::Prepared],
+    stdin: &OwnedFd,
+    guard: &process::Guard,
+    output: &OutputMode,
+) -> (Vec<Running>, Vec<relay::Output>, Option<ExecError>) {
+    let mut running = Vec::new();
+    let mut pipes = Vec::new();
+    let mut unconfirmed = std::collections::VecDeque::new();
+    let mut failure = None;
+    let confirm = |(launch, started): (&Launch, process::Started), failure: &mut Option<_>| {
+        if let Err((step, source)) = started.confirm() {
+            let binding = &plan.ranks[launch.local_rank as usize];
+            failure.get_or_insert(start_failed(launch, binding, step, source));
+        }
+    };
+    for (launch, rank) in launches.iter().zip(prepared) {
+        let started = outputs(launch, output).and_then(|(streams, relayed)| {
+            let streams = process::Streams {
+                stdin,
+                stdout: streams.0,
+                stderr: streams.1,
+            };
+            let started = process::start(rank, streams).map_err(|source| ExecError::Spawn {
+                rank: launch.rank,
+                program: launch.argv[0].to_string_lossy().into_owned(),
+                source,
+            })?;
+            pipes.extend(relayed);
+            Ok(started)
+        });
+        let started = match started {
+            Ok(started) => started,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        running.push(Running {
+            local_rank: launch.local_rank,
+            rank: launch.rank,
+            pid: started.pid,
+            status: None,
+        });
+        let watched = guard.watch(started.pid);
+        unconfirmed.push_back((launch, started));
+        if let Err(source) = watched {
+            failure = Some(ExecError::Syscall {
+                what: "tell the guard a rank's process group",
+                source,
+            });
+            break;
+        }
+        if unconfirmed.len() > UNCONFIRMED {
+            confirm(unconfirmed.pop_front().expect("not empty"), &mut failure);
+        }
+    }
+    for pending in unconfirmed {
+        confirm(pending, &mut failure);
+    }
+    (running, pipes, failure)
+}
+
+/// The rank's program, environment and binding, ready to fork.
+fn prepare(launch: &Launch, binding: &RankBinding) -> Result<process::Prepared, ExecError> {
+    let bind = Binding::new(&binding.cpus, &binding.memory).map_err(|source| ExecError::Bind {
+        rank: launch.rank,
+        cpus: binding.cpus.to_string(),
+        source,
+    })?;
+    process::Prepared::new(&launch.argv, &launch.env, bind).map_err(|source| ExecError::Spawn {
+        rank: launch.rank,
+        program: launch.argv[0].to_string_lossy().into_owned(),
+        source,
+    })
+}
+
+/// A rank that was forked and did not reach its program: the step that failed, as an error.
+fn start_failed(
+    launch: &Launch,
+    binding: &RankBinding,
+    step: process::Step,
+    source: std::io::Error,
+) -> ExecError {
+    match step {
+        process::Step::Bind => ExecError::Bind {
+            rank: launch.rank,
+            cpus: binding.cpus.to_string(),
+            source,
+        },
+        process::Step::Setup | process::Step::Exec => ExecError::Spawn {
+            rank: launch.rank,
+            program: launch.argv[0].to_string_lossy().into_owned(),
+            source,
+        },
+    }
 }
 
 /// `--verify`: reads every started rank's binding back from /proc and reports the table; the
@@ -273,10 +376,7 @@ fn verify_started(
     running: &mut [Running],
     report: &mut dyn std::io::Write,
 ) -> Option<ExecError> {
-    let pids: Vec<(u32, u32)> = running
-        .iter()
-        .map(|r| (r.local_rank, r.child.id()))
-        .collect();
+    let pids: Vec<(u32, u32)> = running.iter().map(|r| (r.local_rank, r.pid)).collect();
     let mut table = verify::check(plan, &pids);
     // A rank that ended before it was read (a short job) shows no binding: report how it
     // ended instead of a mismatch; its status is kept for supervision. An exiting rank
@@ -284,14 +384,14 @@ fn verify_started(
     // with problems gets up to 100 ms to finish exiting.
     let patience = Instant::now() + Duration::from_millis(100);
     for r in running.iter_mut() {
-        if !table.has_problems(r.child.id()) {
+        if !table.has_problems(r.pid) {
             continue;
         }
         loop {
-            match r.child.try_wait() {
+            match process::ended(r.pid) {
                 Ok(Some(status)) => {
                     r.status = Some(status);
-                    table.exited(r.child.id(), short_status(status));
+                    table.exited(r.pid, short_status(status));
                     break;
                 }
                 Ok(None) if Instant::now() < patience => {
@@ -311,17 +411,13 @@ fn verify_started(
     })
 }
 
-/// Waits for the relays (which end at once when every writer is gone, or after draining when a
-/// leftover process holds a pipe) and says which ranks' output was held open.
-fn finish_relays(relays: Vec<relay::Relay>, report: &mut dyn std::io::Write) {
-    let mut held: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
-    for relay in relays {
-        let (rank, stream) = (relay.rank, relay.stream);
-        if relay.join() == relay::Ended::HeldOpen {
-            held.entry(rank).or_default().push(stream.name());
-        }
+/// Says which ranks' output a leftover process held open after they exited.
+fn report_held_open(held: Vec<(u32, relay::Stream)>, report: &mut dyn std::io::Write) {
+    let mut by_rank: BTreeMap<u32, Vec<&str>> = BTreeMap::new();
+    for (rank, stream) in held {
+        by_rank.entry(rank).or_default().push(stream.name());
     }
-    for (rank, streams) in held {
+    for (rank, streams) in by_rank {
         let _ = writeln!(
             report,
             "numaplan: rank {rank} exited, but a process it started outside its process group (a \
@@ -331,118 +427,59 @@ fn finish_relays(relays: Vec<relay::Relay>, report: &mut dyn std::io::Write) {
     }
 }
 
-/// Where a rank's output goes: inherited, or pipes to relays with (for `--tee`) a log file each,
-/// or log files only. Log files are opened before the rank starts, so that failing to open one
-/// leaves nothing running.
-struct Outputs {
-    stdout: Stdio,
-    stderr: Stdio,
-    /// For piped output: the log file copies of stdout and stderr (`--tee`).
-    tee: Option<[Option<std::fs::File>; 2]>,
-}
-
-fn outputs(launch: &Launch, output: &OutputMode) -> Result<Outputs, ExecError> {
+/// Where a rank's output goes: numaplan's own streams, or pipes to the relay with (for
+/// `--tee`) a log file each, or log files only. Returns stdout and stderr, and the pipes to
+/// relay.
+fn outputs(
+    launch: &Launch,
+    output: &OutputMode,
+) -> Result<((process::Sink, process::Sink), Vec<relay::Output>), ExecError> {
+    use process::Sink;
     let open = |dir: &std::path::Path, stream: relay::Stream| {
         let path = dir.join(format!("rank-{}.{}", launch.rank, stream.ext()));
         std::fs::File::create(&path).map_err(|source| ExecError::LogDir { path, source })
     };
-    let (out, err) = (relay::Stream::Out, relay::Stream::Err);
-    Ok(match output {
-        OutputMode::Plain => Outputs {
-            stdout: Stdio::inherit(),
-            stderr: Stdio::inherit(),
-            tee: None,
-        },
-        OutputMode::Prefixed => Outputs {
-            stdout: Stdio::piped(),
-            stderr: Stdio::piped(),
-            tee: Some([None, None]),
-        },
-        OutputMode::LogDir { dir, tee: true } => Outputs {
-            stdout: Stdio::piped(),
-            stderr: Stdio::piped(),
-            tee: Some([Some(open(dir, out)?), Some(open(dir, err)?)]),
-        },
-        OutputMode::LogDir { dir, tee: false } => Outputs {
-            stdout: Stdio::from(open(dir, out)?),
-            stderr: Stdio::from(open(dir, err)?),
-            tee: None,
-        },
-    })
-}
-
-/// Starts one rank bound as planned, and its guard; returns the pipes its output relays read.
-fn spawn(
-    launch: &Launch,
-    binding: &RankBinding,
-    output: &OutputMode,
-) -> Result<(Child, Vec<relay::Output>, affinity::Guard), ExecError> {
-    let bind = Binding::new(&binding.cpus, &binding.memory).map_err(|source| ExecError::Bind {
-        rank: launch.rank,
-        cpus: binding.cpus.to_string(),
-        source,
-    })?;
-    let outputs = outputs(launch, output)?;
-    let mut cmd = Command::new(&launch.argv[0]);
-    cmd.args(&launch.argv[1..])
-        .envs(&launch.env)
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(outputs.stdout)
-        .stderr(outputs.stderr);
-    affinity::bind_before_exec(&mut cmd, bind);
-    let mut child = cmd.spawn().map_err(|source| match source.raw_os_error() {
-        // Errors of `apply` arrive as the child's errno; ENOENT/EACCES are the program's.
-        Some(libc::EINVAL | libc::EPERM | libc::EFAULT) => ExecError::Bind {
-            rank: launch.rank,
-            cpus: binding.cpus.to_string(),
-            source,
-        },
-        _ => ExecError::Spawn {
-            rank: launch.rank,
-            program: launch.argv[0].to_string_lossy().into_owned(),
-            source,
-        },
-    })?;
-    let guard = match affinity::Guard::start(child.id()) {
-        Ok(guard) => guard,
-        Err(source) => {
-            affinity::signal_group(child.id(), libc::SIGKILL);
-            let _ = child.wait();
-            return Err(ExecError::Syscall {
-                what: "start the process that guards a rank's process group",
+    let piped = |copies: [Option<std::fs::File>; 2]| {
+        let mut sinks = Vec::new();
+        let mut relayed = Vec::new();
+        for (stream, copy) in [relay::Stream::Out, relay::Stream::Err]
+            .into_iter()
+            .zip(copies)
+        {
+            let (pipe, sink) = process::pipe().map_err(|source| ExecError::Syscall {
+                what: "create a pipe for a rank's output",
                 source,
+            })?;
+            sinks.push(Sink::Fd(sink));
+            relayed.push(relay::Output {
+                rank: launch.rank,
+                stream,
+                pipe,
+                copy,
             });
         }
+        let err = sinks.pop().expect("two sinks");
+        let out = sinks.pop().expect("two sinks");
+        Ok(((out, err), relayed))
     };
-    let mut pipes = Vec::new();
-    if let Some([out_copy, err_copy]) = outputs.tee {
-        for (stream, pipe, copy) in [
-            (
-                relay::Stream::Out,
-                child.stdout.take().map(OwnedFd::from),
-                out_copy,
-            ),
-            (
-                relay::Stream::Err,
-                child.stderr.take().map(OwnedFd::from),
-                err_copy,
-            ),
-        ] {
-            if let Some(pipe) = pipe {
-                pipes.push(relay::Output {
-                    rank: launch.rank,
-                    stream,
-                    pipe,
-                    copy,
-                });
-            }
+    let (out, err) = (relay::Stream::Out, relay::Stream::Err);
+    match output {
+        OutputMode::Plain => Ok(((Sink::Inherit, Sink::Inherit), Vec::new())),
+        OutputMode::Prefixed => piped([None, None]),
+        OutputMode::LogDir { dir, tee: true } => {
+            piped([Some(open(dir, out)?), Some(open(dir, err)?)])
         }
+        OutputMode::LogDir { dir, tee: false } => Ok((
+            (
+                Sink::Fd(open(dir, out)?.into()),
+                Sink::Fd(open(dir, err)?.into()),
+            ),
+            Vec::new(),
+        )),
     }
-    Ok((child, pipes, guard))
 }
 
-fn rank_failed(r: &Running, status: std::process::ExitStatus) -> ExecError {
+fn rank_failed(r: &Running, status: ExitStatus) -> ExecError {
     ExecError::RankFailed {
         rank: r.rank,
         how: describe(status),
@@ -451,7 +488,7 @@ fn rank_failed(r: &Running, status: std::process::ExitStatus) -> ExecError {
 }
 
 /// `0`, `3`, `SIGKILL`: how a process ended, in a table cell.
-fn short_status(status: std::process::ExitStatus) -> String {
+fn short_status(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(c), _) => c.to_string(),
         (None, Some(s)) => affinity::signal_name(s),
@@ -478,7 +515,7 @@ fn supervise(
     loop {
         if let Some(signal) = affinity::take_signal() {
             for r in running.iter().filter(|r| r.status.is_none()) {
-                affinity::signal_group(r.child.id(), signal);
+                process::signal_group(r.pid, signal);
             }
             if failure.is_none() {
                 failure = Some(ExecError::Interrupted { signal });
@@ -486,7 +523,7 @@ fn supervise(
             kill_at.get_or_insert(Instant::now() + grace);
         }
         for r in running.iter_mut().filter(|r| r.status.is_none()) {
-            if let Ok(Some(status)) = r.child.try_wait() {
+            if let Ok(Some(status)) = process::ended(r.pid) {
                 r.status = Some(status);
                 pause = Duration::from_micros(200);
                 if !status.success() && failure.is_none() {
@@ -497,20 +534,20 @@ fn supervise(
         let live: Vec<u32> = running
             .iter()
             .filter(|r| r.status.is_none())
-            .map(|r| r.child.id())
+            .map(|r| r.pid)
             .collect();
         if live.is_empty() {
             break;
         }
         if failure.is_some() && kill_at.is_none() {
             for &pid in &live {
-                affinity::signal_group(pid, libc::SIGTERM);
+                process::signal_group(pid, libc::SIGTERM);
             }
             kill_at = Some(Instant::now() + grace);
         }
         if kill_at.is_some_and(|t| Instant::now() >= t) {
             for &pid in &live {
-                affinity::signal_group(pid, libc::SIGKILL);
+                process::signal_group(pid, libc::SIGKILL);
             }
         }
         // Poll fast while things happen (a short job ends within milliseconds), then back off
@@ -520,7 +557,7 @@ fn supervise(
     }
     // Whatever a rank left running in its process group (a background child) goes too.
     for r in running.iter() {
-        affinity::signal_group(r.child.id(), libc::SIGKILL);
+        process::signal_group(r.pid, libc::SIGKILL);
     }
     match failure {
         Some(e) => Err(e),
@@ -529,7 +566,7 @@ fn supervise(
 }
 
 /// `exited with status 3`, `was killed by SIGKILL`.
-pub fn describe(status: std::process::ExitStatus) -> String {
+pub fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(c), _) => format!("exited with status {c}"),
         (None, Some(s)) => format!("was killed by {}", affinity::signal_name(s)),
@@ -538,7 +575,7 @@ pub fn describe(status: std::process::ExitStatus) -> String {
 }
 
 /// The shell's convention: the status, or 128 + the signal.
-pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+pub fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))

@@ -2,9 +2,10 @@
 //! prefix (`[3] `), so lines of different ranks never mix; a last line without a newline gets
 //! one. With `--tee` the unprefixed bytes also go to the rank's log file.
 //!
-//! A relay ends at end of file, or, once every rank has exited (`Stop`), as soon as no output
-//! has been waiting for `DRAIN`: a process a rank started outside its process group (a daemon,
-//! `setsid`) may hold the pipe open for ever, and numaplan must not wait for it.
+//! One thread relays every rank's pipes, polling them together. A pipe ends at end of file, or,
+//! once every rank has exited (`Stop`), as soon as no output has been waiting for `DRAIN`: a
+//! process a rank started outside its process group (a daemon, `setsid`) may hold the pipe
+//! open for ever, and numaplan must not wait for it.
 
 use std::io::{Read as _, Write as _};
 use std::os::fd::{AsRawFd as _, OwnedFd};
@@ -12,6 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
+
+use super::process;
 
 /// How long a relay waits for more output once every rank has exited.
 const DRAIN: Duration = Duration::from_millis(20);
@@ -56,28 +59,6 @@ impl Stop {
     }
 }
 
-/// How a relay ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ended {
-    /// End of file: every writer closed the pipe.
-    Closed,
-    /// Stopped after the ranks exited, with the pipe still open (held by a leftover process).
-    HeldOpen,
-}
-
-/// A running relay: which rank's stream, and the thread.
-pub struct Relay {
-    pub rank: u32,
-    pub stream: Stream,
-    thread: JoinHandle<Ended>,
-}
-
-impl Relay {
-    pub fn join(self) -> Ended {
-        self.thread.join().unwrap_or(Ended::Closed)
-    }
-}
-
 /// A rank's output stream to relay: the pipe, and the log file that gets a copy (`--tee`).
 pub struct Output {
     pub rank: u32,
@@ -86,69 +67,105 @@ pub struct Output {
     pub copy: Option<std::fs::File>,
 }
 
-pub fn start(output: Output, stop: Stop) -> Relay {
-    let Output {
-        rank,
-        stream,
-        pipe,
-        mut copy,
-    } = output;
-    let thread = std::thread::spawn(move || {
-        let prefix = format!("[{rank}] ");
-        let mut pipe = std::fs::File::from(pipe);
-        let mut chunk = vec![0u8; 1 << 16];
-        let mut pending: Vec<u8> = Vec::new();
-        let ended = loop {
-            if !output_waiting(&pipe, &stop) {
-                break Ended::HeldOpen;
+/// The relay: one thread for every rank's pipes (`poll`), returning the streams it stopped
+/// relaying while a leftover process still held them open.
+pub struct Relays(JoinHandle<Vec<(u32, Stream)>>);
+
+impl Relays {
+    pub fn join(self) -> Vec<(u32, Stream)> {
+        self.0.join().unwrap_or_default()
+    }
+}
+
+/// A pipe being relayed, with its prefix and the part of a line not yet written.
+struct Relayed {
+    rank: u32,
+    stream: Stream,
+    pipe: std::fs::File,
+    copy: Option<std::fs::File>,
+    prefix: String,
+    pending: Vec<u8>,
+}
+
+impl Relayed {
+    /// Copies what the pipe has; `false` at end of file.
+    fn take(&mut self, chunk: &mut [u8]) -> bool {
+        let n = loop {
+            match self.pipe.read(chunk) {
+                Ok(0) => return false,
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
             }
-            let n = match pipe.read(&mut chunk) {
-                Ok(0) => break Ended::Closed,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break Ended::Closed,
-            };
-            if let Some(f) = copy.as_mut() {
-                let _ = f.write_all(&chunk[..n]);
-            }
-            pending.extend_from_slice(&chunk[..n]);
-            let whole = pending
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |i| i + 1);
-            write_lines(stream, &prefix, &pending[..whole]);
-            pending.drain(..whole);
         };
-        if !pending.is_empty() {
-            pending.push(b'\n');
-            write_lines(stream, &prefix, &pending);
+        if let Some(f) = self.copy.as_mut() {
+            let _ = f.write_all(&chunk[..n]);
         }
-        ended
-    });
-    Relay {
-        rank,
-        stream,
-        thread,
+        self.pending.extend_from_slice(&chunk[..n]);
+        let whole = self
+            .pending
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        write_lines(self.stream, &self.prefix, &self.pending[..whole]);
+        self.pending.drain(..whole);
+        true
     }
-}
 
-/// Waits until the pipe has output (or is closed): `false` once the ranks have exited and
-/// nothing came for `DRAIN`.
-fn output_waiting(pipe: &std::fs::File, stop: &Stop) -> bool {
-    loop {
-        let stopping = stop.is_set();
-        let wait = if stopping { DRAIN } else { LOOK };
-        match super::affinity::poll_readable(pipe.as_raw_fd(), wait) {
-            Ok(true) => return true,
-            Ok(false) if stopping => return false,
-            Ok(false) => {}
-            // Let `read` report what is wrong.
-            Err(e) if e.kind() != std::io::ErrorKind::Interrupted => return true,
-            Err(_) => {}
+    /// Writes a last line without a newline, with one.
+    fn finish(mut self) {
+        if !self.pending.is_empty() {
+            self.pending.push(b'\n');
+            write_lines(self.stream, &self.prefix, &self.pending);
         }
     }
 }
 
+pub fn start(outputs: Vec<Output>, stop: Stop) -> Relays {
+    Relays(std::thread::spawn(move || {
+        let mut open: Vec<Relayed> = outputs
+            .into_iter()
+            .map(|o| Relayed {
+                rank: o.rank,
+                stream: o.stream,
+                pipe: o.pipe.into(),
+                copy: o.copy,
+                prefix: format!("[{}] ", o.rank),
+                pending: Vec::new(),
+            })
+            .collect();
+        let mut chunk = vec![0u8; 1 << 16];
+        while !open.is_empty() {
+            let stopping = stop.is_set();
+            let fds: Vec<_> = open.iter().map(|r| r.pipe.as_raw_fd()).collect();
+            let ready = match process::poll_readable(&fds, if stopping { DRAIN } else { LOOK }) {
+                Ok(ready) => ready,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                // Let `read` report what is wrong.
+                Err(_) => vec![true; fds.len()],
+            };
+            if stopping && !ready.contains(&true) {
+                break;
+            }
+            let mut still = Vec::with_capacity(open.len());
+            for (mut r, ready) in open.into_iter().zip(ready) {
+                if !ready || r.take(&mut chunk) {
+                    still.push(r);
+                } else {
+                    r.finish();
+                }
+            }
+            open = still;
+        }
+        open.into_iter()
+            .map(|r| {
+                let held = (r.rank, r.stream);
+                r.finish();
+                held
+            })
+            .collect()
+    }))
+}
 /// Writes whole lines, each with the prefix, in one write under the lock: a rank's line is never
 /// interleaved with another rank's.
 fn write_lines(stream: Stream, prefix: &str, lines: &[u8]) {
