@@ -373,9 +373,44 @@ fn is_data_cache(obj: &TopologyObject) -> Option<usize> {
     }
 }
 
-/// Converts an hwloc topology.
+/// Converts an hwloc topology: cores, NUMA nodes, distances, then the PCI devices placed by
+/// their locality, then the CPU kinds and what this process may use.
 pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> TopologyParts {
-    // Cores: group PUs by their Core ancestor (a PU without one is its own core).
+    let (cores, cpu_nodes) = cores(topo);
+    let nodes = numa_nodes(topo, &cpu_nodes);
+    let distances = node_distances(topo);
+    let cores: Vec<Core> = cores.into_values().collect();
+    let place = Locality::new(&cores);
+    let (found, nics) = pci_devices(topo, &place);
+    let gpus = number_gpus(found);
+    let all: CpuSet = cores.iter().map(|c| &c.cpus).collect();
+    let allowed = to_cpuset(&topo.allowed_cpuset()).intersection(&all);
+    let cpu_kinds = cpu_kinds(topo, &all);
+    let allowed_memory: Vec<NodeId> = topo
+        .allowed_nodeset()
+        .iter_set()
+        .map(|n| NodeId(usize::from(n) as u32))
+        .collect();
+    TopologyParts {
+        name: name.to_string(),
+        provenance: provenance.to_string(),
+        notes: Vec::new(),
+        allowed_memory: (!allowed_memory.is_empty() && allowed_memory.len() != nodes.len())
+            .then_some(allowed_memory),
+        nodes,
+        cores,
+        cpu_kinds,
+        distances,
+        allowed: (!allowed.is_empty() && allowed != all).then_some(allowed),
+        gpus,
+        nics,
+    }
+}
+
+/// Cores: PUs grouped by their Core ancestor (a PU without one is its own core), each with its
+/// package, its NUMA node with CPUs and its L3 group (the highest data cache above it, else
+/// its node); keyed in hwloc's order. Also the NUMA nodes that have CPUs.
+fn cores(topo: &hwlocality::Topology) -> (BTreeMap<u64, Core>, BTreeMap<u32, ()>) {
     #[derive(PartialEq, Eq, PartialOrd, Ord)]
     enum L3Key {
         Cache(u64),
@@ -414,9 +449,13 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
             .cpus
             .insert(cpu);
     }
+    (cores, cpu_nodes)
+}
 
-    let nodes: Vec<NumaNode> = topo
-        .objects_with_type(ObjectType::NUMANode)
+/// NUMA nodes: with CPUs when a PU calls the node its own, else memory-only of the kind hwloc's
+/// subtype says.
+fn numa_nodes(topo: &hwlocality::Topology, cpu_nodes: &BTreeMap<u32, ()>) -> Vec<NumaNode> {
+    topo.objects_with_type(ObjectType::NUMANode)
         .map(|n| {
             let id = os_index(n);
             let kind = if cpu_nodes.contains_key(&id) {
@@ -437,36 +476,57 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
                 memory_mib,
             }
         })
-        .collect();
+        .collect()
+}
 
+/// The first distance matrix between NUMA nodes, as (from, to, distance) triples.
+fn node_distances(topo: &hwlocality::Topology) -> Vec<(NodeId, NodeId, u32)> {
     let mut distances = Vec::new();
-    if let Ok(matrices) = topo.distances(None) {
-        let numa = matrices.iter().find(|m| {
-            m.objects()
-                .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
-        });
-        if let Some(m) = numa {
-            let ids: Vec<u32> = m.objects().map(|o| o.map_or(0, os_index)).collect();
-            let values = m.distances();
-            for (i, from) in ids.iter().enumerate() {
-                for (j, to) in ids.iter().enumerate() {
-                    if let Some(d) = values.get(i * ids.len() + j) {
-                        distances.push((NodeId(*from), NodeId(*to), *d as u32));
-                    }
+    let Ok(matrices) = topo.distances(None) else {
+        return distances;
+    };
+    let numa = matrices.iter().find(|m| {
+        m.objects()
+            .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
+    });
+    if let Some(m) = numa {
+        let ids: Vec<u32> = m.objects().map(|o| o.map_or(0, os_index)).collect();
+        let values = m.distances();
+        for (i, from) in ids.iter().enumerate() {
+            for (j, to) in ids.iter().enumerate() {
+                if let Some(d) = values.get(i * ids.len() + j) {
+                    distances.push((NodeId(*from), NodeId(*to), *d as u32));
                 }
             }
         }
     }
+    distances
+}
 
-    let cpu_node_sets: Vec<(u32, CpuSet)> = {
+/// Where a PCI device sits: its NUMA node and package, from the CPUs of its first non-I/O
+/// ancestor.
+struct Locality<'c> {
+    cores: &'c [Core],
+    /// Each node with CPUs, and its CPUs.
+    node_cpus: Vec<(u32, CpuSet)>,
+}
+
+impl<'c> Locality<'c> {
+    fn new(cores: &'c [Core]) -> Locality<'c> {
         let mut m: BTreeMap<u32, CpuSet> = BTreeMap::new();
-        for c in cores.values() {
+        for c in cores {
             let e = m.entry(c.node.0).or_default();
             *e = e.union(&c.cpus);
         }
-        m.into_iter().collect()
-    };
-    let locality = |dev: &TopologyObject| -> (Option<NodeId>, Option<PackageId>) {
+        Locality {
+            cores,
+            node_cpus: m.into_iter().collect(),
+        }
+    }
+
+    /// The node whose CPUs the ancestor covers (the first of several, unless the ancestor is
+    /// the whole machine: then unknown), and the package above it, else the node's.
+    fn of(&self, dev: &TopologyObject) -> (Option<NodeId>, Option<PackageId>) {
         let Some(anc) = dev.first_non_io_ancestor() else {
             return (None, None);
         };
@@ -476,7 +536,8 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
             .find(|a| a.object_type() == ObjectType::Package)
             .map(|p| PackageId(os_index(p)));
         let set = anc.cpuset().map(|s| to_cpuset(&s)).unwrap_or_default();
-        let candidates: Vec<u32> = cpu_node_sets
+        let candidates: Vec<u32> = self
+            .node_cpus
             .iter()
             .filter(|(_, cpus)| cpus.intersects(&set))
             .map(|(id, _)| *id)
@@ -487,12 +548,26 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
             [first, ..] if !is_root => Some(NodeId(*first)),
             _ => None,
         };
-        let package = package
-            .or_else(|| node.and_then(|n| cores.values().find(|c| c.node == n).map(|c| c.package)));
+        let package = package.or_else(|| {
+            let n = node?;
+            self.cores.iter().find(|c| c.node == n).map(|c| c.package)
+        });
         (node, package)
-    };
+    }
+}
 
-    let mut gpus_raw: Vec<(Vendor, PciAddr, Option<u32>, Gpu)> = Vec::new();
+/// A GPU as found, before numbering: its vendor, address and the index its source gave it
+/// (NVML's, ROCm SMI's), if any.
+struct FoundGpu {
+    vendor: Vendor,
+    pci: PciAddr,
+    explicit: Option<u32>,
+    gpu: Gpu,
+}
+
+/// The GPUs and NICs among the PCI devices, placed by `place`.
+fn pci_devices(topo: &hwlocality::Topology, place: &Locality) -> (Vec<FoundGpu>, Vec<Nic>) {
+    let mut gpus = Vec::new();
     let mut nics = Vec::new();
     for dev in topo.pci_devices() {
         let Some(ObjectAttributes::PCIDevice(pci)) = dev.attributes() else {
@@ -505,78 +580,114 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
             function: pci.function(),
         };
         let class = pci.class_id();
-        let osdevs = os_devices(dev);
-        let osdev_named = |ty: OSDeviceType| {
-            osdevs.iter().find_map(|o| match o.attributes() {
-                Some(ObjectAttributes::OSDevice(a)) if a.device_type() == ty => text(o.name()),
-                _ => None,
-            })
+        let (numa_node, package) = place.of(dev);
+        let at = Placed {
+            dev,
+            addr,
+            osdevs: os_devices(dev),
+            numa_node,
+            package,
         };
-        let (numa_node, package) = locality(dev);
-        let pci_path = bridge_path(dev);
         if let Some(vendor) = super::devices::is_gpu(pci.vendor_id(), class) {
-            let explicit = osdevs.iter().find_map(|o| {
-                let n = text(o.name())?;
-                ["nvml", "rsmi"]
-                    .iter()
-                    .find_map(|p| n.strip_prefix(p)?.parse::<u32>().ok())
-            });
-            let info = |key_suffix: &str| {
-                osdevs.iter().chain(std::iter::once(&dev)).find_map(|o| {
+            gpus.push(at.gpu(vendor));
+        } else if class >> 8 == 0x02 || class == 0x0c06 {
+            nics.push(at.nic(pci.vendor_id(), pci.device_id(), class));
+        }
+    }
+    (gpus, nics)
+}
+
+/// A PCI device with its address, OS devices and locality.
+struct Placed<'t> {
+    dev: &'t TopologyObject,
+    addr: PciAddr,
+    osdevs: Vec<&'t TopologyObject>,
+    numa_node: Option<NodeId>,
+    package: Option<PackageId>,
+}
+
+impl Placed<'_> {
+    /// A GPU: its model and UUID from the OS devices' infos (the device's own as a fallback),
+    /// its index from an `nvmlN`/`rsmiN` OS device.
+    fn gpu(&self, vendor: Vendor) -> FoundGpu {
+        let explicit = self.osdevs.iter().find_map(|o| {
+            let n = text(o.name())?;
+            ["nvml", "rsmi"]
+                .iter()
+                .find_map(|p| n.strip_prefix(p)?.parse::<u32>().ok())
+        });
+        let info = |key_suffix: &str| {
+            self.osdevs
+                .iter()
+                .chain(std::iter::once(&self.dev))
+                .find_map(|o| {
                     o.infos()
                         .iter()
                         .find(|i| i.name().to_string_lossy().ends_with(key_suffix))
                         .map(|i| i.value().to_string_lossy().into_owned())
                 })
-            };
-            let model = info("GPUModel").or_else(|| text(dev.info("PCIDevice")));
-            let gpu = Gpu {
+        };
+        let model = info("GPUModel").or_else(|| text(self.dev.info("PCIDevice")));
+        FoundGpu {
+            vendor,
+            pci: self.addr,
+            explicit,
+            gpu: Gpu {
                 index: GpuIndex(0),
                 vendor,
                 model,
-                pci: addr,
+                pci: self.addr,
                 uuid: info("UUID"),
-                numa_node,
-                package,
-                pci_path,
-            };
-            gpus_raw.push((vendor, addr, explicit, gpu));
-        } else if class >> 8 == 0x02 || class == 0x0c06 {
-            let fabric = osdev_named(OSDeviceType::OpenFabrics);
-            let kind = match pci.vendor_id() {
-                0x1d0f if pci.device_id() & 0xfff0 == 0xefa0 => NicKind::Efa,
-                0x17db => NicKind::Slingshot,
-                _ if class == 0x0207 || class == 0x0c06 => NicKind::Infiniband,
-                0x15b3 if fabric.is_some() => NicKind::Roce,
-                _ => NicKind::Ethernet,
-            };
-            let name = fabric
-                .or_else(|| osdev_named(OSDeviceType::Network))
-                .unwrap_or_else(|| format!("pci-{addr}"));
-            nics.push(Nic {
-                name,
-                kind,
-                pci: Some(addr),
-                numa_node,
-                package,
-                pci_path,
-            });
+                numa_node: self.numa_node,
+                package: self.package,
+                pci_path: bridge_path(self.dev),
+            },
         }
     }
 
-    // GPU indices: the source's own (NVML, ROCm SMI) when every GPU of a vendor has one,
-    // otherwise ascending PCI address per vendor; vendors after the first continue the count.
-    gpus_raw.sort_by_key(|(v, addr, ..)| (*v, *addr));
+    /// A NIC: its kind from the vendor and class, its name from its OpenFabrics or network OS
+    /// device (else its address).
+    fn nic(&self, vendor_id: u16, device_id: u16, class: u16) -> Nic {
+        let named = |ty: OSDeviceType| {
+            self.osdevs.iter().find_map(|o| match o.attributes() {
+                Some(ObjectAttributes::OSDevice(a)) if a.device_type() == ty => text(o.name()),
+                _ => None,
+            })
+        };
+        let fabric = named(OSDeviceType::OpenFabrics);
+        let kind = match vendor_id {
+            0x1d0f if device_id & 0xfff0 == 0xefa0 => NicKind::Efa,
+            0x17db => NicKind::Slingshot,
+            _ if class == 0x0207 || class == 0x0c06 => NicKind::Infiniband,
+            0x15b3 if fabric.is_some() => NicKind::Roce,
+            _ => NicKind::Ethernet,
+        };
+        let name = fabric
+            .or_else(|| named(OSDeviceType::Network))
+            .unwrap_or_else(|| format!("pci-{}", self.addr));
+        Nic {
+            name,
+            kind,
+            pci: Some(self.addr),
+            numa_node: self.numa_node,
+            package: self.package,
+            pci_path: bridge_path(self.dev),
+        }
+    }
+}
+
+/// GPU indices: the source's own (NVML, ROCm SMI) when every GPU of a vendor has one, and they
+/// differ; otherwise ascending PCI address per vendor. Vendors after the first continue the
+/// count.
+fn number_gpus(mut found: Vec<FoundGpu>) -> Vec<Gpu> {
+    found.sort_by_key(|g| (g.vendor, g.pci));
     let mut gpus = Vec::new();
     let mut base = 0;
-    let vendors: Vec<Vendor> = {
-        let mut v: Vec<Vendor> = gpus_raw.iter().map(|g| g.0).collect();
-        v.dedup();
-        v
-    };
+    let mut vendors: Vec<Vendor> = found.iter().map(|g| g.vendor).collect();
+    vendors.dedup();
     for vendor in vendors {
-        let of_vendor: Vec<_> = gpus_raw.iter().filter(|g| g.0 == vendor).collect();
-        let explicit: Option<Vec<u32>> = of_vendor.iter().map(|g| g.2).collect();
+        let of_vendor: Vec<&FoundGpu> = found.iter().filter(|g| g.vendor == vendor).collect();
+        let explicit: Option<Vec<u32>> = of_vendor.iter().map(|g| g.explicit).collect();
         let unique = explicit.as_ref().is_some_and(|e| {
             let mut s = e.clone();
             s.sort();
@@ -584,39 +695,17 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
             s.len() == e.len()
         });
         for (i, g) in of_vendor.iter().enumerate() {
-            let mut gpu = g.3.clone();
             let idx = match (&explicit, unique) {
                 (Some(e), true) => e[i],
                 _ => i as u32,
             };
+            let mut gpu = g.gpu.clone();
             gpu.index = GpuIndex(base + idx);
             gpus.push(gpu);
         }
         base += of_vendor.len() as u32;
     }
-
-    let all: CpuSet = cores.values().map(|c| &c.cpus).collect();
-    let allowed = to_cpuset(&topo.allowed_cpuset()).intersection(&all);
-    let cpu_kinds = cpu_kinds(topo, &all);
-    let allowed_memory: Vec<NodeId> = topo
-        .allowed_nodeset()
-        .iter_set()
-        .map(|n| NodeId(usize::from(n) as u32))
-        .collect();
-    TopologyParts {
-        name: name.to_string(),
-        provenance: provenance.to_string(),
-        notes: Vec::new(),
-        allowed_memory: (!allowed_memory.is_empty() && allowed_memory.len() != nodes.len())
-            .then_some(allowed_memory),
-        nodes,
-        cores: cores.into_values().collect(),
-        cpu_kinds,
-        distances,
-        allowed: (!allowed.is_empty() && allowed != all).then_some(allowed),
-        gpus,
-        nics,
-    }
+    gpus
 }
 
 /// A PCI device's OS devices, in the order their information is trusted: the vendor's own
