@@ -184,209 +184,15 @@ impl Topology {
             mut gpus,
             mut nics,
         } = parts;
-
-        nodes.sort_by_key(|n| n.id);
-        if let Some(w) = nodes.windows(2).find(|w| w[0].id == w[1].id) {
-            return Err(model_error(
-                Subject::Node(w[0].id),
-                format!("NUMA node {} is listed twice", w[0].id),
-            ));
-        }
-        // A node with cores but no package of its own (hwloc 1.x puts NUMA nodes above
-        // packages) is in its cores' package when they share one, as a fixture writes it.
-        for n in nodes.iter_mut().filter(|n| n.package.is_none()) {
-            let packages: BTreeSet<PackageId> = cores
-                .iter()
-                .filter(|c| c.node == n.id)
-                .map(|c| c.package)
-                .collect();
-            if let [one] = packages.into_iter().collect::<Vec<_>>()[..] {
-                n.package = Some(one);
-            }
-        }
-        let node_of = |id: NodeId| nodes.iter().find(|n| n.id == id);
-
-        let mut seen = CpuSet::new();
-        for core in &cores {
-            let Some(key) = core.cpus.first() else {
-                return Err(model_error(Subject::Machine, "a core has no CPUs"));
-            };
-            if core.cpus.intersects(&seen) {
-                let dup = core.cpus.intersection(&seen);
-                return Err(model_error(
-                    Subject::Core(key),
-                    format!("CPUs {dup} belong to more than one core"),
-                ));
-            }
-            seen = seen.union(&core.cpus);
-            match node_of(core.node) {
-                None => {
-                    return Err(model_error(
-                        Subject::Core(key),
-                        format!(
-                            "core {key} is in NUMA node {}, which is not defined",
-                            core.node
-                        ),
-                    ));
-                }
-                Some(n) if n.kind.is_memory_only() => {
-                    return Err(model_error(
-                        Subject::Node(n.id),
-                        format!(
-                            "NUMA node {} is memory-only ({}) but owns CPUs {}",
-                            n.id,
-                            n.kind.name(),
-                            core.cpus
-                        ),
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-        if cores.is_empty() {
-            return Err(model_error(Subject::Machine, "the topology has no CPUs"));
-        }
-
-        // L3 groups: one package each; renumber in topology order.
-        let mut l3_package: BTreeMap<L3Id, PackageId> = BTreeMap::new();
-        for core in &cores {
-            if let Some(p) = l3_package.insert(core.l3, core.package)
-                && p != core.package
-            {
-                return Err(model_error(
-                    Subject::Core(core.key()),
-                    format!(
-                        "L3 group {} spans packages {} and {}",
-                        core.l3, p, core.package
-                    ),
-                ));
-            }
-        }
-        cores.sort_by_key(|c| (c.package, c.node, c.key()));
-        let mut renumber: BTreeMap<L3Id, L3Id> = BTreeMap::new();
-        for core in &cores {
-            let next = L3Id(renumber.len() as u32);
-            renumber.entry(core.l3).or_insert(next);
-        }
-        for core in &mut cores {
-            core.l3 = renumber[&core.l3];
-        }
-        cores.sort_by_key(|c| (c.package, c.node, c.l3, c.key()));
-
-        let mut node_cpus: BTreeMap<NodeId, CpuSet> =
-            nodes.iter().map(|n| (n.id, CpuSet::new())).collect();
-        for core in &cores {
-            let set = node_cpus
-                .get_mut(&core.node)
-                .expect("invariant: checked above");
-            *set = set.union(&core.cpus);
-        }
-        for n in &nodes {
-            if !n.kind.is_memory_only() && node_cpus[&n.id].is_empty() {
-                return Err(model_error(
-                    Subject::Node(n.id),
-                    format!(
-                        "NUMA node {} is a CPU node but has no cores; mark it memory-only (e.g. `kind: hbm`)",
-                        n.id
-                    ),
-                ));
-            }
-        }
-
-        let all = seen;
+        sort_nodes(&mut nodes, &cores)?;
+        let all = check_cores(&cores, &nodes)?;
+        order_cores(&mut cores)?;
+        let node_cpus = node_cpus(&nodes, &cores)?;
         super::cpu_kinds::check(&mut cpu_kinds, &cores, &all)?;
-        let allowed = allowed.unwrap_or_else(|| all.clone());
-        if !allowed.is_subset(&all) {
-            return Err(model_error(
-                Subject::Allowed,
-                format!(
-                    "allowed CPUs {} are not in the machine (it has {all})",
-                    allowed.difference(&all)
-                ),
-            ));
-        }
-        let node_ids: Vec<NodeId> = nodes.iter().map(|n| n.id).collect();
-        let mut allowed_memory = allowed_memory.unwrap_or_else(|| node_ids.clone());
-        allowed_memory.sort();
-        allowed_memory.dedup();
-        if let Some(n) = allowed_memory.iter().find(|n| !node_ids.contains(n)) {
-            return Err(model_error(
-                Subject::Allowed,
-                format!("allowed memory node {n} is not in the machine"),
-            ));
-        }
-        if allowed_memory.is_empty() {
-            return Err(model_error(Subject::Allowed, "no memory node is allowed"));
-        }
-        if allowed.is_empty() {
-            return Err(model_error(Subject::Allowed, "no CPU is allowed"));
-        }
-
-        let mut distance_map = BTreeMap::new();
-        for (a, b, d) in distances {
-            for id in [a, b] {
-                if node_of(id).is_none() {
-                    return Err(model_error(
-                        Subject::Distances,
-                        format!("distances name NUMA node {id}, which is not defined"),
-                    ));
-                }
-            }
-            distance_map.insert((a, b), d);
-        }
-
-        let check_locality = |subject: Subject, what: &str, node: Option<NodeId>| match node {
-            None => Ok(()),
-            Some(id) => match node_of(id) {
-                None => Err(model_error(
-                    subject,
-                    format!("{what} is on NUMA node {id}, which is not defined"),
-                )),
-                Some(n) if n.kind.is_memory_only() => Err(model_error(
-                    subject,
-                    format!(
-                        "{what} is on NUMA node {id}, which is memory-only; a device's `numa_node` is the node with CPUs of its PCI locality"
-                    ),
-                )),
-                Some(_) => Ok(()),
-            },
-        };
-        gpus.sort_by_key(|g| g.index);
-        let mut pci_seen = BTreeSet::new();
-        for (i, g) in gpus.iter().enumerate() {
-            if i > 0 && gpus[i - 1].index == g.index {
-                return Err(model_error(
-                    Subject::Gpu(g.index),
-                    format!("GPU index {} is used twice", g.index),
-                ));
-            }
-            if !pci_seen.insert(g.pci) {
-                return Err(model_error(
-                    Subject::Gpu(g.index),
-                    format!("PCI address {} is used by two GPUs", g.pci),
-                ));
-            }
-            check_locality(
-                Subject::GpuLocality(g.index),
-                &format!("GPU {}", g.index),
-                g.numa_node,
-            )?;
-        }
-        nics.sort_by(|a, b| natural_key(&a.name).cmp(&natural_key(&b.name)));
-        for (i, nic) in nics.iter().enumerate() {
-            if i > 0 && nics[i - 1].name == nic.name {
-                return Err(model_error(
-                    Subject::Nic(nic.name.clone()),
-                    format!("NIC `{}` is listed twice", nic.name),
-                ));
-            }
-            check_locality(
-                Subject::NicLocality(nic.name.clone()),
-                &format!("NIC `{}`", nic.name),
-                nic.numa_node,
-            )?;
-        }
-
+        let (allowed, allowed_memory) = allowed_sets(allowed, allowed_memory, &all, &nodes)?;
+        let distances = distance_map(distances, &nodes)?;
+        check_gpus(&mut gpus, &nodes)?;
+        check_nics(&mut nics, &nodes)?;
         let core_of_cpu = cores
             .iter()
             .enumerate()
@@ -399,7 +205,7 @@ impl Topology {
             nodes,
             cores,
             cpu_kinds,
-            distances: distance_map,
+            distances,
             allowed,
             allowed_memory,
             gpus,
@@ -562,6 +368,262 @@ impl Topology {
             .map(|n| n.id)
             .collect()
     }
+}
+
+/// Nodes by id, each once. A node with cores but no package of its own (hwloc 1.x puts NUMA
+/// nodes above packages) is in its cores' package when they share one, as a fixture writes it.
+fn sort_nodes(nodes: &mut [NumaNode], cores: &[Core]) -> Result<(), ModelError> {
+    nodes.sort_by_key(|n| n.id);
+    if let Some(w) = nodes.windows(2).find(|w| w[0].id == w[1].id) {
+        return Err(model_error(
+            Subject::Node(w[0].id),
+            format!("NUMA node {} is listed twice", w[0].id),
+        ));
+    }
+    for n in nodes.iter_mut().filter(|n| n.package.is_none()) {
+        let packages: BTreeSet<PackageId> = cores
+            .iter()
+            .filter(|c| c.node == n.id)
+            .map(|c| c.package)
+            .collect();
+        if let [one] = packages.into_iter().collect::<Vec<_>>()[..] {
+            n.package = Some(one);
+        }
+    }
+    Ok(())
+}
+
+fn node_of(nodes: &[NumaNode], id: NodeId) -> Option<&NumaNode> {
+    nodes.iter().find(|n| n.id == id)
+}
+
+/// Every core has CPUs that no other core has, and is in a defined node with CPUs; there is at
+/// least one. Returns every CPU.
+fn check_cores(cores: &[Core], nodes: &[NumaNode]) -> Result<CpuSet, ModelError> {
+    let mut seen = CpuSet::new();
+    for core in cores {
+        let Some(key) = core.cpus.first() else {
+            return Err(model_error(Subject::Machine, "a core has no CPUs"));
+        };
+        if core.cpus.intersects(&seen) {
+            let dup = core.cpus.intersection(&seen);
+            return Err(model_error(
+                Subject::Core(key),
+                format!("CPUs {dup} belong to more than one core"),
+            ));
+        }
+        seen = seen.union(&core.cpus);
+        match node_of(nodes, core.node) {
+            None => {
+                return Err(model_error(
+                    Subject::Core(key),
+                    format!(
+                        "core {key} is in NUMA node {}, which is not defined",
+                        core.node
+                    ),
+                ));
+            }
+            Some(n) if n.kind.is_memory_only() => {
+                return Err(model_error(
+                    Subject::Node(n.id),
+                    format!(
+                        "NUMA node {} is memory-only ({}) but owns CPUs {}",
+                        n.id,
+                        n.kind.name(),
+                        core.cpus
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    if cores.is_empty() {
+        return Err(model_error(Subject::Machine, "the topology has no CPUs"));
+    }
+    Ok(seen)
+}
+
+/// L3 groups lie in one package each; cores in topology order (package, node, L3 group, key)
+/// with L3 ids renumbered 0.. in that order.
+fn order_cores(cores: &mut [Core]) -> Result<(), ModelError> {
+    let mut l3_package: BTreeMap<L3Id, PackageId> = BTreeMap::new();
+    for core in cores.iter() {
+        if let Some(p) = l3_package.insert(core.l3, core.package)
+            && p != core.package
+        {
+            return Err(model_error(
+                Subject::Core(core.key()),
+                format!(
+                    "L3 group {} spans packages {} and {}",
+                    core.l3, p, core.package
+                ),
+            ));
+        }
+    }
+    cores.sort_by_key(|c| (c.package, c.node, c.key()));
+    let mut renumber: BTreeMap<L3Id, L3Id> = BTreeMap::new();
+    for core in cores.iter() {
+        let next = L3Id(renumber.len() as u32);
+        renumber.entry(core.l3).or_insert(next);
+    }
+    for core in cores.iter_mut() {
+        core.l3 = renumber[&core.l3];
+    }
+    cores.sort_by_key(|c| (c.package, c.node, c.l3, c.key()));
+    Ok(())
+}
+
+/// Each node's CPUs; a CPU node must have some.
+fn node_cpus(nodes: &[NumaNode], cores: &[Core]) -> Result<BTreeMap<NodeId, CpuSet>, ModelError> {
+    let mut node_cpus: BTreeMap<NodeId, CpuSet> =
+        nodes.iter().map(|n| (n.id, CpuSet::new())).collect();
+    for core in cores {
+        let set = node_cpus
+            .get_mut(&core.node)
+            .expect("invariant: checked above");
+        *set = set.union(&core.cpus);
+    }
+    for n in nodes {
+        if !n.kind.is_memory_only() && node_cpus[&n.id].is_empty() {
+            return Err(model_error(
+                Subject::Node(n.id),
+                format!(
+                    "NUMA node {} is a CPU node but has no cores; mark it memory-only (e.g. `kind: hbm`)",
+                    n.id
+                ),
+            ));
+        }
+    }
+    Ok(node_cpus)
+}
+
+/// The CPUs and memory nodes this process may use (all, when the source says nothing): within
+/// the machine, and not empty.
+fn allowed_sets(
+    allowed: Option<CpuSet>,
+    allowed_memory: Option<Vec<NodeId>>,
+    all: &CpuSet,
+    nodes: &[NumaNode],
+) -> Result<(CpuSet, Vec<NodeId>), ModelError> {
+    let allowed = allowed.unwrap_or_else(|| all.clone());
+    if !allowed.is_subset(all) {
+        return Err(model_error(
+            Subject::Allowed,
+            format!(
+                "allowed CPUs {} are not in the machine (it has {all})",
+                allowed.difference(all)
+            ),
+        ));
+    }
+    let node_ids: Vec<NodeId> = nodes.iter().map(|n| n.id).collect();
+    let mut allowed_memory = allowed_memory.unwrap_or_else(|| node_ids.clone());
+    allowed_memory.sort();
+    allowed_memory.dedup();
+    if let Some(n) = allowed_memory.iter().find(|n| !node_ids.contains(n)) {
+        return Err(model_error(
+            Subject::Allowed,
+            format!("allowed memory node {n} is not in the machine"),
+        ));
+    }
+    if allowed_memory.is_empty() {
+        return Err(model_error(Subject::Allowed, "no memory node is allowed"));
+    }
+    if allowed.is_empty() {
+        return Err(model_error(Subject::Allowed, "no CPU is allowed"));
+    }
+    Ok((allowed, allowed_memory))
+}
+
+/// Distances by (from, to), between defined nodes only.
+fn distance_map(
+    distances: Vec<(NodeId, NodeId, u32)>,
+    nodes: &[NumaNode],
+) -> Result<BTreeMap<(NodeId, NodeId), u32>, ModelError> {
+    let mut map = BTreeMap::new();
+    for (a, b, d) in distances {
+        for id in [a, b] {
+            if node_of(nodes, id).is_none() {
+                return Err(model_error(
+                    Subject::Distances,
+                    format!("distances name NUMA node {id}, which is not defined"),
+                ));
+            }
+        }
+        map.insert((a, b), d);
+    }
+    Ok(map)
+}
+
+/// A device's `numa_node`, when it has one, is a defined node with CPUs.
+fn check_locality(
+    nodes: &[NumaNode],
+    subject: Subject,
+    what: &str,
+    node: Option<NodeId>,
+) -> Result<(), ModelError> {
+    let Some(id) = node else {
+        return Ok(());
+    };
+    match node_of(nodes, id) {
+        None => Err(model_error(
+            subject,
+            format!("{what} is on NUMA node {id}, which is not defined"),
+        )),
+        Some(n) if n.kind.is_memory_only() => Err(model_error(
+            subject,
+            format!(
+                "{what} is on NUMA node {id}, which is memory-only; a device's `numa_node` is the node with CPUs of its PCI locality"
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// GPUs by index, each index and PCI address once, on defined nodes.
+fn check_gpus(gpus: &mut [Gpu], nodes: &[NumaNode]) -> Result<(), ModelError> {
+    gpus.sort_by_key(|g| g.index);
+    let mut pci_seen = BTreeSet::new();
+    for (i, g) in gpus.iter().enumerate() {
+        if i > 0 && gpus[i - 1].index == g.index {
+            return Err(model_error(
+                Subject::Gpu(g.index),
+                format!("GPU index {} is used twice", g.index),
+            ));
+        }
+        if !pci_seen.insert(g.pci) {
+            return Err(model_error(
+                Subject::Gpu(g.index),
+                format!("PCI address {} is used by two GPUs", g.pci),
+            ));
+        }
+        check_locality(
+            nodes,
+            Subject::GpuLocality(g.index),
+            &format!("GPU {}", g.index),
+            g.numa_node,
+        )?;
+    }
+    Ok(())
+}
+
+/// NICs by name (`mlx5_2` before `mlx5_10`), each name once, on defined nodes.
+fn check_nics(nics: &mut [Nic], nodes: &[NumaNode]) -> Result<(), ModelError> {
+    nics.sort_by(|a, b| natural_key(&a.name).cmp(&natural_key(&b.name)));
+    for (i, nic) in nics.iter().enumerate() {
+        if i > 0 && nics[i - 1].name == nic.name {
+            return Err(model_error(
+                Subject::Nic(nic.name.clone()),
+                format!("NIC `{}` is listed twice", nic.name),
+            ));
+        }
+        check_locality(
+            nodes,
+            Subject::NicLocality(nic.name.clone()),
+            &format!("NIC `{}`", nic.name),
+            nic.numa_node,
+        )?;
+    }
+    Ok(())
 }
 
 /// Orders device names as people do: `mlx5_2` before `mlx5_10`.
