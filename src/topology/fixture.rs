@@ -59,136 +59,22 @@ fn pci_at(path: String, text: &str) -> Result<PciAddr, Located> {
     text.parse().map_err(|e| (path, format!("{e}")))
 }
 
+/// The file's entries as model parts, each error at its path: nodes and their cores, then
+/// distances, devices, CPU kinds and the allowed sets. `Topology::build` checks the rest.
 fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
     let mut nodes = Vec::new();
     let mut cores = Vec::new();
     // Where each CPU was first listed, to point at both places of a duplicate.
     let mut listed_at: BTreeMap<u32, String> = BTreeMap::new();
+    for (i, n) in raw.nodes.iter().enumerate() {
+        let (node, node_cores) = node_entry(i, n, &mut listed_at)?;
+        nodes.push(node);
+        cores.extend(node_cores);
+    }
+    let distances = distances(raw)?;
     let node_package: BTreeMap<u32, Option<u32>> =
         raw.nodes.iter().map(|n| (n.id, n.package)).collect();
-
-    for (i, n) in raw.nodes.iter().enumerate() {
-        let at = |field: &str| format!("nodes[{i}].{field}");
-        let kind = match n.kind {
-            NodeKindName::Cpu => NodeKind::Cpu,
-            NodeKindName::Hbm => NodeKind::Hbm,
-            NodeKindName::GpuMemory => NodeKind::GpuMemory {
-                gpu: n.gpu.as_deref().map(|g| pci_at(at("gpu"), g)).transpose()?,
-            },
-            NodeKindName::Cxl => NodeKind::Cxl,
-            NodeKindName::Nvm => NodeKind::Nvm,
-            NodeKindName::Spm => NodeKind::Spm,
-            NodeKindName::Memory => NodeKind::Memory,
-        };
-        if n.gpu.is_some() && n.kind != NodeKindName::GpuMemory {
-            return Err((
-                at("gpu"),
-                "`gpu` is only allowed on `kind: gpu-memory` nodes".into(),
-            ));
-        }
-        if kind.is_memory_only() && !n.l3_groups.is_empty() {
-            return Err((
-                at("kind"),
-                format!(
-                    "memory-only node {} ({}) cannot have cores",
-                    n.id,
-                    kind.name()
-                ),
-            ));
-        }
-        let package = PackageId(n.package.unwrap_or(0));
-        let mut node_cpus = CpuSet::new();
-        for (j, group) in n.l3_groups.iter().enumerate() {
-            let group_at = format!("nodes[{i}].l3_groups[{j}]");
-            let rows = group
-                .threads
-                .iter()
-                .enumerate()
-                .map(|(t, row)| cpus_at(format!("{group_at}.threads[{t}]"), row))
-                .collect::<Result<Vec<CpuSet>, _>>()?;
-            for (t, row) in rows.iter().enumerate() {
-                let here = format!("{group_at}.threads[{t}]");
-                for cpu in row.iter() {
-                    if let Some(first) = listed_at.insert(cpu, here.clone()) {
-                        return Err((
-                            here,
-                            format!("CPU {cpu} is listed twice: here and in `{first}`"),
-                        ));
-                    }
-                }
-            }
-            let Some(first) = rows.first() else {
-                return Err((
-                    format!("{group_at}.threads"),
-                    "an L3 group needs at least one thread row".into(),
-                ));
-            };
-            let mut group_cores: Vec<CpuSet> =
-                first.iter().map(|c| std::iter::once(c).collect()).collect();
-            for (t, row) in rows.iter().enumerate().skip(1) {
-                if row.len() > rows[t - 1].len() {
-                    return Err((
-                        format!("{group_at}.threads[{t}]"),
-                        format!(
-                            "thread row {t} has {} CPUs but row {} has {}; rows must not grow",
-                            row.len(),
-                            t - 1,
-                            rows[t - 1].len()
-                        ),
-                    ));
-                }
-                for (core, cpu) in group_cores.iter_mut().zip(row.iter()) {
-                    core.insert(cpu);
-                }
-            }
-            for cpus in group_cores {
-                node_cpus = node_cpus.union(&cpus);
-                cores.push(Core {
-                    cpus,
-                    package,
-                    node: NodeId(n.id),
-                    l3: L3Id(group.id),
-                });
-            }
-        }
-        if let Some(listed) = &n.cpus {
-            let listed = cpus_at(at("cpus"), listed)?;
-            if listed != node_cpus {
-                return Err((
-                    at("cpus"),
-                    format!(
-                        "node {} lists CPUs {listed} but its L3 groups hold {node_cpus}",
-                        n.id
-                    ),
-                ));
-            }
-        }
-        nodes.push(NumaNode {
-            id: NodeId(n.id),
-            package: n.package.map(PackageId),
-            kind,
-            memory_mib: n.memory_mib,
-        });
-    }
-
-    let columns: Vec<u32> = raw.distances.keys().copied().collect();
-    let mut distances = Vec::new();
-    for (from, row) in &raw.distances {
-        if row.len() != columns.len() {
-            return Err((
-                format!("distances.{from}"),
-                format!(
-                    "node {from}'s distance row has {} entries but {} nodes have rows",
-                    row.len(),
-                    columns.len()
-                ),
-            ));
-        }
-        for (to, d) in columns.iter().zip(row) {
-            distances.push((NodeId(*from), NodeId(*to), *d));
-        }
-    }
-
+    // A device without a package of its own is in its node's.
     let package_for = |explicit: Option<u32>, node: Option<u32>| {
         explicit
             .or_else(|| node.and_then(|n| node_package.get(&n).copied().flatten()))
@@ -198,47 +84,13 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
         .gpus
         .iter()
         .enumerate()
-        .map(|(k, g)| {
-            Ok(Gpu {
-                index: GpuIndex(g.index),
-                vendor: match g.vendor {
-                    VendorName::Nvidia => Vendor::Nvidia,
-                    VendorName::Amd => Vendor::Amd,
-                    VendorName::Intel => Vendor::Intel,
-                },
-                model: g.model.clone(),
-                pci: pci_at(format!("gpus[{k}].pci"), &g.pci)?,
-                uuid: g.uuid.clone(),
-                numa_node: g.numa_node.map(NodeId),
-                package: package_for(g.package, g.numa_node),
-                pci_path: g.pci_path.clone(),
-            })
-        })
+        .map(|(k, g)| gpu_entry(k, g, package_for(g.package, g.numa_node)))
         .collect::<Result<Vec<_>, Located>>()?;
     let nics = raw
         .nics
         .iter()
         .enumerate()
-        .map(|(k, n)| {
-            Ok(Nic {
-                name: n.name.clone(),
-                kind: match n.kind {
-                    NicKindName::Infiniband => NicKind::Infiniband,
-                    NicKindName::Roce => NicKind::Roce,
-                    NicKindName::Efa => NicKind::Efa,
-                    NicKindName::Slingshot => NicKind::Slingshot,
-                    NicKindName::Ethernet => NicKind::Ethernet,
-                },
-                pci: n
-                    .pci
-                    .as_deref()
-                    .map(|p| pci_at(format!("nics[{k}].pci"), p))
-                    .transpose()?,
-                numa_node: n.numa_node.map(NodeId),
-                package: package_for(n.package, n.numa_node),
-                pci_path: n.pci_path.clone(),
-            })
-        })
+        .map(|(k, n)| nic_entry(k, n, package_for(n.package, n.numa_node)))
         .collect::<Result<Vec<_>, Located>>()?;
     let cpu_kinds = raw
         .cpu_kinds
@@ -263,7 +115,6 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
         .map(|a| cpus_at("allowed_memory_nodes".into(), a))
         .transpose()?
         .map(|set| set.iter().map(NodeId).collect());
-
     Ok(TopologyParts {
         name: raw.name.clone(),
         provenance: raw.provenance.clone(),
@@ -276,6 +127,185 @@ fn to_parts(raw: &FixtureFile) -> Result<TopologyParts, Located> {
         allowed_memory,
         gpus,
         nics,
+    })
+}
+
+/// `nodes[i]`: the node, and the cores of its L3 groups; its `cpus`, when listed, must equal
+/// theirs.
+fn node_entry(
+    i: usize,
+    n: &NodeEntry,
+    listed_at: &mut BTreeMap<u32, String>,
+) -> Result<(NumaNode, Vec<Core>), Located> {
+    let at = |field: &str| format!("nodes[{i}].{field}");
+    let kind = match n.kind {
+        NodeKindName::Cpu => NodeKind::Cpu,
+        NodeKindName::Hbm => NodeKind::Hbm,
+        NodeKindName::GpuMemory => NodeKind::GpuMemory {
+            gpu: n.gpu.as_deref().map(|g| pci_at(at("gpu"), g)).transpose()?,
+        },
+        NodeKindName::Cxl => NodeKind::Cxl,
+        NodeKindName::Nvm => NodeKind::Nvm,
+        NodeKindName::Spm => NodeKind::Spm,
+        NodeKindName::Memory => NodeKind::Memory,
+    };
+    if n.gpu.is_some() && n.kind != NodeKindName::GpuMemory {
+        return Err((
+            at("gpu"),
+            "`gpu` is only allowed on `kind: gpu-memory` nodes".into(),
+        ));
+    }
+    if kind.is_memory_only() && !n.l3_groups.is_empty() {
+        return Err((
+            at("kind"),
+            format!(
+                "memory-only node {} ({}) cannot have cores",
+                n.id,
+                kind.name()
+            ),
+        ));
+    }
+    let mut cores = Vec::new();
+    for (j, group) in n.l3_groups.iter().enumerate() {
+        let group_at = format!("nodes[{i}].l3_groups[{j}]");
+        for cpus in group_cores(&group_at, group, listed_at)? {
+            cores.push(Core {
+                cpus,
+                package: PackageId(n.package.unwrap_or(0)),
+                node: NodeId(n.id),
+                l3: L3Id(group.id),
+            });
+        }
+    }
+    if let Some(listed) = &n.cpus {
+        let listed = cpus_at(at("cpus"), listed)?;
+        let held: CpuSet = cores.iter().map(|c| &c.cpus).collect();
+        if listed != held {
+            return Err((
+                at("cpus"),
+                format!(
+                    "node {} lists CPUs {listed} but its L3 groups hold {held}",
+                    n.id
+                ),
+            ));
+        }
+    }
+    let node = NumaNode {
+        id: NodeId(n.id),
+        package: n.package.map(PackageId),
+        kind,
+        memory_mib: n.memory_mib,
+    };
+    Ok((node, cores))
+}
+
+/// An L3 group's cores: thread row 0 holds each core's first CPU, row 1 its second, and so on;
+/// rows never grow, and no CPU is listed twice in the file.
+fn group_cores(
+    group_at: &str,
+    group: &L3Entry,
+    listed_at: &mut BTreeMap<u32, String>,
+) -> Result<Vec<CpuSet>, Located> {
+    let rows = group
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(t, row)| cpus_at(format!("{group_at}.threads[{t}]"), row))
+        .collect::<Result<Vec<CpuSet>, _>>()?;
+    for (t, row) in rows.iter().enumerate() {
+        let here = format!("{group_at}.threads[{t}]");
+        for cpu in row.iter() {
+            if let Some(first) = listed_at.insert(cpu, here.clone()) {
+                return Err((
+                    here,
+                    format!("CPU {cpu} is listed twice: here and in `{first}`"),
+                ));
+            }
+        }
+    }
+    let Some(first) = rows.first() else {
+        return Err((
+            format!("{group_at}.threads"),
+            "an L3 group needs at least one thread row".into(),
+        ));
+    };
+    let mut cores: Vec<CpuSet> = first.iter().map(|c| std::iter::once(c).collect()).collect();
+    for (t, row) in rows.iter().enumerate().skip(1) {
+        if row.len() > rows[t - 1].len() {
+            return Err((
+                format!("{group_at}.threads[{t}]"),
+                format!(
+                    "thread row {t} has {} CPUs but row {} has {}; rows must not grow",
+                    row.len(),
+                    t - 1,
+                    rows[t - 1].len()
+                ),
+            ));
+        }
+        for (core, cpu) in cores.iter_mut().zip(row.iter()) {
+            core.insert(cpu);
+        }
+    }
+    Ok(cores)
+}
+
+/// The distance rows, each as long as there are rows.
+fn distances(raw: &FixtureFile) -> Result<Vec<(NodeId, NodeId, u32)>, Located> {
+    let columns: Vec<u32> = raw.distances.keys().copied().collect();
+    let mut distances = Vec::new();
+    for (from, row) in &raw.distances {
+        if row.len() != columns.len() {
+            return Err((
+                format!("distances.{from}"),
+                format!(
+                    "node {from}'s distance row has {} entries but {} nodes have rows",
+                    row.len(),
+                    columns.len()
+                ),
+            ));
+        }
+        for (to, d) in columns.iter().zip(row) {
+            distances.push((NodeId(*from), NodeId(*to), *d));
+        }
+    }
+    Ok(distances)
+}
+
+fn gpu_entry(k: usize, g: &GpuEntry, package: Option<PackageId>) -> Result<Gpu, Located> {
+    Ok(Gpu {
+        index: GpuIndex(g.index),
+        vendor: match g.vendor {
+            VendorName::Nvidia => Vendor::Nvidia,
+            VendorName::Amd => Vendor::Amd,
+            VendorName::Intel => Vendor::Intel,
+        },
+        model: g.model.clone(),
+        pci: pci_at(format!("gpus[{k}].pci"), &g.pci)?,
+        uuid: g.uuid.clone(),
+        numa_node: g.numa_node.map(NodeId),
+        package,
+        pci_path: g.pci_path.clone(),
+    })
+}
+
+fn nic_entry(k: usize, n: &NicEntry, package: Option<PackageId>) -> Result<Nic, Located> {
+    Ok(Nic {
+        name: n.name.clone(),
+        kind: match n.kind {
+            NicKindName::Infiniband => NicKind::Infiniband,
+            NicKindName::Roce => NicKind::Roce,
+            NicKindName::Efa => NicKind::Efa,
+            NicKindName::Slingshot => NicKind::Slingshot,
+            NicKindName::Ethernet => NicKind::Ethernet,
+        },
+        pci: n
+            .pci
+            .as_deref()
+            .map(|p| pci_at(format!("nics[{k}].pci"), p))
+            .transpose()?,
+        numa_node: n.numa_node.map(NodeId),
+        package,
+        pci_path: n.pci_path.clone(),
     })
 }
 
@@ -332,54 +362,7 @@ fn subject_path(raw: &FixtureFile, subject: &Subject) -> String {
 
 /// The on-disk form of a topology.
 pub fn to_file(t: &Topology) -> FixtureFile {
-    let nodes = t
-        .nodes()
-        .iter()
-        .map(|n| {
-            let mut groups: BTreeMap<L3Id, Vec<&Core>> = BTreeMap::new();
-            for c in t.cores().iter().filter(|c| c.node == n.id) {
-                groups.entry(c.l3).or_default().push(c);
-            }
-            let l3_groups = groups
-                .into_iter()
-                .map(|(id, mut cores)| {
-                    // Widest cores first so that rows never grow; then by key.
-                    cores.sort_by_key(|c| (std::cmp::Reverse(c.cpus.len()), c.key()));
-                    let width = cores.first().map_or(0, |c| c.cpus.len());
-                    let threads = (0..width)
-                        .map(|t| {
-                            let row: CpuSet =
-                                cores.iter().filter_map(|c| c.cpus.iter().nth(t)).collect();
-                            CpuList(row.to_string())
-                        })
-                        .collect();
-                    L3Entry { id: id.0, threads }
-                })
-                .collect();
-            let cpus = t.node_cpus(n.id);
-            NodeEntry {
-                id: n.id.0,
-                package: n.package.map(|p| p.0),
-                kind: match n.kind {
-                    NodeKind::Cpu => NodeKindName::Cpu,
-                    NodeKind::Hbm => NodeKindName::Hbm,
-                    NodeKind::GpuMemory { .. } => NodeKindName::GpuMemory,
-                    NodeKind::Cxl => NodeKindName::Cxl,
-                    NodeKind::Nvm => NodeKindName::Nvm,
-                    NodeKind::Spm => NodeKindName::Spm,
-                    NodeKind::Memory => NodeKindName::Memory,
-                },
-                gpu: match n.kind {
-                    NodeKind::GpuMemory { gpu } => gpu.map(|g| g.to_string()),
-                    _ => None,
-                },
-                memory_mib: n.memory_mib,
-                cpus: (!cpus.is_empty()).then(|| CpuList(cpus.to_string())),
-                l3_groups,
-            }
-        })
-        .collect();
-
+    let nodes = t.nodes().iter().map(|n| node_to_entry(t, n)).collect();
     let with_rows = t.nodes_with_distances();
     let distances = with_rows
         .iter()
@@ -391,8 +374,12 @@ pub fn to_file(t: &Topology) -> FixtureFile {
             (from.0, row)
         })
         .collect();
-
-    let node_package = |node: Option<NodeId>| node.and_then(|n| t.node_package(n));
+    // A device's package is written only where it is not its node's.
+    let own_package = |package: Option<PackageId>, node: Option<NodeId>| {
+        package
+            .filter(|p| Some(*p) != node.and_then(|n| t.node_package(n)))
+            .map(|p| p.0)
+    };
     let gpus = t
         .gpus()
         .iter()
@@ -407,10 +394,7 @@ pub fn to_file(t: &Topology) -> FixtureFile {
             pci: g.pci.to_string(),
             uuid: g.uuid.clone(),
             numa_node: g.numa_node.map(|n| n.0),
-            package: g
-                .package
-                .filter(|p| Some(*p) != node_package(g.numa_node))
-                .map(|p| p.0),
+            package: own_package(g.package, g.numa_node),
             pci_path: g.pci_path.clone(),
         })
         .collect();
@@ -428,14 +412,10 @@ pub fn to_file(t: &Topology) -> FixtureFile {
             },
             pci: n.pci.map(|p| p.to_string()),
             numa_node: n.numa_node.map(|x| x.0),
-            package: n
-                .package
-                .filter(|p| Some(*p) != node_package(n.numa_node))
-                .map(|p| p.0),
+            package: own_package(n.package, n.numa_node),
             pci_path: n.pci_path.clone(),
         })
         .collect();
-
     FixtureFile {
         numaplan_topology: FORMAT_VERSION,
         name: t.name().to_string(),
@@ -457,6 +437,50 @@ pub fn to_file(t: &Topology) -> FixtureFile {
         distances,
         gpus,
         nics,
+    }
+}
+
+/// A node as the file writes it, its cores as L3 groups of thread rows.
+fn node_to_entry(t: &Topology, n: &NumaNode) -> NodeEntry {
+    let mut groups: BTreeMap<L3Id, Vec<&Core>> = BTreeMap::new();
+    for c in t.cores().iter().filter(|c| c.node == n.id) {
+        groups.entry(c.l3).or_default().push(c);
+    }
+    let l3_groups = groups
+        .into_iter()
+        .map(|(id, mut cores)| {
+            // Widest cores first so that rows never grow; then by key.
+            cores.sort_by_key(|c| (std::cmp::Reverse(c.cpus.len()), c.key()));
+            let width = cores.first().map_or(0, |c| c.cpus.len());
+            let threads = (0..width)
+                .map(|t| {
+                    let row: CpuSet = cores.iter().filter_map(|c| c.cpus.iter().nth(t)).collect();
+                    CpuList(row.to_string())
+                })
+                .collect();
+            L3Entry { id: id.0, threads }
+        })
+        .collect();
+    let cpus = t.node_cpus(n.id);
+    NodeEntry {
+        id: n.id.0,
+        package: n.package.map(|p| p.0),
+        kind: match n.kind {
+            NodeKind::Cpu => NodeKindName::Cpu,
+            NodeKind::Hbm => NodeKindName::Hbm,
+            NodeKind::GpuMemory { .. } => NodeKindName::GpuMemory,
+            NodeKind::Cxl => NodeKindName::Cxl,
+            NodeKind::Nvm => NodeKindName::Nvm,
+            NodeKind::Spm => NodeKindName::Spm,
+            NodeKind::Memory => NodeKindName::Memory,
+        },
+        gpu: match n.kind {
+            NodeKind::GpuMemory { gpu } => gpu.map(|g| g.to_string()),
+            _ => None,
+        },
+        memory_mib: n.memory_mib,
+        cpus: (!cpus.is_empty()).then(|| CpuList(cpus.to_string())),
+        l3_groups,
     }
 }
 
