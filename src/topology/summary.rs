@@ -10,6 +10,32 @@ use crate::ids::{NodeId, node_list};
 
 pub fn render(t: &Topology) -> String {
     let mut out = String::new();
+    render_header(&mut out, t);
+    render_cpu_kinds(&mut out, t);
+    render_packages(&mut out, t);
+    let unplaced: Vec<String> = t
+        .gpus()
+        .iter()
+        .filter(|g| g.numa_node.is_none())
+        .map(|g| format!("GPU {} ({})", g.index, g.pci))
+        .chain(
+            t.nics()
+                .iter()
+                .filter(|n| n.numa_node.is_none())
+                .map(|n| format!("NIC {}", n.name)),
+        )
+        .collect();
+    if !unplaced.is_empty() {
+        let _ = writeln!(out, "\nunknown NUMA locality: {}", unplaced.join(", "));
+    }
+    if t.has_distances() {
+        render_distances(&mut out, t);
+    }
+    out
+}
+
+/// The counts line, what this process may use, and the topology's notes.
+fn render_header(out: &mut String, t: &Topology) {
     let all = t.all_cpus();
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
@@ -49,23 +75,31 @@ pub fn render(t: &Topology) -> String {
     for note in t.notes() {
         let _ = writeln!(out, "note: {note}");
     }
-    if !t.cpu_kinds().is_empty() {
-        let _ = writeln!(
-            out,
-            "CPU kinds ({}, most power-efficient first):",
-            t.cpu_kinds().len()
-        );
-        for kind in t.cpu_kinds() {
-            let info: Vec<String> = kind.info.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            let info = if info.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", info.join(", "))
-            };
-            let _ = writeln!(out, "  {}: CPUs {}{info}", kind.label(), kind.cpus);
-        }
-    }
+}
 
+/// A hybrid machine's kinds of core, most power-efficient first.
+fn render_cpu_kinds(out: &mut String, t: &Topology) {
+    if t.cpu_kinds().is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "CPU kinds ({}, most power-efficient first):",
+        t.cpu_kinds().len()
+    );
+    for kind in t.cpu_kinds() {
+        let info: Vec<String> = kind.info.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let info = if info.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", info.join(", "))
+        };
+        let _ = writeln!(out, "  {}: CPUs {}{info}", kind.label(), kind.cpus);
+    }
+}
+
+/// Per package (then the nodes outside any), its nodes with CPUs, then its memory-only nodes.
+fn render_packages(out: &mut String, t: &Topology) {
     let mut packages: Vec<Option<crate::ids::PackageId>> =
         t.packages().into_iter().map(Some).collect();
     if t.nodes().iter().any(|n| t.node_package(n.id).is_none()) {
@@ -86,31 +120,10 @@ pub fn render(t: &Topology) -> String {
             .filter(|n| t.node_package(n.id) == package)
             .collect();
         for node in in_package.iter().filter(|n| !n.kind.is_memory_only()) {
-            render_cpu_node(&mut out, t, node);
+            render_cpu_node(out, t, node);
         }
-        render_memory_nodes(&mut out, t, &in_package);
+        render_memory_nodes(out, t, &in_package);
     }
-
-    let unplaced: Vec<String> = t
-        .gpus()
-        .iter()
-        .filter(|g| g.numa_node.is_none())
-        .map(|g| format!("GPU {} ({})", g.index, g.pci))
-        .chain(
-            t.nics()
-                .iter()
-                .filter(|n| n.numa_node.is_none())
-                .map(|n| format!("NIC {}", n.name)),
-        )
-        .collect();
-    if !unplaced.is_empty() {
-        let _ = writeln!(out, "\nunknown NUMA locality: {}", unplaced.join(", "));
-    }
-
-    if t.has_distances() {
-        render_distances(&mut out, t);
-    }
-    out
 }
 
 /// Memory-only nodes, one line per run of nodes that read the same (GH200 has 8 per GPU).
