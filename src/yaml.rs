@@ -323,6 +323,44 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
     // An empty spec (`exec` without one) is an empty mapping.
     let text_or_empty = if text.trim().is_empty() { "{}" } else { text };
     let (base, map) = parse::<T>(file, text_or_empty).map_err(|(e, m)| (e, m, Culprit::File))?;
+    let sets = overrides_map(overrides);
+    if overrides.is_empty() {
+        return Ok((base, map, sets));
+    }
+    let mut doc: serde_yaml::Value =
+        serde_yaml::from_str(text_or_empty).expect("invariant: `parse` accepted the text");
+    let mut value = None;
+    for (i, o) in overrides.iter().enumerate() {
+        let fail = |(kind, message)| {
+            let spot = sets.value(&o.key);
+            (
+                YamlError {
+                    kind,
+                    message,
+                    spot,
+                },
+                Box::new(sets.clone()),
+                Culprit::Override,
+            )
+        };
+        apply_override(&mut doc, o).map_err(fail)?;
+        // Each override is checked as it is applied, so that an error names the first that
+        // does not fit.
+        let t = serde_yaml::from_value::<T>(doc.clone())
+            .map_err(|e| fail(override_shape_error(o, &e)))?;
+        if i + 1 == overrides.len() {
+            value = Some(t);
+        }
+    }
+    Ok((
+        value.expect("invariant: the last override was applied"),
+        map,
+        sets,
+    ))
+}
+
+/// The overrides as a source of their own (`--set`, one line each), for positions in errors.
+fn overrides_map(overrides: &[Override]) -> SourceMap {
     let mut positions = Positions::default();
     for (i, o) in overrides.iter().enumerate() {
         let line = i + 1;
@@ -343,72 +381,48 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
             },
         );
     }
-    let text_of_sets: Vec<String> = overrides.iter().map(Override::text).collect();
-    let sets = SourceMap::new("--set", text_of_sets.join("\n"), positions);
-    if overrides.is_empty() {
-        return Ok((base, map, sets));
-    }
-    let mut doc: serde_yaml::Value =
-        serde_yaml::from_str(text_or_empty).expect("invariant: `parse` accepted the text");
-    let mut value = None;
-    for (i, o) in overrides.iter().enumerate() {
-        let fail = |kind, message: String| {
-            let spot = sets.value(&o.key);
-            Err((
-                YamlError {
-                    kind,
-                    message,
-                    spot,
-                },
-                Box::new(sets.clone()),
-                Culprit::Override,
-            ))
-        };
-        let v: serde_yaml::Value = match serde_yaml::from_str(&o.value) {
-            Ok(v) => v,
-            Err(e) => {
-                return fail(
-                    YamlErrorKind::Syntax,
-                    format!("`{}` is not a YAML value: {e}", o.value),
-                );
-            }
-        };
-        if let Err(parent) = set_path(&mut doc, &o.key, v) {
-            return fail(
-                YamlErrorKind::Shape,
-                format!(
-                    "{}: `{parent}` is not a mapping, so it has no key `{}`",
-                    o.key, o.key
-                ),
-            );
-        }
-        match serde_yaml::from_value::<T>(doc.clone()) {
-            Ok(t) if i + 1 == overrides.len() => value = Some(t),
-            Ok(_) => {}
-            Err(e) => {
-                let message = e.to_string();
-                // An unknown key is about the mapping that holds it; anything else about the
-                // value itself.
-                let path = match message.starts_with("unknown field") {
-                    true => o
-                        .key
-                        .rsplit_once('.')
-                        .map_or(String::new(), |(p, _)| p.to_string()),
-                    false => o.key.clone(),
-                };
-                let message = match path.is_empty() {
-                    true => message,
-                    false => format!("{path}: {message}"),
-                };
-                return fail(YamlErrorKind::Shape, message);
-            }
-        }
-    }
-    Ok((
-        value.expect("invariant: the last override was applied"),
-        map,
-        sets,
-    ))
+    let text: Vec<String> = overrides.iter().map(Override::text).collect();
+    SourceMap::new("--set", text.join("\n"), positions)
+}
+
+/// Parses the override's value as YAML and puts it at its key.
+fn apply_override(
+    doc: &mut serde_yaml::Value,
+    o: &Override,
+) -> Result<(), (YamlErrorKind, String)> {
+    let v: serde_yaml::Value = serde_yaml::from_str(&o.value).map_err(|e| {
+        (
+            YamlErrorKind::Syntax,
+            format!("`{}` is not a YAML value: {e}", o.value),
+        )
+    })?;
+    set_path(doc, &o.key, v).map_err(|parent| {
+        (
+            YamlErrorKind::Shape,
+            format!(
+                "{}: `{parent}` is not a mapping, so it has no key `{}`",
+                o.key, o.key
+            ),
+        )
+    })
+}
+
+/// Why the document no longer fits after the override: an unknown key is about the mapping
+/// that holds it, anything else about the value itself.
+fn override_shape_error(o: &Override, e: &serde_yaml::Error) -> (YamlErrorKind, String) {
+    let message = e.to_string();
+    let path = match message.starts_with("unknown field") {
+        true => o
+            .key
+            .rsplit_once('.')
+            .map_or(String::new(), |(p, _)| p.to_string()),
+        false => o.key.clone(),
+    };
+    let message = match path.is_empty() {
+        true => message,
+        false => format!("{path}: {message}"),
+    };
+    (YamlErrorKind::Shape, message)
 }
 
 /// Puts `value` at the dotted `key` of `doc`, creating mappings on the way; `Err(prefix)` when

@@ -109,12 +109,35 @@ pub(crate) fn load_subject(
     }
     let loaded = plan_file::load(arg, &text)?;
     let mut notes = Vec::new();
+    let topology = match plan_topology_source(&loaded, &input_dir, topology, machine, &mut notes) {
+        Some(source) => Some(plan_topology(arg, &loaded, source, machine, &mut notes)?),
+        None => None,
+    };
+    Ok(Subject {
+        input: arg.to_string(),
+        label: label(arg, topology.as_ref()),
+        plan: loaded.plan,
+        fingerprint: loaded.fingerprint,
+        topology,
+        notes,
+    })
+}
+
+/// Where a plan's topology comes from: `--topology`, else the file the plan names (relative to
+/// the plan), when it is there (a note when it is not); none when the command does not need it.
+fn plan_topology_source(
+    loaded: &plan_file::LoadedPlan,
+    input_dir: &Path,
+    topology: Option<&str>,
+    machine: PlanMachine,
+    notes: &mut Vec<String>,
+) -> Option<String> {
     let named = loaded
         .topology_file
         .as_ref()
         .map(|f| input_dir.join(f))
         .filter(|p| p.exists());
-    let source = match (machine, topology, &named) {
+    match (machine, topology, &named) {
         (PlanMachine::NotNeeded, _, _) => None,
         (_, Some(t), _) => Some(t.to_string()),
         (_, None, Some(p)) => Some(p.display().to_string()),
@@ -127,38 +150,36 @@ pub(crate) fn load_subject(
             }
             None
         }
-    };
-    let topology = match source {
-        Some(source) => {
-            let t = load_topology(&source)?;
-            let fp = fixture::fingerprint(&t);
-            if fp != loaded.fingerprint {
-                if machine == PlanMachine::Strict {
-                    return Err(Error::TopologyMismatch {
-                        input: arg.to_string(),
-                        expected: loaded.fingerprint,
-                        topology: source,
-                        found: fp,
-                    });
-                }
-                notes.push(format!(
-                    "`{arg}` was made for topology fingerprint {}; `{}` has {fp}",
-                    loaded.fingerprint,
-                    t.name()
-                ));
-            }
-            Some(t)
+    }
+}
+
+/// Loads a plan's topology; a fingerprint other than the plan's is an error when `machine` is
+/// strict, a note otherwise.
+fn plan_topology(
+    arg: &str,
+    loaded: &plan_file::LoadedPlan,
+    source: String,
+    machine: PlanMachine,
+    notes: &mut Vec<String>,
+) -> Result<Topology, Error> {
+    let t = load_topology(&source)?;
+    let fp = fixture::fingerprint(&t);
+    if fp != loaded.fingerprint {
+        if machine == PlanMachine::Strict {
+            return Err(Error::TopologyMismatch {
+                input: arg.to_string(),
+                expected: loaded.fingerprint.clone(),
+                topology: source,
+                found: fp,
+            });
         }
-        None => None,
-    };
-    Ok(Subject {
-        input: arg.to_string(),
-        label: label(arg, topology.as_ref()),
-        plan: loaded.plan,
-        fingerprint: loaded.fingerprint,
-        topology,
-        notes,
-    })
+        notes.push(format!(
+            "`{arg}` was made for topology fingerprint {}; `{}` has {fp}",
+            loaded.fingerprint,
+            t.name()
+        ));
+    }
+    Ok(t)
 }
 
 /// The text of `arg` and the directory a spec's relative `topology:` is taken from (for a file
