@@ -141,3 +141,31 @@ fn every_template_file_is_embedded() {
         assert!(env.get_template(name).is_ok(), "{name}");
     }
 }
+
+/// STYLE: a function that grows past about 80 lines is split into named steps. A function is
+/// measured from its `fn` line to the first line holding only `}` at the same indentation
+/// (rustfmt's layout); test modules count too.
+#[test]
+fn no_function_longer_than_80_lines() {
+    let mut long = Vec::new();
+    for (file, text) in sources() {
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let body = line.trim_start();
+            let indent = line.len() - body.len();
+            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn ", "const fn "]
+                .iter()
+                .any(|p| body.starts_with(p));
+            if !is_fn || body.ends_with(';') {
+                continue;
+            }
+            let closing = " ".repeat(indent) + "}";
+            if let Some(len) = lines[i + 1..].iter().position(|l| *l == closing) {
+                if len + 1 > 80 {
+                    long.push(format!("{file}:{} ({} lines)", i + 1, len + 1));
+                }
+            }
+        }
+    }
+    assert!(long.is_empty(), "split into named steps: {long:?}");
+}
