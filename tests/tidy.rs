@@ -153,9 +153,15 @@ fn no_function_longer_than_80_lines() {
         for (i, line) in lines.iter().enumerate() {
             let body = line.trim_start();
             let indent = line.len() - body.len();
-            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn ", "const fn "]
-                .iter()
-                .any(|p| body.starts_with(p));
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "pub(crate) fn ",
+                "pub(super) fn ",
+                "const fn ",
+            ]
+            .iter()
+            .any(|p| body.starts_with(p));
             if !is_fn || body.ends_with(';') {
                 continue;
             }

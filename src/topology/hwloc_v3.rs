@@ -109,31 +109,38 @@ fn domain_and_bus(node: Node) -> Option<(u32, u32)> {
 type Move<'a> = (Node<'a, 'a>, Node<'a, 'a>);
 
 /// For the root's I/O children with a known locality, the object they move under: the highest
-/// one whose cpuset is the locality's.
+/// one whose cpuset is the locality's (the first in document order: a parent comes before the
+/// children that share its cpuset).
 fn io_moves<'a>(root: Node<'a, 'a>, localities: &[Locality]) -> Vec<Move<'a>> {
-    let mut moves = Vec::new();
-    for io in root.children().filter(|n| is_io(*n)) {
-        let Some((domain, bus)) = domain_and_bus(io) else {
-            continue;
-        };
-        let Some(locality) = localities
-            .iter()
-            .find(|l| l.domain == domain && l.buses.contains(&bus))
-        else {
-            continue;
-        };
-        let target = root
-            .descendants()
-            .filter(|n| n.has_tag_name("object") && !is_io(*n) && *n != root)
-            .find(|n| {
-                n.attribute("cpuset")
-                    .is_some_and(|c| bitmap(c) == locality.cpuset)
-            });
-        if let Some(target) = target {
-            moves.push((io, target));
+    let located: Vec<(Node, &Locality)> = root
+        .children()
+        .filter(|n| is_io(*n))
+        .filter_map(|io| {
+            let (domain, bus) = domain_and_bus(io)?;
+            let locality = localities
+                .iter()
+                .find(|l| l.domain == domain && l.buses.contains(&bus))?;
+            Some((io, locality))
+        })
+        .collect();
+    if located.is_empty() {
+        return Vec::new();
+    }
+    // One pass over the tree, not one per I/O object (a 4096-CPU machine has thousands of
+    // objects and dozens of host bridges).
+    let mut by_cpuset: std::collections::HashMap<Vec<u32>, Node> = std::collections::HashMap::new();
+    for n in root
+        .descendants()
+        .filter(|n| n.has_tag_name("object") && !is_io(*n) && *n != root)
+    {
+        if let Some(c) = n.attribute("cpuset") {
+            by_cpuset.entry(bitmap(c)).or_insert(n);
         }
     }
-    moves
+    located
+        .into_iter()
+        .filter_map(|(io, l)| Some((io, *by_cpuset.get(&l.cpuset)?)))
+        .collect()
 }
 
 fn is_io(node: Node) -> bool {
