@@ -48,9 +48,10 @@ pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, Topology
         detail,
     };
     // The variables are set here, before the fork: the child must take no lock.
-    let ended =
-        with_hwloc_settings(|| crate::sandbox::in_child(|| encode(import_xml(file, name, text))))
-            .map_err(|e| rejected(format!("cannot start the importing process: {e}")))?;
+    let ended = with_hwloc_settings(Check::Consistency, || {
+        crate::sandbox::in_child(|| encode(import_xml(file, name, text)))
+    })
+    .map_err(|e| rejected(format!("cannot start the importing process: {e}")))?;
     // What hwloc said (a failed assertion, an out-of-order object), in one line.
     let said = hwloc_said(&ended.stderr);
     match ended.outcome {
@@ -739,6 +740,13 @@ fn os_devices(dev: &TopologyObject) -> Vec<&TopologyObject> {
     osdevs
 }
 
+/// Whether hwloc checks the consistency of what it built (see `with_hwloc_settings`).
+#[derive(Clone, Copy)]
+enum Check {
+    Consistency,
+    None,
+}
+
 /// Runs `build` with numaplan's hwloc settings, each unless the user set it, and removes them
 /// again so that ranks do not inherit them:
 /// - `HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1`: hwloc hides the NUMA nodes of NVIDIA GPU memory by
@@ -747,14 +755,24 @@ fn os_devices(dev: &TopologyObject) -> Vec<&TopologyObject> {
 /// - `HWLOC_PLUGINS_PATH` pointing nowhere: numaplan uses hwloc's built-in components (Linux
 ///   sysfs, PCI included, and its own XML parser), never the plugins (libxml2, libpciaccess,
 ///   OpenCL) an installed hwloc may have, so it behaves the same wherever it runs, and the
-///   statically linked hwloc never loads a plugin built for the shared one.
-fn with_hwloc_settings<T>(build: impl FnOnce() -> T) -> T {
+///   statically linked hwloc never loads a plugin built for the shared one;
+/// - for an XML import (`Check::Consistency`), `HWLOC_DEBUG_CHECK=1`: hwloc checks the
+///   imported tree (every cpuset within its complete cpuset, children in order) and aborts on
+///   an inconsistency, which the import's sandbox reports. hwlocality runs that check itself
+///   only in debug builds: without the variable, a release build would accept a malformed file
+///   that a debug build refuses.
+fn with_hwloc_settings<T>(check: Check, build: impl FnOnce() -> T) -> T {
     const SETTINGS: [(&str, &str); 2] = [
         ("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", "1"),
         ("HWLOC_PLUGINS_PATH", "/numaplan/uses/no/hwloc/plugins"),
     ];
+    let checked = match check {
+        Check::Consistency => Some(("HWLOC_DEBUG_CHECK", "1")),
+        Check::None => None,
+    };
     let ours: Vec<&str> = SETTINGS
         .iter()
+        .chain(checked.iter())
         .filter(|(var, _)| std::env::var_os(var).is_none())
         .map(|(var, value)| {
             // SAFETY: numaplan reads topologies before it starts any thread (exec's relays
@@ -867,7 +885,7 @@ pub fn discover() -> Result<Topology, TopologyError> {
             .build()
             .map_err(|e| failed(e.to_string()))
     };
-    let topo = with_hwloc_settings(build)?;
+    let topo = with_hwloc_settings(Check::None, build)?;
     let snapshot = (!topo.is_this_system())
         .then(|| std::env::var_os("HWLOC_FSROOT"))
         .flatten()

@@ -1,5 +1,6 @@
 """`pip install .` from the checkout, in a fresh virtual environment: the PEP 517 path builds
-the same wheel through maturin, and its binary runs."""
+the same wheel through maturin, and its binary runs; the wheel's release binary refuses what the
+debug build the Rust tests run refuses."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import venv
 from pathlib import Path
 
 import pytest
+
+import numaplan
 
 from conftest import REPO
 
@@ -28,3 +31,15 @@ def test_pip_install_from_the_checkout(tmp_path: Path):
         capture_output=True, text=True, check=True, cwd=tmp_path,
     )
     assert found.stdout.strip() == str(binary)
+
+
+def test_the_wheels_release_binary_refuses_what_hwloc_finds_inconsistent():
+    # hwlocality checks an imported tree only in debug builds, which is what `cargo test` runs;
+    # the wheel's binary is a release build, and must refuse the same malformed export (an
+    # object whose cpuset is outside its complete cpuset) instead of planning on it.
+    seed = REPO / "tests" / "fuzz" / "seeds" / "xml-hwloc-assertion.xml"
+    run = subprocess.run([numaplan.executable(), "topo", "--topology", str(seed)],
+                         capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout
+    assert "error[E0305]" in run.stderr
+    assert "hwloc crashed reading it" in run.stderr and "Assertion" in run.stderr, run.stderr
