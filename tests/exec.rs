@@ -89,6 +89,52 @@ fn arguments_and_environment_arrive_byte_for_byte() {
     assert!(!dir.path().join("pwned").exists());
 }
 
+/// A rank starts as a shell would start it, not as numaplan runs: SIGPIPE at its default
+/// (Rust's runtime ignores it in numaplan), no signal blocked, stdin on /dev/null, numaplan's
+/// environment with the plan's on top, and a process group of its own.
+#[test]
+fn ranks_start_with_a_clean_process_state() {
+    let dir = tempfile::tempdir().unwrap();
+    // `cat` is the rank itself (no shell between), so its status is what numaplan gave it.
+    let out = exec(
+        dir.path(),
+        "command: [cat, /proc/self/status, /proc/self/stat]\nranks_per_node: 1\ngpus: none\nenv: {FROM_PLAN: '1'}\n",
+        &["--no-prefix"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let status = text(&out.stdout);
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+    };
+    assert_eq!(field("SigBlk:"), 0, "signals blocked in the rank");
+    assert_eq!(
+        field("SigIgn:") & (1 << (libc::SIGPIPE - 1)),
+        0,
+        "SIGPIPE ignored"
+    );
+    // /proc/self/stat: pid (comm) state ppid pgrp ...: the rank leads its own group.
+    let stat = status.lines().last().unwrap();
+    let after_comm: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+    let pid = stat.split(' ').next().unwrap();
+    assert_eq!(after_comm[2], pid, "process group: {stat}");
+
+    let out = exec(
+        dir.path(),
+        "command: [sh, -c, 'readlink /proc/self/fd/0; echo \"$FROM_PLAN $OUT\"']\nranks_per_node: 1\ngpus: none\nenv: {FROM_PLAN: '1'}\n",
+        &["--no-prefix"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // `exec` sets OUT in numaplan's own environment.
+    assert_eq!(
+        text(&out.stdout),
+        format!("/dev/null\n1 {}\n", dir.path().display())
+    );
+}
+
 /// A rank's threads inherit the binding, and `numaplan verify` finds them in /proc/PID/task.
 #[test]
 fn threads_inherit_the_binding_and_verify_sees_them() {
