@@ -135,6 +135,26 @@ fn ranks_start_with_a_clean_process_state() {
     );
 }
 
+/// 64 ranks on this machine's CPUs: more than numaplan leaves unconfirmed at once, every one
+/// runs, with its own local rank, and its output arrives whole.
+#[test]
+fn many_ranks_all_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = exec(
+        dir.path(),
+        "command: [sh, -c, 'echo $LOCAL_RANK > \"$OUT/r-$LOCAL_RANK\"; echo ran $LOCAL_RANK']\nranks_per_node: 64\ngpus: none\ncpu: {policy: node}\n",
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    for r in 0..64 {
+        let written = std::fs::read_to_string(dir.path().join(format!("r-{r}"))).unwrap();
+        assert_eq!(written.trim(), r.to_string());
+        assert!(stdout.contains(&format!("[{r}] ran {r}\n")), "{stdout}");
+    }
+    assert_eq!(stdout.lines().count(), 64, "{stdout}");
+}
+
 /// A rank's threads inherit the binding, and `numaplan verify` finds them in /proc/PID/task.
 #[test]
 fn threads_inherit_the_binding_and_verify_sees_them() {
@@ -545,13 +565,14 @@ fn start_errors() {
      = note: no rank was left running
     ");
     // A program the kernel refuses only at exec (an executable file that is no program): the
-    // child reports it after the fork, and the ranks started meanwhile are stopped.
+    // child reports it after the fork, and the ranks started meanwhile are stopped. 40 ranks:
+    // more than numaplan lets wait unconfirmed, so some are confirmed while others start.
     let fake = dir.path().join("fake");
     std::fs::write(&fake, [0u8, 1, 2, 3, 4, 5, 6, 7]).unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = exec(
         dir.path(),
-        "command: [./fake]\nranks_per_node: 2\ngpus: none\ncpu: {policy: node}\n",
+        "command: [./fake]\nranks_per_node: 40\ngpus: none\ncpu: {policy: node}\n",
         &[],
     );
     assert_eq!(out.status.code(), Some(3));
