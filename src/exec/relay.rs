@@ -121,6 +121,8 @@ impl Relayed {
     }
 }
 
+/// Starts the relay thread: each pipe is relayed until end of file or, once `stop` is set,
+/// until none of the pipes still open has had output for `DRAIN`.
 pub fn start(outputs: Vec<Output>, stop: Stop) -> Relays {
     Relays(std::thread::spawn(move || {
         let mut open: Vec<Relayed> = outputs
@@ -166,6 +168,7 @@ pub fn start(outputs: Vec<Output>, stop: Stop) -> Relays {
             .collect()
     }))
 }
+
 /// Writes whole lines, each with the prefix, in one write under the lock: a rank's line is never
 /// interleaved with another rank's.
 fn write_lines(stream: Stream, prefix: &str, lines: &[u8]) {
