@@ -325,6 +325,9 @@ fn start_all(
         }
         if unconfirmed.len() > UNCONFIRMED {
             confirm(unconfirmed.pop_front().expect("not empty"), &mut failure);
+            if failure.is_some() {
+                break; // no more ranks once one could not start
+            }
         }
     }
     for pending in unconfirmed {
