@@ -364,3 +364,67 @@ fn a_restricted_export_narrows_only_the_allowed_set() {
         "{warnings:?}"
     );
 }
+
+/// One NUMA node over two packages (AMD's NPS0, node interleaving, many VMs): hwloc attaches the
+/// node above both packages. Each core keeps its package through the import (which passes a
+/// fixture between processes), through a fixture written and read back (its L3 groups name
+/// their package), and in the plan's fingerprint; the summary draws the node under both.
+#[test]
+fn a_node_over_two_packages_keeps_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let xml = std::process::Command::new("lstopo-no-graphics")
+        .args(["--input", "numa:1 pack:2 l3:1 core:2 pu:2", "--of", "xml"])
+        .output()
+        .unwrap();
+    assert!(xml.status.success());
+    std::fs::write(dir.path().join("nps0.xml"), &xml.stdout).unwrap();
+    let from_xml = numaplan_in(dir.path(), &["topo", "--topology", "nps0.xml"]);
+    assert_eq!(from_xml.code, 0, "{}", from_xml.stderr);
+    insta::assert_snapshot!(from_xml.stdout, @r"
+    nps0: 2 packages, 1 NUMA node, 4 cores, 8 CPUs (SMT 2), 2 L3 groups, 0 GPUs, 0 NICs
+    allowed: all CPUs
+
+    packages 0, 1 (one NUMA node spans them)
+      node 0: 4 cores, CPUs 0-7, 1 GiB
+        L3 groups (2): 0-3 | 4-7
+    ");
+    let fixture = numaplan_in(
+        dir.path(),
+        &[
+            "topo",
+            "--topology",
+            "nps0.xml",
+            "--format",
+            "yaml",
+            "-o",
+            "nps0.yaml",
+        ],
+    );
+    assert_eq!(fixture.code, 0, "{}", fixture.stderr);
+    let text = std::fs::read_to_string(dir.path().join("nps0.yaml")).unwrap();
+    assert!(text.contains("  - id: 1\n    package: 1\n"), "{text}");
+    let from_fixture = numaplan_in(dir.path(), &["topo", "--topology", "nps0.yaml"]);
+    assert_eq!(from_fixture.stdout, from_xml.stdout);
+    let fingerprint = |topology: &str| {
+        std::fs::write(
+            dir.path().join("job.yaml"),
+            "gpus: none\nranks_per_node: 2\n",
+        )
+        .unwrap();
+        let plan = numaplan_in(
+            dir.path(),
+            &[
+                "-q",
+                "compile",
+                "job.yaml",
+                "--topology",
+                topology,
+                "--format",
+                "json",
+            ],
+        );
+        let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+        plan["topology"]["fingerprint"].clone()
+    };
+    assert_eq!(fingerprint("nps0.xml"), fingerprint("nps0.yaml"));
+}

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::{core_owners, id_list};
-use crate::ids::{NodeId, PackageId};
+use crate::ids::NodeId;
 use crate::plan::Plan;
 use crate::topology::Topology;
 use crate::topology::model::NodeKind;
@@ -95,26 +95,26 @@ pub fn build(plan: &Plan, topo: &Topology) -> Picture {
     let capacity = (64 / (cell + 1)).max(4);
 
     // A node's package is its own or that of its cores (hwloc 1.x exports put NUMA nodes above
-    // packages); nodes without either (memory-only ones there) go in a machine box.
-    let mut package_ids: Vec<Option<PackageId>> = topo.packages().into_iter().map(Some).collect();
-    if topo
-        .nodes()
-        .iter()
-        .any(|n| topo.node_package(n.id).is_none())
-    {
-        package_ids.push(None);
-    }
-    let packages = package_ids
+    // packages; one node may span several); nodes without either (memory-only ones there) go
+    // in a machine box.
+    let packages = topo
+        .nodes_by_packages()
         .into_iter()
-        .map(|p| PackageBox {
-            label: p.map_or("machine".into(), |p| format!("package {p}")),
-            nodes: fold_memory_nodes(
-                topo.nodes()
-                    .iter()
-                    .filter(|n| topo.node_package(n.id) == p)
-                    .map(|n| (n.id, node_box(plan, topo, n.id, &marks, capacity)))
-                    .collect(),
-            ),
+        .map(|(packages, nodes)| {
+            let names: Vec<String> = packages.iter().map(|p| p.to_string()).collect();
+            PackageBox {
+                label: match names.len() {
+                    0 => "machine".into(),
+                    1 => format!("package {}", names[0]),
+                    _ => format!("packages {}", names.join(", ")),
+                },
+                nodes: fold_memory_nodes(
+                    nodes
+                        .iter()
+                        .map(|n| (n.id, node_box(plan, topo, n.id, &marks, capacity)))
+                        .collect(),
+                ),
+            }
         })
         .collect();
     let mut unplaced = Vec::new();

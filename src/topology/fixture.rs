@@ -171,7 +171,7 @@ fn node_entry(
         for cpus in group_cores(&group_at, group, listed_at)? {
             cores.push(Core {
                 cpus,
-                package: PackageId(n.package.unwrap_or(0)),
+                package: PackageId(group.package.or(n.package).unwrap_or(0)),
                 node: NodeId(n.id),
                 l3: L3Id(group.id),
             });
@@ -458,7 +458,16 @@ fn node_to_entry(t: &Topology, n: &NumaNode) -> NodeEntry {
                     CpuList(row.to_string())
                 })
                 .collect();
-            L3Entry { id: id.0, threads }
+            // Every core of an L3 group is in one package (`Topology::build` checks it).
+            let package = cores
+                .first()
+                .map(|c| c.package)
+                .filter(|p| Some(*p) != n.package);
+            L3Entry {
+                id: id.0,
+                package: package.map(|p| p.0),
+                threads,
+            }
         })
         .collect();
     let cpus = t.node_cpus(n.id);

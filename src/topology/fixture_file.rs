@@ -87,6 +87,10 @@ pub struct NodeEntry {
 pub struct L3Entry {
     /// The L3 group; the same id in two nodes means the nodes share the cache (Intel SNC).
     pub id: u32,
+    /// The package (socket) of the group's cores, when it is not the node's: a node that
+    /// spans packages (one NUMA node over two sockets) has none of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<u32>,
     /// SMT thread rows: row t (a cpulist) gives hardware thread t of the first len(row t) cores.
     /// Row 0 lists every core's first thread. `["48-51", "176-179"]` is four cores with two
     /// threads each: {48,176}, {49,177}, {50,178}, {51,179}.

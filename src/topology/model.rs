@@ -312,6 +312,36 @@ impl Topology {
             .or_else(|| self.cores.iter().find(|c| c.node == id).map(|c| c.package))
     }
 
+    /// The packages a node is in: its own, else those of its cores, several when one NUMA node
+    /// spans packages (NPS0, node interleaving); none for a memory-only node outside any.
+    pub fn node_packages(&self, id: NodeId) -> Vec<PackageId> {
+        if let Some(p) = self.node(id).and_then(|n| n.package) {
+            return vec![p];
+        }
+        let set: BTreeSet<PackageId> = self
+            .cores
+            .iter()
+            .filter(|c| c.node == id)
+            .map(|c| c.package)
+            .collect();
+        set.into_iter().collect()
+    }
+
+    /// The nodes grouped by `node_packages`, as the summary and the picture draw them: groups
+    /// in package order, nodes outside any package last.
+    pub fn nodes_by_packages(&self) -> Vec<(Vec<PackageId>, Vec<&NumaNode>)> {
+        let mut groups: Vec<(Vec<PackageId>, Vec<&NumaNode>)> = Vec::new();
+        for n in &self.nodes {
+            let key = self.node_packages(n.id);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, nodes)) => nodes.push(n),
+                None => groups.push((key, vec![n])),
+            }
+        }
+        groups.sort_by(|(a, _), (b, _)| (a.is_empty(), a).cmp(&(b.is_empty(), b)));
+        groups
+    }
+
     /// L3 group ids in topology order.
     pub fn l3_groups(&self) -> Vec<L3Id> {
         let set: BTreeSet<L3Id> = self.cores.iter().map(|c| c.l3).collect();

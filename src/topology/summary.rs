@@ -98,32 +98,26 @@ fn render_cpu_kinds(out: &mut String, t: &Topology) {
     }
 }
 
-/// Per package (then the nodes outside any), its nodes with CPUs, then its memory-only nodes.
+/// Per package (a node that spans packages under all of them; then the nodes outside any), its
+/// nodes with CPUs, then its memory-only nodes.
 fn render_packages(out: &mut String, t: &Topology) {
-    let mut packages: Vec<Option<crate::ids::PackageId>> =
-        t.packages().into_iter().map(Some).collect();
-    if t.nodes().iter().any(|n| t.node_package(n.id).is_none()) {
-        packages.push(None);
-    }
-    for package in packages {
-        match package {
-            Some(p) => {
-                let _ = writeln!(out, "\npackage {p}");
-            }
-            None => {
-                let _ = writeln!(out, "\noutside any package");
-            }
-        }
-        let in_package: Vec<&NumaNode> = t
-            .nodes()
-            .iter()
-            .filter(|n| t.node_package(n.id) == package)
-            .collect();
-        for node in in_package.iter().filter(|n| !n.kind.is_memory_only()) {
+    for (packages, nodes) in t.nodes_by_packages() {
+        let _ = match packages.as_slice() {
+            [] => writeln!(out, "\noutside any package"),
+            [p] => writeln!(out, "\npackage {p}"),
+            many => writeln!(out, "\npackages {} (one NUMA node spans them)", join(many)),
+        };
+        for node in nodes.iter().filter(|n| !n.kind.is_memory_only()) {
             render_cpu_node(out, t, node);
         }
-        render_memory_nodes(out, t, &in_package);
+        render_memory_nodes(out, t, &nodes);
     }
+}
+
+/// `0, 1`.
+fn join(packages: &[crate::ids::PackageId]) -> String {
+    let names: Vec<String> = packages.iter().map(|p| p.to_string()).collect();
+    names.join(", ")
 }
 
 /// Memory-only nodes, one line per run of nodes that read the same (GH200 has 8 per GPU).
