@@ -217,10 +217,11 @@ pub fn run(
     }
     // Every rank's program, environment and binding before any starts: a program that is not
     // there or a CPU no mask can hold leaves nothing running.
+    let mut preparer = process::Preparer::from_environment();
     let prepared = launches
         .iter()
         .zip(&plan.ranks)
-        .map(|(launch, binding)| prepare(launch, binding))
+        .map(|(launch, binding)| prepare(&mut preparer, launch, binding))
         .collect::<Result<Vec<_>, _>>()?;
     let stdin: OwnedFd = std::fs::File::open("/dev/null")
         .map_err(|source| ExecError::Syscall {
@@ -293,11 +294,8 @@ fn start_all(
                 stdout: streams.0,
                 stderr: streams.1,
             };
-            let started = process::start(rank, streams).map_err(|source| ExecError::Spawn {
-                rank: launch.rank,
-                program: launch.argv[0].to_string_lossy().into_owned(),
-                source,
-            })?;
+            let started =
+                process::start(rank, streams).map_err(|source| spawn_failed(launch, source))?;
             pipes.extend(relayed);
             Ok(started)
         });
@@ -337,17 +335,16 @@ fn start_all(
 }
 
 /// The rank's program, environment and binding, ready to fork.
-fn prepare(launch: &Launch, binding: &RankBinding) -> Result<process::Prepared, ExecError> {
-    let bind = Binding::new(&binding.cpus, &binding.memory).map_err(|source| ExecError::Bind {
-        rank: launch.rank,
-        cpus: binding.cpus.to_string(),
-        source,
-    })?;
-    process::Prepared::new(&launch.argv, &launch.env, bind).map_err(|source| ExecError::Spawn {
-        rank: launch.rank,
-        program: launch.argv[0].to_string_lossy().into_owned(),
-        source,
-    })
+fn prepare(
+    preparer: &mut process::Preparer,
+    launch: &Launch,
+    binding: &RankBinding,
+) -> Result<process::Prepared, ExecError> {
+    let bind = Binding::new(&binding.cpus, &binding.memory)
+        .map_err(|source| bind_failed(launch, binding, source))?;
+    preparer
+        .prepare(&launch.argv, &launch.env, bind)
+        .map_err(|source| spawn_failed(launch, source))
 }
 
 /// A rank that was forked and did not reach its program: the step that failed, as an error.
@@ -358,16 +355,24 @@ fn start_failed(
     source: std::io::Error,
 ) -> ExecError {
     match step {
-        process::Step::Bind => ExecError::Bind {
-            rank: launch.rank,
-            cpus: binding.cpus.to_string(),
-            source,
-        },
-        process::Step::Setup | process::Step::Exec => ExecError::Spawn {
-            rank: launch.rank,
-            program: launch.argv[0].to_string_lossy().into_owned(),
-            source,
-        },
+        process::Step::Bind => bind_failed(launch, binding, source),
+        process::Step::Setup | process::Step::Exec => spawn_failed(launch, source),
+    }
+}
+
+fn bind_failed(launch: &Launch, binding: &RankBinding, source: std::io::Error) -> ExecError {
+    ExecError::Bind {
+        rank: launch.rank,
+        cpus: binding.cpus.to_string(),
+        source,
+    }
+}
+
+fn spawn_failed(launch: &Launch, source: std::io::Error) -> ExecError {
+    ExecError::Spawn {
+        rank: launch.rank,
+        program: launch.argv[0].to_string_lossy().into_owned(),
+        source,
     }
 }
 

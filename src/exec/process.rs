@@ -51,11 +51,28 @@ pub struct Prepared {
     bind: Binding,
 }
 
-impl Prepared {
+/// What the ranks' preparations share: numaplan's environment, read once, and each program
+/// already found in `PATH` (every rank runs the same command).
+pub struct Preparer {
+    base: Vec<(OsString, OsString)>,
+    /// (program, `PATH`) -> its path.
+    found: Vec<((OsString, Option<OsString>), CString)>,
+}
+
+impl Preparer {
+    /// Reads numaplan's environment.
+    pub fn from_environment() -> Preparer {
+        Preparer {
+            base: std::env::vars_os().collect(),
+            found: Vec::new(),
+        }
+    }
+
     /// `argv[0]` is looked up in `PATH` (the rank's, else numaplan's) as `execvp` does, here
     /// rather than in the child, so that a program that is not there fails before any rank
     /// starts. The environment is numaplan's with `env` on top.
-    pub fn new(
+    pub fn prepare(
+        &mut self,
         argv: &[OsString],
         env: &std::collections::BTreeMap<String, String>,
         bind: Binding,
@@ -64,18 +81,26 @@ impl Prepared {
             .get("PATH")
             .map(OsString::from)
             .or_else(|| std::env::var_os("PATH"));
-        let path = c_string(find_program(&argv[0], path_var.as_deref())?.into_os_string())?;
+        let key = (argv[0].clone(), path_var);
+        let path = match self.found.iter().find(|(k, _)| *k == key) {
+            Some((_, path)) => path.clone(),
+            None => {
+                let path = c_string(find_program(&key.0, key.1.as_deref())?.into_os_string())?;
+                self.found.push((key, path.clone()));
+                path
+            }
+        };
         let argv: Vec<CString> = argv
             .iter()
             .cloned()
             .map(c_string)
             .collect::<Result<_, _>>()?;
-        let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
+        let envp: Vec<CString> = self
+            .base
+            .iter()
             .filter(|(k, _)| k.to_str().is_none_or(|k| !env.contains_key(k)))
-            .collect();
-        vars.extend(env.iter().map(|(k, v)| (k.into(), v.into())));
-        let envp: Vec<CString> = vars
-            .into_iter()
+            .cloned()
+            .chain(env.iter().map(|(k, v)| (k.into(), v.into())))
             .map(|(mut k, v)| {
                 k.push("=");
                 k.push(v);
@@ -333,7 +358,7 @@ pub fn ended(pid: u32) -> io::Result<Option<ExitStatus>> {
     Ok(Some(ExitStatus::from_raw(raw)))
 }
 
-/// Reaps the rank `pid`, waiting for it to end.
+/// Reaps the child `pid` (a rank, the guard), waiting for it to end.
 pub fn reap(pid: u32) {
     let mut status = 0;
     // SAFETY: waits for our own child; `status` is a valid out pointer.
@@ -398,13 +423,7 @@ impl Guard {
     pub fn finish(self) {
         let Guard { pid, tell } = self;
         drop(tell);
-        let mut status = 0;
-        // SAFETY: waits for our own child.
-        unsafe {
-            while libc::waitpid(pid, &mut status, 0) == -1
-                && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
-            {}
-        }
+        reap(pid as u32);
     }
 }
 
