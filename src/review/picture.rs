@@ -100,21 +100,18 @@ pub fn build(plan: &Plan, topo: &Topology) -> Picture {
     let packages = topo
         .nodes_by_packages()
         .into_iter()
-        .map(|(packages, nodes)| {
-            let names: Vec<String> = packages.iter().map(|p| p.to_string()).collect();
-            PackageBox {
-                label: match names.len() {
-                    0 => "machine".into(),
-                    1 => format!("package {}", names[0]),
-                    _ => format!("packages {}", names.join(", ")),
-                },
-                nodes: fold_memory_nodes(
-                    nodes
-                        .iter()
-                        .map(|n| (n.id, node_box(plan, topo, n.id, &marks, capacity)))
-                        .collect(),
-                ),
-            }
+        .map(|(packages, nodes)| PackageBox {
+            label: match packages.as_slice() {
+                [] => "machine".into(),
+                [p] => format!("package {p}"),
+                many => format!("packages {}", crate::ids::package_names(many)),
+            },
+            nodes: fold_memory_nodes(
+                nodes
+                    .iter()
+                    .map(|n| (n.id, node_box(plan, topo, n.id, &marks, capacity)))
+                    .collect(),
+            ),
         })
         .collect();
     let mut unplaced = Vec::new();

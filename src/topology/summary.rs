@@ -105,19 +105,17 @@ fn render_packages(out: &mut String, t: &Topology) {
         let _ = match packages.as_slice() {
             [] => writeln!(out, "\noutside any package"),
             [p] => writeln!(out, "\npackage {p}"),
-            many => writeln!(out, "\npackages {} (one NUMA node spans them)", join(many)),
+            many => writeln!(
+                out,
+                "\npackages {} (one NUMA node spans them)",
+                crate::ids::package_names(many)
+            ),
         };
         for node in nodes.iter().filter(|n| !n.kind.is_memory_only()) {
             render_cpu_node(out, t, node);
         }
         render_memory_nodes(out, t, &nodes);
     }
-}
-
-/// `0, 1`.
-fn join(packages: &[crate::ids::PackageId]) -> String {
-    let names: Vec<String> = packages.iter().map(|p| p.to_string()).collect();
-    names.join(", ")
 }
 
 /// Memory-only nodes, one line per run of nodes that read the same (GH200 has 8 per GPU).
