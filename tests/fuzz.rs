@@ -351,7 +351,7 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<(), String> {
             }
         }
         Kind::Xml => {
-            if let Err(e) = numaplan::topology::hwloc::precheck_xml("machine.xml", &text) {
+            if let Err(e) = numaplan::topology::xml_precheck::precheck_xml("machine.xml", &text) {
                 show(e.into());
             }
         }

@@ -13,6 +13,7 @@ pub mod matrix;
 pub mod model;
 pub mod nvml;
 pub mod summary;
+pub mod xml_precheck;
 
 use std::path::Path;
 
