@@ -1,15 +1,20 @@
 //! The YAML edge: the only module that knows serde_yaml (archived upstream, so kept where it can
 //! be swapped) and yaml-rust2 (used for positions).
 //!
-//! `parse` deserializes a document and returns a `SourceMap` of every key and value; `emit`
-//! serializes one.
+//! `parse` deserializes a document and returns a `SourceMap` of every key and value;
+//! `overrides` applies `--set` to a parsed document; `emit` serializes one.
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::Marker;
 
 use crate::diag::{Positions, SourceMap, Spot};
+
+mod emit;
+mod overrides;
+
+pub use emit::emit;
+pub use overrides::{Culprit, Override, parse_with_overrides};
 
 /// A document that could not be read into the expected type.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -288,262 +293,6 @@ fn shape_error(e: &serde_yaml::Error) -> YamlError {
     }
 }
 
-/// One `--set KEY=VALUE` of the command line: a dotted key (`cpu.policy`) and a YAML value
-/// (`exclusive`, `4`, `[0, 1]`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Override {
-    pub key: String,
-    pub value: String,
-}
-
-impl Override {
-    /// The text of the argument, as the user typed it.
-    pub fn text(&self) -> String {
-        format!("{}={}", self.key, self.value)
-    }
-}
-
-/// Where an error of `parse_with_overrides` is: in the file, or in one of the overrides.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Culprit {
-    File,
-    Override,
-}
-
-/// `parse`, then each override applied in order to the document; a value that does not fit
-/// (unknown key, wrong type) is an error about that override, with positions in `overrides`'
-/// own map (file `--set`, one line per override). Returns the value, the file's map and the
-/// overrides' map.
-#[allow(clippy::type_complexity)]
-pub fn parse_with_overrides<T: DeserializeOwned>(
-    file: &str,
-    text: &str,
-    overrides: &[Override],
-) -> Result<(T, SourceMap, SourceMap), (YamlError, Box<SourceMap>, Culprit)> {
-    // An empty spec (`exec` without one) is an empty mapping.
-    let text_or_empty = if text.trim().is_empty() { "{}" } else { text };
-    let (base, map) = parse::<T>(file, text_or_empty).map_err(|(e, m)| (e, m, Culprit::File))?;
-    let sets = overrides_map(overrides);
-    if overrides.is_empty() {
-        return Ok((base, map, sets));
-    }
-    let mut doc: serde_yaml::Value =
-        serde_yaml::from_str(text_or_empty).expect("invariant: `parse` accepted the text");
-    let mut value = None;
-    for (i, o) in overrides.iter().enumerate() {
-        let fail = |(kind, message)| {
-            let spot = sets.value(&o.key);
-            (
-                YamlError {
-                    kind,
-                    message,
-                    spot,
-                },
-                Box::new(sets.clone()),
-                Culprit::Override,
-            )
-        };
-        apply_override(&mut doc, o).map_err(fail)?;
-        // Each override is checked as it is applied, so that an error names the first that
-        // does not fit.
-        let t = serde_yaml::from_value::<T>(doc.clone())
-            .map_err(|e| fail(override_shape_error(o, &e)))?;
-        if i + 1 == overrides.len() {
-            value = Some(t);
-        }
-    }
-    Ok((
-        value.expect("invariant: the last override was applied"),
-        map,
-        sets,
-    ))
-}
-
-/// The overrides as a source of their own (`--set`, one line each), for positions in errors.
-fn overrides_map(overrides: &[Override]) -> SourceMap {
-    let mut positions = Positions::default();
-    for (i, o) in overrides.iter().enumerate() {
-        let line = i + 1;
-        positions.record_key(
-            o.key.clone(),
-            Spot {
-                line,
-                col: 1,
-                width: o.key.chars().count(),
-            },
-        );
-        positions.record_value(
-            o.key.clone(),
-            Spot {
-                line,
-                col: o.key.chars().count() + 2,
-                width: o.value.chars().count().max(1),
-            },
-        );
-    }
-    let text: Vec<String> = overrides.iter().map(Override::text).collect();
-    SourceMap::new("--set", text.join("\n"), positions)
-}
-
-/// Parses the override's value as YAML and puts it at its key.
-fn apply_override(
-    doc: &mut serde_yaml::Value,
-    o: &Override,
-) -> Result<(), (YamlErrorKind, String)> {
-    let v: serde_yaml::Value = serde_yaml::from_str(&o.value).map_err(|e| {
-        (
-            YamlErrorKind::Syntax,
-            format!("`{}` is not a YAML value: {e}", o.value),
-        )
-    })?;
-    set_path(doc, &o.key, v).map_err(|parent| {
-        (
-            YamlErrorKind::Shape,
-            format!(
-                "{}: `{parent}` is not a mapping, so it has no key `{}`",
-                o.key, o.key
-            ),
-        )
-    })
-}
-
-/// Why the document no longer fits after the override: an unknown key is about the mapping
-/// that holds it, anything else about the value itself.
-fn override_shape_error(o: &Override, e: &serde_yaml::Error) -> (YamlErrorKind, String) {
-    let message = e.to_string();
-    let path = match message.starts_with("unknown field") {
-        true => o
-            .key
-            .rsplit_once('.')
-            .map_or(String::new(), |(p, _)| p.to_string()),
-        false => o.key.clone(),
-    };
-    let message = match path.is_empty() {
-        true => message,
-        false => format!("{path}: {message}"),
-    };
-    (YamlErrorKind::Shape, message)
-}
-
-/// Puts `value` at the dotted `key` of `doc`, creating mappings on the way; `Err(prefix)` when
-/// the prefix holds something else than a mapping.
-fn set_path(
-    doc: &mut serde_yaml::Value,
-    key: &str,
-    value: serde_yaml::Value,
-) -> Result<(), String> {
-    let mut at = doc;
-    let parts: Vec<&str> = key.split('.').collect();
-    for (i, part) in parts.iter().enumerate() {
-        if at.is_null() {
-            *at = serde_yaml::Value::Mapping(serde_yaml::Mapping::new());
-        }
-        let serde_yaml::Value::Mapping(m) = at else {
-            return Err(parts[..i].join("."));
-        };
-        let k = serde_yaml::Value::String(part.to_string());
-        if i + 1 == parts.len() {
-            m.insert(k, value);
-            return Ok(());
-        }
-        at = m.entry(k).or_insert(serde_yaml::Value::Null);
-    }
-    Ok(())
-}
-
-/// Serializes a value as a YAML document (no leading `---`). Sequences of plain scalars are
-/// written in flow style (`threads: ['0-3', '128-131']`, `0: [10, 21]`) so matrices and CPU rows
-/// read as one line each.
-pub fn emit<T: Serialize>(value: &T) -> String {
-    let block =
-        serde_yaml::to_string(value).expect("invariant: numaplan's output types always serialize");
-    compact_scalar_sequences(&block)
-}
-
-/// Rewrites `key:` followed by `- scalar` lines at the key's indentation as `key: [a, b]`.
-fn compact_scalar_sequences(block: &str) -> String {
-    let lines: Vec<&str> = block.lines().collect();
-    let mut out = String::with_capacity(block.len());
-    let mut i = 0;
-    while i < lines.len() {
-        let line = lines[i];
-        let indent_of = |l: &str| l.len() - l.trim_start().len();
-        if ["|", "|-", "|+", ">", ">-", ">+"]
-            .iter()
-            .any(|m| line.ends_with(&format!(": {m}")))
-        {
-            // A block scalar: copy its body verbatim.
-            let key_indent = indent_of(line);
-            let body = lines[i + 1..]
-                .iter()
-                .take_while(|l| l.trim().is_empty() || indent_of(l) > key_indent)
-                .count();
-            for l in &lines[i..=i + body] {
-                out.push_str(l);
-                out.push('\n');
-            }
-            i += 1 + body;
-            continue;
-        }
-        if line.ends_with(':') && !line.trim_start().starts_with('#') {
-            let indent = line.len() - line.trim_start().len();
-            // An item of a sequence that is itself a mapping entry starts with `- key:`; its
-            // nested sequence items sit two columns deeper than the `- `.
-            let item_indent = if line.trim_start().starts_with("- ") {
-                indent + 2
-            } else {
-                indent
-            };
-            let prefix = format!("{}- ", " ".repeat(item_indent));
-            let items: Vec<&str> = lines[i + 1..]
-                .iter()
-                .take_while(|l| l.starts_with(&prefix))
-                .map(|l| &l[prefix.len()..])
-                .collect();
-            let next = lines.get(i + 1 + items.len());
-            let ends_clean = next.is_none_or(|l| {
-                let ind = l.len() - l.trim_start().len();
-                ind <= item_indent && !l.starts_with(&format!("{}  ", " ".repeat(item_indent)))
-            });
-            if !items.is_empty() && ends_clean && items.iter().all(|it| flow_safe(it).is_some()) {
-                let flow: Vec<String> = items.iter().filter_map(|it| flow_safe(it)).collect();
-                out.push_str(line);
-                out.push_str(" [");
-                out.push_str(&flow.join(", "));
-                out.push_str("]\n");
-                i += 1 + items.len();
-                continue;
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
-        i += 1;
-    }
-    out
-}
-
-/// The flow-context form of a block scalar, if it is a simple one (numbers, cpulists, words).
-fn flow_safe(item: &str) -> Option<String> {
-    if item.is_empty() {
-        return None;
-    }
-    if let Some(inner) = item.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
-        // Prose (a warning, a note) stays one item per line.
-        return (!inner.contains('\'') && !inner.contains(' ')).then(|| item.to_string());
-    }
-    if !item
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"-_.:,+/".contains(&b))
-    {
-        return None;
-    }
-    if item.contains(',') || item.contains(':') {
-        Some(format!("'{item}'"))
-    } else {
-        Some(item.to_string())
-    }
-}
-
 enum Frame {
     Mapping { path: String, key: Option<String> },
     Sequence { path: String, index: usize },
@@ -699,19 +448,6 @@ mod tests {
         );
         // Unknown paths fall back to the nearest known parent.
         assert_eq!(map.value("nodes[0].l3[7]"), map.value("nodes[0].l3"));
-    }
-
-    #[test]
-    fn emit_compacts_scalar_sequences_and_stays_equal() {
-        let text = "p: |-\n  x:\n  - y\na:\n  0: [10, 21]\n  1: [21, 10]\nb:\n- id: 0\n  threads: ['0-3,8', '4']\n- id: 1\n  rows:\n  - x: 1\n";
-        let (value, _) = parse::<serde_yaml::Value>("f.yaml", text).unwrap();
-        let out = emit(&value);
-        assert_eq!(
-            out,
-            "p: |-\n  x:\n  - y\na:\n  0: [10, 21]\n  1: [21, 10]\nb:\n- id: 0\n  threads: ['0-3,8', '4']\n- id: 1\n  rows:\n  - x: 1\n"
-        );
-        let (again, _) = parse::<serde_yaml::Value>("f.yaml", &out).unwrap();
-        assert_eq!(again, value);
     }
 
     #[test]

@@ -1,0 +1,170 @@
+//! `--set KEY=VALUE`: overrides applied to a parsed document, each error about the override
+//! that does not fit, with positions in the overrides' own source (`--set`, one line each).
+
+use serde::de::DeserializeOwned;
+
+use super::{YamlError, YamlErrorKind, parse};
+use crate::diag::{Positions, SourceMap, Spot};
+
+/// One `--set KEY=VALUE` of the command line: a dotted key (`cpu.policy`) and a YAML value
+/// (`exclusive`, `4`, `[0, 1]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Override {
+    pub key: String,
+    pub value: String,
+}
+
+impl Override {
+    /// The text of the argument, as the user typed it.
+    pub fn text(&self) -> String {
+        format!("{}={}", self.key, self.value)
+    }
+}
+
+/// Where an error of `parse_with_overrides` is: in the file, or in one of the overrides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Culprit {
+    File,
+    Override,
+}
+
+/// `parse`, then each override applied in order to the document; a value that does not fit
+/// (unknown key, wrong type) is an error about that override, with positions in `overrides`'
+/// own map (file `--set`, one line per override). Returns the value, the file's map and the
+/// overrides' map.
+#[allow(clippy::type_complexity)]
+pub fn parse_with_overrides<T: DeserializeOwned>(
+    file: &str,
+    text: &str,
+    overrides: &[Override],
+) -> Result<(T, SourceMap, SourceMap), (YamlError, Box<SourceMap>, Culprit)> {
+    // An empty spec (`exec` without one) is an empty mapping.
+    let text_or_empty = if text.trim().is_empty() { "{}" } else { text };
+    let (base, map) = parse::<T>(file, text_or_empty).map_err(|(e, m)| (e, m, Culprit::File))?;
+    let sets = overrides_map(overrides);
+    if overrides.is_empty() {
+        return Ok((base, map, sets));
+    }
+    let mut doc: serde_yaml::Value =
+        serde_yaml::from_str(text_or_empty).expect("invariant: `parse` accepted the text");
+    let mut value = None;
+    for (i, o) in overrides.iter().enumerate() {
+        let fail = |(kind, message)| {
+            let spot = sets.value(&o.key);
+            (
+                YamlError {
+                    kind,
+                    message,
+                    spot,
+                },
+                Box::new(sets.clone()),
+                Culprit::Override,
+            )
+        };
+        apply_override(&mut doc, o).map_err(fail)?;
+        // Each override is checked as it is applied, so that an error names the first that
+        // does not fit.
+        let t = serde_yaml::from_value::<T>(doc.clone())
+            .map_err(|e| fail(override_shape_error(o, &e)))?;
+        if i + 1 == overrides.len() {
+            value = Some(t);
+        }
+    }
+    Ok((
+        value.expect("invariant: the last override was applied"),
+        map,
+        sets,
+    ))
+}
+
+/// The overrides as a source of their own (`--set`, one line each), for positions in errors.
+fn overrides_map(overrides: &[Override]) -> SourceMap {
+    let mut positions = Positions::default();
+    for (i, o) in overrides.iter().enumerate() {
+        let line = i + 1;
+        positions.record_key(
+            o.key.clone(),
+            Spot {
+                line,
+                col: 1,
+                width: o.key.chars().count(),
+            },
+        );
+        positions.record_value(
+            o.key.clone(),
+            Spot {
+                line,
+                col: o.key.chars().count() + 2,
+                width: o.value.chars().count().max(1),
+            },
+        );
+    }
+    let text: Vec<String> = overrides.iter().map(Override::text).collect();
+    SourceMap::new("--set", text.join("\n"), positions)
+}
+
+/// Parses the override's value as YAML and puts it at its key.
+fn apply_override(
+    doc: &mut serde_yaml::Value,
+    o: &Override,
+) -> Result<(), (YamlErrorKind, String)> {
+    let v: serde_yaml::Value = serde_yaml::from_str(&o.value).map_err(|e| {
+        (
+            YamlErrorKind::Syntax,
+            format!("`{}` is not a YAML value: {e}", o.value),
+        )
+    })?;
+    set_path(doc, &o.key, v).map_err(|parent| {
+        (
+            YamlErrorKind::Shape,
+            format!(
+                "{}: `{parent}` is not a mapping, so it has no key `{}`",
+                o.key, o.key
+            ),
+        )
+    })
+}
+
+/// Why the document no longer fits after the override: an unknown key is about the mapping
+/// that holds it, anything else about the value itself.
+fn override_shape_error(o: &Override, e: &serde_yaml::Error) -> (YamlErrorKind, String) {
+    let message = e.to_string();
+    let path = match message.starts_with("unknown field") {
+        true => o
+            .key
+            .rsplit_once('.')
+            .map_or(String::new(), |(p, _)| p.to_string()),
+        false => o.key.clone(),
+    };
+    let message = match path.is_empty() {
+        true => message,
+        false => format!("{path}: {message}"),
+    };
+    (YamlErrorKind::Shape, message)
+}
+
+/// Puts `value` at the dotted `key` of `doc`, creating mappings on the way; `Err(prefix)` when
+/// the prefix holds something else than a mapping.
+fn set_path(
+    doc: &mut serde_yaml::Value,
+    key: &str,
+    value: serde_yaml::Value,
+) -> Result<(), String> {
+    let mut at = doc;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if at.is_null() {
+            *at = serde_yaml::Value::Mapping(serde_yaml::Mapping::new());
+        }
+        let serde_yaml::Value::Mapping(m) = at else {
+            return Err(parts[..i].join("."));
+        };
+        let k = serde_yaml::Value::String(part.to_string());
+        if i + 1 == parts.len() {
+            m.insert(k, value);
+            return Ok(());
+        }
+        at = m.entry(k).or_insert(serde_yaml::Value::Null);
+    }
+    Ok(())
+}
