@@ -20,8 +20,9 @@ use crate::exec::{
     self, ExecError, ExecOptions, Force, NodeFacts, NodePlace, OutputMode, affinity, hostlist,
     verify,
 };
+use crate::pci_addr::PciAddr;
 use crate::plan::{MachineShape, Plan};
-use crate::topology::devices::{is_gpu, is_gpu_class};
+use crate::topology::devices::{Vendor, is_gpu, is_gpu_class};
 use crate::yaml::Override;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
@@ -306,31 +307,93 @@ fn machine_shape() -> MachineShape {
                 .count()
         })
     };
+    MachineShape {
+        cpus: count("/sys/devices/system/cpu", "cpu"),
+        // A kernel without NUMA support has no node directories: one node.
+        numa_nodes: count("/sys/devices/system/node", "node").max(1),
+        gpus: count_gpus(),
+    }
+}
+
+/// PCI functions of a GPU vendor with a display or processing-accelerator class. A node has
+/// hundreds of PCI functions and each `/sys` file costs microseconds to read, so where
+/// `/proc/bus/pci/devices` lists them all in one read, only those at a GPU vendor's slot are read.
+fn count_gpus() -> usize {
+    count_gpus_in(
+        std::path::Path::new("/sys/bus/pci/devices"),
+        std::path::Path::new("/proc/bus/pci/devices"),
+    )
+}
+
+fn count_gpus_in(sys: &std::path::Path, proc: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(sys) else {
+        return 0;
+    };
+    let functions: Vec<std::path::PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
+    let listing = std::fs::read_to_string(proc)
+        .ok()
+        .map(|text| PciListing::parse(&text))
+        // An empty or masked file (a container) lists fewer: every function is read then.
+        .filter(|listing| listing.functions == functions.len());
     // `vendor` is `0x10de`, `class` the 24-bit `0x030200` (base class, subclass, interface).
     let hex = |path: std::path::PathBuf| {
         let text = sys_read(&path)?;
         u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
     };
-    // A node has hundreds of PCI devices: the vendor is read only for display (0x03) and
-    // processing-accelerator (0x12) classes.
-    let gpus = std::fs::read_dir("/sys/bus/pci/devices").map_or(0, |entries| {
-        entries
-            .filter_map(|e| e.ok())
-            .filter(|e| {
-                let Some(class) = hex(e.path().join("class")) else {
-                    return false;
-                };
-                is_gpu_class((class >> 8) as u16)
-                    && hex(e.path().join("vendor"))
-                        .is_some_and(|vendor| is_gpu(vendor as u16, (class >> 8) as u16).is_some())
+    functions
+        .iter()
+        .filter(|path| listing.as_ref().is_none_or(|l| l.may_be_gpu(path)))
+        .filter(|path| {
+            let Some(class) = hex(path.join("class")) else {
+                return false;
+            };
+            is_gpu_class((class >> 8) as u16)
+                && hex(path.join("vendor"))
+                    .is_some_and(|vendor| is_gpu(vendor as u16, (class >> 8) as u16).is_some())
+        })
+        .count()
+}
+
+/// `/proc/bus/pci/devices`: one line per PCI function (`0100\t10de2330\t...`: bus and devfn,
+/// then vendor and device) in every domain, though without the domain.
+struct PciListing {
+    functions: usize,
+    /// The (bus, devfn) slots where some domain has a GPU vendor's function.
+    gpu_vendor_slots: std::collections::HashSet<(u8, u8)>,
+}
+
+impl PciListing {
+    fn parse(text: &str) -> PciListing {
+        let slots: Vec<((u8, u8), u16)> = text
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split('\t');
+                let slot = u16::from_str_radix(fields.next()?, 16).ok()?;
+                let vendor = u16::from_str_radix(fields.next()?.get(..4)?, 16).ok()?;
+                let [bus, devfn] = slot.to_be_bytes();
+                Some(((bus, devfn), vendor))
             })
-            .count()
-    });
-    MachineShape {
-        cpus: count("/sys/devices/system/cpu", "cpu"),
-        // A kernel without NUMA support has no node directories: one node.
-        numa_nodes: count("/sys/devices/system/node", "node").max(1),
-        gpus,
+            .collect();
+        PciListing {
+            functions: slots.len(),
+            gpu_vendor_slots: slots
+                .into_iter()
+                .filter(|(_, vendor)| Vendor::from_pci_vendor(*vendor).is_some())
+                .map(|(slot, _)| slot)
+                .collect(),
+        }
+    }
+
+    /// Whether the `/sys` function at `path` (named `0000:01:00.0`) may be a GPU: it is at a GPU
+    /// vendor's slot, or its name does not parse.
+    fn may_be_gpu(&self, path: &std::path::Path) -> bool {
+        let addr = path
+            .file_name()
+            .and_then(|n| n.to_str()?.parse::<PciAddr>().ok());
+        addr.is_none_or(|a| {
+            self.gpu_vendor_slots
+                .contains(&(a.bus, a.device << 3 | a.function))
+        })
     }
 }
 
@@ -386,4 +449,64 @@ fn find_processes(name: &str) -> Vec<u32> {
         .collect();
     pids.sort();
     pids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two domains with the same bus numbers (as on Grace or in a VM): an NVIDIA GPU at
+    /// 0001:01:00.0, a Mellanox NIC at 0000:01:00.0, an AMD CPU function at 0000:00:18.0.
+    const LISTING: &str = "0118\t10221480\t0\t0\n\
+                           0100\t15b3101d\t0\t0\n\
+                           0100\t10de2330\t0\t0\n";
+
+    #[test]
+    fn a_listing_names_the_slots_of_gpu_vendors_in_any_domain() {
+        let l = PciListing::parse(LISTING);
+        assert_eq!(l.functions, 3);
+        let may = |name: &str| l.may_be_gpu(std::path::Path::new(name));
+        assert!(may("0001:01:00.0"));
+        // The NIC shares the GPU's bus and devfn in another domain: read, to be safe.
+        assert!(may("0000:01:00.0"));
+        assert!(!may("0000:00:18.0"));
+        assert!(!may("0000:02:00.0"));
+        assert!(may("not-an-address"), "a name that does not parse is read");
+    }
+
+    /// A fake `/sys/bus/pci/devices` with `functions` (name, vendor, class).
+    fn fake_sys(dir: &std::path::Path, functions: &[(&str, &str, &str)]) -> std::path::PathBuf {
+        let sys = dir.join("devices");
+        for (name, vendor, class) in functions {
+            std::fs::create_dir_all(sys.join(name)).unwrap();
+            std::fs::write(sys.join(name).join("vendor"), format!("{vendor}\n")).unwrap();
+            std::fs::write(sys.join(name).join("class"), format!("{class}\n")).unwrap();
+        }
+        sys
+    }
+
+    #[test]
+    fn gpus_are_counted_alike_with_and_without_a_usable_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = fake_sys(
+            dir.path(),
+            &[
+                ("0000:00:18.0", "0x1022", "0x060000"),
+                ("0000:01:00.0", "0x15b3", "0x020700"),
+                ("0001:01:00.0", "0x10de", "0x030200"),
+            ],
+        );
+        let listing = dir.path().join("listing");
+        std::fs::write(&listing, LISTING).unwrap();
+        assert_eq!(count_gpus_in(&sys, &listing), 1);
+        // A listing that names no GPU vendor's slot: trusted, and it counts none.
+        std::fs::write(&listing, "0118\t10221480\n0100\t15b3101d\n0101\t15b3101d\n").unwrap();
+        assert_eq!(count_gpus_in(&sys, &listing), 0);
+        // Masked (empty), short, or missing: every function is read, and the GPU still counts.
+        std::fs::write(&listing, "").unwrap();
+        assert_eq!(count_gpus_in(&sys, &listing), 1);
+        std::fs::write(&listing, "0118\t10221480\n").unwrap();
+        assert_eq!(count_gpus_in(&sys, &listing), 1);
+        assert_eq!(count_gpus_in(&sys, &dir.path().join("absent")), 1);
+    }
 }
