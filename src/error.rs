@@ -444,7 +444,9 @@ fn duplicated_key(detail: &str) -> Option<&str> {
 /// A constraint the plan cannot meet, pointed at the spec key it concerns when the spec has it.
 fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
     let code = match e.kind {
-        ResolveErrorKind::NotEnoughGpus { .. } => E0201_NOT_ENOUGH_GPUS,
+        ResolveErrorKind::NotEnoughGpus { .. } | ResolveErrorKind::TooManyGpus { .. } => {
+            E0201_NOT_ENOUGH_GPUS
+        }
         ResolveErrorKind::UnknownGpu { .. } => E0202_UNKNOWN_GPU,
         ResolveErrorKind::NodeWithoutCpus { .. } => E0203_NODE_WITHOUT_CPUS,
         ResolveErrorKind::ExclusiveTooFew { .. } => E0204_EXCLUSIVE_TOO_FEW,

@@ -106,7 +106,8 @@ pub const ALL: &[(Code, &str)] = &[
     (
         E0201_NOT_ENOUGH_GPUS,
         "The ranks need more GPUs than are selected: ranks_per_node x gpus_per_rank exceeds the \
-         GPUs that `gpus:` selects on this topology.",
+         GPUs that `gpus:` selects on this topology, or `gpus: N` asks for more GPUs than the \
+         topology has.",
     ),
     (
         E0202_UNKNOWN_GPU,

@@ -21,6 +21,12 @@ pub enum ResolveErrorKind {
         needed: u64,
         available: u32,
     },
+    #[error("`gpus: {asked}` asks for {asked} GPUs, but topology `{topology}` has {available}")]
+    TooManyGpus {
+        asked: u32,
+        available: u32,
+        topology: String,
+    },
     #[error("{who} has unknown NUMA locality, which PyTorch reads as node 0, but {why}")]
     UnknownLocality { who: String, why: String },
     #[error("GPU {index} does not exist on `{topology}`")]

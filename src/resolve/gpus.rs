@@ -18,16 +18,15 @@ pub fn select_gpus<'t>(spec: &Spec, topo: &'t Topology) -> Result<Vec<&'t Gpu>, 
         GpuChoice::Count(n) => {
             if *n as usize > all.len() {
                 return Err(ResolveError::new(
-                    ResolveErrorKind::NotEnoughGpus {
-                        ranks: *n,
-                        per_rank: 1,
-                        needed: u64::from(*n),
+                    ResolveErrorKind::TooManyGpus {
+                        asked: *n,
                         available: all.len() as u32,
+                        topology: topo.name().to_string(),
                     },
                     "gpus",
                     format!("ask for at most {} GPUs", all.len()),
                 )
-                .note(format!("topology `{}` has {} GPUs", topo.name(), all.len())));
+                .note(gpus_note(topo, &indices(&all))));
             }
             all.into_iter().take(*n as usize).collect()
         }
@@ -37,8 +36,7 @@ pub fn select_gpus<'t>(spec: &Spec, topo: &'t Topology) -> Result<Vec<&'t Gpu>, 
                 match topo.gpus().iter().find(|g| g.index == *idx) {
                     Some(g) => out.push(g),
                     None => {
-                        let have: Vec<String> =
-                            topo.gpus().iter().map(|g| g.index.to_string()).collect();
+                        let have = indices(&topo.gpus().iter().collect::<Vec<_>>());
                         return Err(ResolveError::new(
                             ResolveErrorKind::UnknownGpu {
                                 index: idx.0,
@@ -61,10 +59,10 @@ pub fn visible_warning(spec: &Spec, gpus: &[&Gpu]) -> Option<String> {
     let GpuChoice::Visible(Some((variable, value))) = &spec.gpus else {
         return None;
     };
-    let indices: Vec<String> = gpus.iter().map(|g| g.index.to_string()).collect();
+    let chosen = indices(gpus);
     Some(format!(
         "GPUs {} from {variable}={value} (`gpus: visible`)",
-        indices.join(", ")
+        chosen.join(", ")
     ))
 }
 
@@ -100,7 +98,7 @@ pub fn form_ranks<'t>(
         } else {
             "gpus_per_rank"
         };
-        let listed: Vec<String> = gpus.iter().map(|g| g.index.to_string()).collect();
+        let listed = indices(gpus);
         return Err(ResolveError::new(
             ResolveErrorKind::NotEnoughGpus {
                 ranks: n.max(1),
@@ -187,6 +185,11 @@ fn visible_gpus<'t>(
         out.push(gpu);
     }
     Ok(out)
+}
+
+/// The GPUs' indices, as text.
+fn indices(gpus: &[&Gpu]) -> Vec<String> {
+    gpus.iter().map(|g| g.index.to_string()).collect()
 }
 
 /// The note under a GPU selection error: which GPUs the machine has (`have`, as described).
