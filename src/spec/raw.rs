@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
+use crate::diag::suggest::did_you_mean;
 use crate::topology::fixture::CpuList;
 
 /// A numaplan job spec: what a distributed job wants from each node.
@@ -163,20 +164,36 @@ pub enum GpuKeyword {
     Visible,
 }
 
+const KEYWORDS: &[&str] = &["all", "none", "visible"];
+
+/// What `gpus:` takes, in words.
+struct ExpectedGpus;
+
+impl fmt::Display for ExpectedGpus {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("`all`, `none`, `visible`, a GPU count or a list of GPU indices")
+    }
+}
+
 impl<'de> Deserialize<'de> for GpuSelection {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = GpuSelection;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("`all`, `none`, `visible`, a GPU count or a list of GPU indices")
+                write!(f, "{ExpectedGpus}")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<GpuSelection, E> {
                 match v {
                     "all" => Ok(GpuSelection::Keyword(GpuKeyword::All)),
                     "none" => Ok(GpuSelection::Keyword(GpuKeyword::None)),
                     "visible" => Ok(GpuSelection::Keyword(GpuKeyword::Visible)),
-                    other => Err(E::unknown_variant(other, &["all", "none", "visible"])),
+                    // A typo of a keyword gets "did you mean"; anything else is told all the
+                    // forms, since "expected one of the keywords" would hide counts and lists.
+                    other if did_you_mean(other, KEYWORDS.iter().copied()).is_some() => {
+                        Err(E::unknown_variant(other, KEYWORDS))
+                    }
+                    other => Err(E::custom(format!("`{other}` is not {}", ExpectedGpus))),
                 }
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<GpuSelection, E> {
