@@ -449,7 +449,64 @@ pub struct MemoryOptions {
     /// flat mode is `local+8`), or several of these separated by commas; default `local`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "local"))]
-    pub nodes: Option<CpuList>,
+    pub nodes: Option<NodeList>,
+}
+
+/// `memory.nodes` as written: a string (`"0,2"`, `"local+8"`), one node number, or a list of
+/// either (`[0, 2]`, `[local, local+8]`), kept as the comma-separated text `validate.rs` parses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct NodeList(pub String);
+
+impl<'de> Deserialize<'de> for NodeList {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Item {
+            S(String),
+            N(u64),
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Text {
+            One(Item),
+            Many(Vec<Item>),
+        }
+        let text = |item: Item| match item {
+            Item::S(s) => s,
+            Item::N(n) => n.to_string(),
+        };
+        match Text::deserialize(d) {
+            Ok(Text::One(item)) => Ok(NodeList(text(item))),
+            Ok(Text::Many(items)) => Ok(NodeList(
+                items.into_iter().map(text).collect::<Vec<_>>().join(","),
+            )),
+            Err(_) => Err(de::Error::custom(
+                "expected a NUMA node list such as \"0,2\", \"local\" or \"local+8\", or a list of them",
+            )),
+        }
+    }
+}
+
+impl JsonSchema for NodeList {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NodeList".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let item = "([0-9]+(-[0-9]+(:[0-9]+)?)?|local(\\+[0-9]+)?)";
+        schemars::json_schema!({
+            "description": "NUMA nodes: \"0,2\", \"0-3\", \"local\", \"local+8\", one node number, or a list of these.",
+            "anyOf": [
+                {"type": "string", "pattern": format!("^\\s*{item}\\s*(,\\s*{item}\\s*)*$")},
+                {"type": "integer", "minimum": 0},
+                {"type": "array", "minItems": 1, "items": {"anyOf": [
+                    {"type": "string", "pattern": format!("^\\s*{item}\\s*$")},
+                    {"type": "integer", "minimum": 0}
+                ]}}
+            ]
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -7,7 +7,7 @@ use super::{
     Balance, CpuOption, CpuSpec, GpuChoice, MemPolicy, MemoryNode, MemorySpec, NicPolicy,
     OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads, Visibility,
 };
-use crate::cpuset::{CpuSet, MAX_CPU};
+use crate::cpuset::{CpuSet, CpuSetParseError, MAX_CPU};
 use crate::ids::{GpuIndex, NodeId};
 use crate::topology::fixture::CpuList;
 
@@ -409,7 +409,7 @@ fn memory_spec(raw: &JobSpec, p: &mut Problems) -> MemorySpec {
                     "memory.nodes",
                     format!("invalid node list `{}`: {e}", text.0),
                     "not a node list",
-                    "write a list such as \"0\", \"0,2\", \"local\" or \"local,local+8\"",
+                    "write nodes such as \"0\", \"0,2\", \"local\", \"local,local+8\" or [local, local+8]",
                 );
                 None
             }
@@ -447,7 +447,13 @@ fn parse_memory_nodes(text: &str) -> Result<Vec<MemoryNode>, String> {
             vec![MemoryNode::Local(offset)]
         } else {
             item.parse::<CpuSet>()
-                .map_err(|e| e.to_string())?
+                .map_err(|e| match e {
+                    CpuSetParseError::NotANumber(word) => {
+                        format!("`{word}` is not a NUMA node number, `local` or `local+N`")
+                    }
+                    CpuSetParseError::TooLarge(n) => format!("there is no NUMA node {n}"),
+                    e => e.to_string(),
+                })?
                 .iter()
                 .map(|n| MemoryNode::Node(NodeId(n)))
                 .collect()
