@@ -417,6 +417,7 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
                     .at(map, map.key(&key_path).or(spot), "again here")
                     .help("keep one of them: numaplan does not pick one silently");
             }
+            let detail = plain_expectation(detail);
             let d = Diagnostic::error(codes.shape, format!("invalid {what}{within}: {detail}"))
                 .at(map, spot, "here");
             let d = if detail.starts_with("missing field") {
@@ -427,6 +428,23 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
             d.help(format!("`{}` documents every key", codes.schema))
         }
     }
+}
+
+/// serde's expectations in a user's words: `expected u32` is "a whole number", `expected struct
+/// CpuOptions` "a mapping of keys".
+fn plain_expectation(detail: &str) -> String {
+    let Some((head, expected)) = detail.rsplit_once(", expected ") else {
+        return detail.to_string();
+    };
+    let plain = match expected {
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number (0 or more)",
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+        "f32" | "f64" => "a number",
+        "a map" => "a mapping (`key: value` lines or `{key: value}`)",
+        s if s.starts_with("struct ") => "a mapping (`key: value` lines or `{key: value}`)",
+        s => s,
+    };
+    format!("{head}, expected {plain}")
 }
 
 /// The key serde reports twice: ``duplicate field `env` `` (a struct's key) or `duplicate entry
