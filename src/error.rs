@@ -442,6 +442,8 @@ fn plain_expectation(detail: &str) -> String {
         "f32" | "f64" => "a number",
         "a map" => "a mapping (`key: value` lines or `{key: value}`)",
         s if s.starts_with("struct ") => "a mapping (`key: value` lines or `{key: value}`)",
+        // serde_yaml's words for a mapping or list where a word (an enum's value) belongs.
+        "a YAML tag starting with '!'" => "a single word",
         s => s,
     };
     format!("{head}, expected {plain}")

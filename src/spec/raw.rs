@@ -460,31 +460,52 @@ pub struct NodeList(pub String);
 
 impl<'de> Deserialize<'de> for NodeList {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Item {
-            S(String),
-            N(u64),
+        // A visitor, not an untagged enum: an error then carries the key's own path.
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NodeList;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a NUMA node list such as \"0,2\", \"local\" or \"local+8\", or a list of them",
+                )
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<NodeList, E> {
+                Ok(NodeList(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<NodeList, E> {
+                Ok(NodeList(v.to_string()))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NodeList, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<NodeItem>()? {
+                    items.push(item.0);
+                }
+                Ok(NodeList(items.join(",")))
+            }
         }
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Text {
-            One(Item),
-            Many(Vec<Item>),
+        d.deserialize_any(V)
+    }
+}
+
+/// One element of a `memory.nodes` list: a node number or a word (`local+8`).
+struct NodeItem(String);
+
+impl<'de> Deserialize<'de> for NodeItem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = NodeItem;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a NUMA node number, `local` or `local+N`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<NodeItem, E> {
+                Ok(NodeItem(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<NodeItem, E> {
+                Ok(NodeItem(v.to_string()))
+            }
         }
-        let text = |item: Item| match item {
-            Item::S(s) => s,
-            Item::N(n) => n.to_string(),
-        };
-        match Text::deserialize(d) {
-            Ok(Text::One(item)) => Ok(NodeList(text(item))),
-            Ok(Text::Many(items)) => Ok(NodeList(
-                items.into_iter().map(text).collect::<Vec<_>>().join(","),
-            )),
-            Err(_) => Err(de::Error::custom(
-                "expected a NUMA node list such as \"0,2\", \"local\" or \"local+8\", or a list of them",
-            )),
-        }
+        d.deserialize_any(V)
     }
 }
 

@@ -203,19 +203,21 @@ pub struct CpuList(pub String);
 
 impl<'de> Deserialize<'de> for CpuList {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Text {
-            S(String),
-            N(u64),
+        // A visitor, not an untagged enum: an error then carries the key's own path.
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = CpuList;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a CPU list such as \"0-23,48-71\"")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<CpuList, E> {
+                Ok(CpuList(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<CpuList, E> {
+                Ok(CpuList(v.to_string()))
+            }
         }
-        match Text::deserialize(d) {
-            Ok(Text::S(s)) => Ok(CpuList(s)),
-            Ok(Text::N(n)) => Ok(CpuList(n.to_string())),
-            Err(_) => Err(serde::de::Error::custom(
-                "expected a CPU list such as \"0-23,48-71\"",
-            )),
-        }
+        d.deserialize_any(V)
     }
 }
 
