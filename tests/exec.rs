@@ -733,7 +733,7 @@ fn cpus_outside_the_affinity_are_named_without_force() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
         err.starts_with("error[E0411]") && err.contains(
-            "rank 0 is planned on CPUs 1, and CPUs 1 are outside this process's affinity (it may use CPUs 0: a taskset, cgroup cpuset or Slurm step binding narrows it)"
+            "rank 0 is planned on CPUs 1, and CPUs 1 are outside this process's affinity (it may use CPUs 0: a taskset, cgroup cpuset, Slurm step or MPI binding narrows it)"
         ),
         "{err}"
     );

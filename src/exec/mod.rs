@@ -164,7 +164,7 @@ pub fn check_node(
             return Err(refuse(
                 NodeMismatch::CpusNotAllowed,
                 format!(
-                    "rank {} is planned on CPUs {}, and CPUs {missing} are outside this process's affinity (it may use CPUs {}: a taskset, cgroup cpuset or Slurm step binding narrows it)",
+                    "rank {} is planned on CPUs {}, and CPUs {missing} are outside this process's affinity (it may use CPUs {}: a taskset, cgroup cpuset, Slurm step or MPI binding narrows it)",
                     r.local_rank, r.cpus, node.allowed
                 ),
             ));
