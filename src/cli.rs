@@ -130,10 +130,7 @@ pub struct SpecOverrides {
 
 fn key_value(arg: &str) -> Result<Override, String> {
     match arg.split_once('=') {
-        Some((key, value)) if !key.is_empty() => Ok(Override {
-            key: key.to_string(),
-            value: value.to_string(),
-        }),
+        Some((key, value)) if !key.is_empty() => Ok(Override::set(key, value)),
         _ => Err(format!(
             "`{arg}` is not KEY=VALUE (e.g. `cpu.policy=exclusive`)"
         )),

@@ -79,7 +79,7 @@ pub enum Error {
     #[error("unknown error code `{0}`")]
     UnknownCode(String),
     /// `--set` (or `--nproc-per-node`) given with a plan, which is not compiled again.
-    #[error("`--set {set}` changes a job spec, but `{input}` is a plan")]
+    #[error("`{set}` changes a job spec, but `{input}` is a plan")]
     SetOnPlan { input: String, set: String },
     /// `diff --exit-code` and plans that differ: exit 1, the diff itself is the message.
     #[error("the plans differ")]

@@ -382,13 +382,25 @@ fn exec_without_a_spec_is_the_default_spec() {
     )
     .ok();
     assert_eq!(run, "[0] hello 0\n");
-    // Given a plan, `--nproc-per-node` is refused: a plan runs as written.
+    // Given a plan, `--nproc-per-node` is refused, named as typed: a plan runs as written.
     common::numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
     let run = common::numaplan_in(dir.path(), &["exec", "plan.yaml", "--nproc-per-node", "2"]);
     assert_eq!(run.code, 1);
     assert!(
         run.stderr
-            .starts_with("error[E0104]: `--set ranks_per_node=2`"),
+            .starts_with("error[E0104]: `--nproc-per-node 2` changes a job spec"),
+        "{}",
+        run.stderr
+    );
+    // A count the machine cannot take is an error about the flag, as typed.
+    let run = common::numaplan_in(
+        dir.path(),
+        &["exec", "--nproc-per-node", "100000", "--", "true"],
+    );
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains(" --> command line:1:18\n")
+            && run.stderr.contains("1 | --nproc-per-node 100000\n"),
         "{}",
         run.stderr
     );

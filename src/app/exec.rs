@@ -29,8 +29,8 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     // `--nproc-per-node N` is `--set ranks_per_node=N`, before the user's own `--set`s.
     let nproc = match args.nproc_per_node {
         Some(NprocPerNode::Count(n)) => Some(Override {
-            key: "ranks_per_node".into(),
-            value: n.to_string(),
+            flag: Some("--nproc-per-node"),
+            ..Override::set("ranks_per_node", n.to_string())
         }),
         Some(NprocPerNode::Gpu) | None => None,
     };

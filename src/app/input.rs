@@ -104,7 +104,7 @@ pub(crate) fn load_subject(
     if let Some(o) = overrides.first() {
         return Err(Error::SetOnPlan {
             input: arg.to_string(),
-            set: o.text(),
+            set: o.typed(),
         });
     }
     let loaded = plan_file::load(arg, &text)?;

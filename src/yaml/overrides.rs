@@ -7,17 +7,44 @@ use super::{YamlError, YamlErrorKind, parse};
 use crate::diag::{Positions, SourceMap, Spot};
 
 /// One `--set KEY=VALUE` of the command line: a dotted key (`cpu.policy`) and a YAML value
-/// (`exclusive`, `4`, `[0, 1]`).
+/// (`exclusive`, `4`, `[0, 1]`); or a flag that stands for one (`--nproc-per-node 4` is
+/// `ranks_per_node=4`), so that an error shows what the user typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Override {
     pub key: String,
     pub value: String,
+    pub flag: Option<&'static str>,
 }
 
 impl Override {
-    /// The text of the argument, as the user typed it.
+    /// `--set KEY=VALUE`.
+    pub fn set(key: impl Into<String>, value: impl Into<String>) -> Override {
+        Override {
+            key: key.into(),
+            value: value.into(),
+            flag: None,
+        }
+    }
+
+    /// `KEY=VALUE`, as `--set` takes it.
     pub fn text(&self) -> String {
         format!("{}={}", self.key, self.value)
+    }
+
+    /// The argument as the user typed it: `--set KEY=VALUE`, or the flag and its value.
+    pub fn typed(&self) -> String {
+        match self.flag {
+            Some(flag) => format!("{flag} {}", self.value),
+            None => format!("--set {}", self.text()),
+        }
+    }
+
+    /// Where the key (or the flag) starts in `typed`, 1-based, and its width.
+    fn key_spot(&self) -> (usize, usize) {
+        match self.flag {
+            Some(flag) => (1, flag.chars().count()),
+            None => ("--set ".len() + 1, self.key.chars().count()),
+        }
     }
 }
 
@@ -77,30 +104,33 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
     ))
 }
 
-/// The overrides as a source of their own (`--set`, one line each), for positions in errors.
+/// The overrides as a source of their own (`command line`, one argument per line, as typed),
+/// for positions in errors.
 fn overrides_map(overrides: &[Override]) -> SourceMap {
     let mut positions = Positions::default();
     for (i, o) in overrides.iter().enumerate() {
         let line = i + 1;
+        let (key_col, key_width) = o.key_spot();
         positions.record_key(
             o.key.clone(),
             Spot {
                 line,
-                col: 1,
-                width: o.key.chars().count(),
+                col: key_col,
+                width: key_width,
             },
         );
+        let value_width = o.value.chars().count();
         positions.record_value(
             o.key.clone(),
             Spot {
                 line,
-                col: o.key.chars().count() + 2,
-                width: o.value.chars().count().max(1),
+                col: o.typed().chars().count() - value_width + 1,
+                width: value_width.max(1),
             },
         );
     }
-    let text: Vec<String> = overrides.iter().map(Override::text).collect();
-    SourceMap::new("--set", text.join("\n"), positions)
+    let text: Vec<String> = overrides.iter().map(Override::typed).collect();
+    SourceMap::new("command line", text.join("\n"), positions)
 }
 
 /// Parses the override's value as YAML and puts it at its key.
