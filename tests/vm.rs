@@ -4,7 +4,8 @@
 //! cpuset (CPUs and memory nodes); and a
 //! captured fixture must compile to the plan discovery gives. In a 4-node guest `numaplan exec`
 //! with `policy: auto, memory: bind` starts one rank per node whose CPUs are its node's and whose
-//! touched pages all land on that node. Needs root (apt, the guest's kernel package):
+//! touched pages all land on that node; with two GPUs on remote nodes, `numaplan bind` binds each
+//! rank to its GPU's node. Needs root (apt, the guest's kernel package):
 //! `scripts/test.sh` sets NUMAPLAN_QEMU=1 when it runs as root, as CI does.
 
 mod common;
@@ -261,6 +262,62 @@ fn discovery_with_a_memory_only_node() {
     assert_eq!(distances(&topo)[0], [10, 16, 16, 28]);
     assert_eq!(topo["nics"][0]["numa_node"], 1, "{topo}");
     assert!(guest.iter().any(|l| l == "FIXTURE_PLAN_SAME"));
+}
+
+/// Two GPUs (display devices of a GPU vendor) behind expander bridges on nodes 3 and 1: GPU 0,
+/// the lower PCI address, is on node 3. Discovery places each on its node, and `numaplan bind`
+/// binds rank 0 to node 3 and rank 1 to node 1, CPUs and memory, read back from /proc; the
+/// node check counts both GPUs with /proc/bus/pci/devices and, masked, without it.
+#[test]
+fn bind_follows_gpus_to_their_nodes_in_a_guest() {
+    let Some((guest, log)) = boot(
+        "tests/vm/gpu-guest.sh",
+        &[
+            ("QEMU_NUMA_NODES", "4"),
+            ("QEMU_NUMA_CPUS", "8"),
+            ("QEMU_NUMA_MEM_MB", "256"),
+            ("QEMU_NUMA_GPU_NODES", "3 1"),
+        ],
+        &[],
+    ) else {
+        return;
+    };
+    let topo = section(&guest, "TOPO_JSON");
+    let gpus: Vec<(String, u64)> = topo["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            assert_eq!(g["vendor"], "amd", "{g}");
+            (
+                g["pci"].as_str().unwrap().to_string(),
+                g["numa_node"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        gpus,
+        [
+            ("0000:51:00.0".to_string(), 3),
+            ("0000:61:00.0".to_string(), 1)
+        ],
+        "{topo}"
+    );
+    for tag in ["BOUND", "MASKED"] {
+        let bound: Vec<&str> = guest
+            .iter()
+            .filter(|l| l.starts_with(&format!("{tag} ")))
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            bound,
+            [
+                format!("{tag} 0 6-7 bind:3").as_str(),
+                format!("{tag} 1 2-3 bind:1").as_str()
+            ],
+            "{log}"
+        );
+    }
 }
 
 #[test]

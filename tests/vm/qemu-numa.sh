@@ -34,6 +34,9 @@
 #   QEMU_NUMA_DISTANCES full distance matrix, rows separated by `;`, e.g. "10 21;21 10"
 #                       (overrides QEMU_NUMA_DISTANCE)
 #   QEMU_NUMA_NIC_NODE  add an e1000e NIC behind a pxb-pcie expander bridge on this node
+#   QEMU_NUMA_GPU_NODES nodes (space separated) that each get a display device of a GPU vendor
+#                       (QEMU's ati-vga: PCI vendor 0x1002, class 0x0300) behind its own
+#                       pxb-pcie expander bridge, in that order of bus numbers
 #   QEMU_NUMA_TREE      a directory copied to the guest's / as it is (its executables' libraries
 #                       follow), e.g. an interpreter staged at its own path
 #   QEMU_GUEST_*        exported to the guest's test as they are
@@ -55,6 +58,7 @@ NODE_CPUS=${QEMU_NUMA_NODE_CPUS:-}
 DISTANCES=${QEMU_NUMA_DISTANCES:-}
 NIC_NODE=${QEMU_NUMA_NIC_NODE:-}
 TREE=${QEMU_NUMA_TREE:-}
+GPU_NODES=${QEMU_NUMA_GPU_NODES:-}
 
 log() { printf '[qemu-numa %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -202,6 +206,13 @@ run() {
            -device "pcie-root-port,id=rp1,bus=pxb1,chassis=1,slot=1"
            -device "e1000e,bus=rp1,mac=52:54:00:12:34:56")
   fi
+  local g=0
+  for node in $GPU_NODES; do
+    g=$((g + 1))
+    args+=(-device "pxb-pcie,id=gpx$g,bus_nr=$((64 + 16 * g)),numa_node=$node,bus=pcie.0"
+           -device "pcie-root-port,id=grp$g,bus=gpx$g,chassis=$((1 + g)),slot=1"
+           -device "ati-vga,bus=grp$g")
+  done
   local cpu=${QEMU_NUMA_CPU_MODEL:-max}; [ "$ACCEL" = kvm ] && cpu=host
   local out=$DIR/serial.log start=$SECONDS
   log "booting $(basename "$kernel"): $CPUS vCPUs ($SOCKETS sockets, SMT$THREADS), $NODES nodes x ${MEM_MB} MiB, accel=$ACCEL, timeout ${TIMEOUT}s"
