@@ -175,3 +175,62 @@ fn no_function_longer_than_80_lines() {
     }
     assert!(long.is_empty(), "split into named steps: {long:?}");
 }
+
+/// The project's own shell scripts (CI's entry, the test and bench scripts, the Slurm and QEMU
+/// harnesses and their guest scripts, the torchrun stand-in) pass shellcheck, as the generated
+/// ones do: found by their `#!` line under `.ci/`, `scripts/` and `tests/`.
+#[test]
+fn every_shell_script_passes_shellcheck() {
+    fn scripts(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                scripts(&p, out);
+            } else if std::fs::read(&p).is_ok_and(|b| {
+                let first = b.split(|&c| c == b'\n').next().unwrap_or_default();
+                first.starts_with(b"#!")
+                    && [&b"/sh"[..], b"/bash", b"env bash", b"env sh"]
+                        .iter()
+                        .any(|shell| first.windows(shell.len()).any(|w| w == *shell))
+            }) {
+                out.push(p);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for dir in [".ci", "scripts", "tests"] {
+        scripts(&common::repo().join(dir), &mut found);
+    }
+    found.sort();
+    let names: Vec<String> = found
+        .iter()
+        .map(|p| {
+            p.strip_prefix(common::repo())
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    for must in [
+        "scripts/test.sh",
+        ".ci/run",
+        "tests/vm/gpu-guest.sh",
+        "tests/bind/torchrun",
+    ] {
+        assert!(
+            names.iter().any(|n| n == must),
+            "{must} not found: {names:?}"
+        );
+    }
+    let out = std::process::Command::new("shellcheck")
+        .arg("-x")
+        .args(&found)
+        .current_dir(common::repo())
+        .output()
+        .expect("shellcheck is installed (scripts/deps.sh)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

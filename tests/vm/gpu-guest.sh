@@ -11,6 +11,7 @@ numaplan topo --format json
 echo "TOPO_JSON_END"
 printf 'command: [true]\nranks_per_node: 2\nmemory: {policy: bind}\n' > job.yaml
 numaplan --quiet compile job.yaml -o plan.yaml
+# shellcheck disable=SC2016 # expanded by the rank's shell, not here
 probe='echo "BOUND $LOCAL_RANK $(grep Cpus_allowed_list /proc/self/status | cut -f2) $(grep -m1 -o "bind:[0-9-]*" /proc/self/numa_maps)"'
 for rank in 0 1; do
   numaplan --quiet bind --local-rank "$rank" plan.yaml -- sh -c "$probe"
