@@ -10,8 +10,8 @@ use std::os::unix::process::CommandExt as _;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::exec::node_facts;
 use super::input::{PlanMachine, load_subject};
+use super::node::node_facts;
 use super::{emit, json};
 use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};

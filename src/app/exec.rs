@@ -10,19 +10,14 @@ use serde::Serialize;
 
 use super::bind::Memory;
 use super::input::{PlanMachine, load_subject};
+use super::node::node_facts;
 use super::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, ReportFormat, VerifyArgs};
-use crate::cpuset::CpuSet;
 use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
 use crate::error::Error;
-use crate::exec::{
-    self, ExecError, ExecOptions, Force, NodeFacts, NodePlace, OutputMode, affinity, hostlist,
-    verify,
-};
-use crate::pci_addr::PciAddr;
-use crate::plan::{MachineShape, Plan};
-use crate::topology::devices::{Vendor, is_gpu, is_gpu_class};
+use crate::exec::{self, ExecError, ExecOptions, Force, NodePlace, OutputMode, hostlist, verify};
+use crate::plan::Plan;
 use crate::yaml::Override;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
@@ -75,22 +70,6 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let _ = stdout.flush();
     let mut report = std::io::stderr();
     Ok(exec::run(&plan, &opts, &mut report)?)
-}
-
-/// What `exec` (and `bind`) check a plan against: this machine and this process.
-pub(super) fn node_facts() -> Result<NodeFacts, Error> {
-    Ok(NodeFacts {
-        host: crate::topology::hostname(),
-        shape: machine_shape(),
-        allowed: affinity::own_affinity().map_err(|source| ExecError::Syscall {
-            what: "read this process's CPU affinity",
-            source,
-        })?,
-        online_cpus: sys_list("/sys/devices/system/cpu/online")
-            .unwrap_or_else(|| CpuSet::range(0, machine_shape().cpus.max(1) as u32 - 1)),
-        online_nodes: sys_list("/sys/devices/system/node/online")
-            .unwrap_or_else(|| [0].into_iter().collect()),
-    })
 }
 
 pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
@@ -292,125 +271,6 @@ impl VerifyReport {
     }
 }
 
-/// This machine counted as the generated launchers count it (`check_node` in the templates):
-/// `/sys` CPU and NUMA node directories, and PCI devices of a GPU vendor with a display or
-/// processing-accelerator class.
-fn machine_shape() -> MachineShape {
-    let count = |dir: &str, prefix: &str| {
-        std::fs::read_dir(dir).map_or(0, |entries| {
-            entries
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|name| {
-                    name.strip_prefix(prefix)
-                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-                })
-                .count()
-        })
-    };
-    MachineShape {
-        cpus: count("/sys/devices/system/cpu", "cpu"),
-        // A kernel without NUMA support has no node directories: one node.
-        numa_nodes: count("/sys/devices/system/node", "node").max(1),
-        gpus: count_gpus(),
-    }
-}
-
-/// PCI functions of a GPU vendor with a display or processing-accelerator class. A node has
-/// hundreds of PCI functions and each `/sys` file costs microseconds to read, so where
-/// `/proc/bus/pci/devices` lists them all in one read, only those at a GPU vendor's slot are read.
-fn count_gpus() -> usize {
-    count_gpus_in(
-        std::path::Path::new("/sys/bus/pci/devices"),
-        std::path::Path::new("/proc/bus/pci/devices"),
-    )
-}
-
-fn count_gpus_in(sys: &std::path::Path, proc: &std::path::Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(sys) else {
-        return 0;
-    };
-    let functions: Vec<std::path::PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
-    let listing = std::fs::read_to_string(proc)
-        .ok()
-        .map(|text| PciListing::parse(&text))
-        // An empty or masked file (a container) lists fewer: every function is read then.
-        .filter(|listing| listing.functions == functions.len());
-    // `vendor` is `0x10de`, `class` the 24-bit `0x030200` (base class, subclass, interface).
-    let hex = |path: std::path::PathBuf| {
-        let text = sys_read(&path)?;
-        u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
-    };
-    functions
-        .iter()
-        .filter(|path| listing.as_ref().is_none_or(|l| l.may_be_gpu(path)))
-        .filter(|path| {
-            let Some(class) = hex(path.join("class")) else {
-                return false;
-            };
-            is_gpu_class((class >> 8) as u16)
-                && hex(path.join("vendor"))
-                    .is_some_and(|vendor| is_gpu(vendor as u16, (class >> 8) as u16).is_some())
-        })
-        .count()
-}
-
-/// `/proc/bus/pci/devices`: one line per PCI function (`0100\t10de2330\t...`: bus and devfn,
-/// then vendor and device) in every domain, though without the domain.
-struct PciListing {
-    functions: usize,
-    /// The (bus, devfn) slots where some domain has a GPU vendor's function.
-    gpu_vendor_slots: std::collections::HashSet<(u8, u8)>,
-}
-
-impl PciListing {
-    fn parse(text: &str) -> PciListing {
-        let slots: Vec<((u8, u8), u16)> = text
-            .lines()
-            .filter_map(|line| {
-                let mut fields = line.split('\t');
-                let slot = u16::from_str_radix(fields.next()?, 16).ok()?;
-                let vendor = u16::from_str_radix(fields.next()?.get(..4)?, 16).ok()?;
-                let [bus, devfn] = slot.to_be_bytes();
-                Some(((bus, devfn), vendor))
-            })
-            .collect();
-        PciListing {
-            functions: slots.len(),
-            gpu_vendor_slots: slots
-                .into_iter()
-                .filter(|(_, vendor)| Vendor::from_pci_vendor(*vendor).is_some())
-                .map(|(slot, _)| slot)
-                .collect(),
-        }
-    }
-
-    /// Whether the `/sys` function at `path` (named `0000:01:00.0`) may be a GPU: it is at a GPU
-    /// vendor's slot, or its name does not parse.
-    fn may_be_gpu(&self, path: &std::path::Path) -> bool {
-        let addr = path
-            .file_name()
-            .and_then(|n| n.to_str()?.parse::<PciAddr>().ok());
-        addr.is_none_or(|a| {
-            self.gpu_vendor_slots
-                .contains(&(a.bus, a.device << 3 | a.function))
-        })
-    }
-}
-
-/// A list file of `/sys` (`0-3,8`), when readable.
-fn sys_list(path: &str) -> Option<CpuSet> {
-    sys_read(std::path::Path::new(path))?.trim().parse().ok()
-}
-
-/// A small `/sys` or `/proc` file in one read (`read_to_string` also asks for its size and reads
-/// twice; the node check reads two files per PCI device).
-fn sys_read(path: &std::path::Path) -> Option<String> {
-    use std::io::Read as _;
-    let mut buf = [0u8; 4096];
-    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
-    String::from_utf8(buf[..n].to_vec()).ok()
-}
-
 /// `LOCAL_RANK` from a process's environment.
 fn local_rank_of(pid: u32) -> Option<u32> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
@@ -449,64 +309,4 @@ fn find_processes(name: &str) -> Vec<u32> {
         .collect();
     pids.sort();
     pids
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Two domains with the same bus numbers (as on Grace or in a VM): an NVIDIA GPU at
-    /// 0001:01:00.0, a Mellanox NIC at 0000:01:00.0, an AMD CPU function at 0000:00:18.0.
-    const LISTING: &str = "0118\t10221480\t0\t0\n\
-                           0100\t15b3101d\t0\t0\n\
-                           0100\t10de2330\t0\t0\n";
-
-    #[test]
-    fn a_listing_names_the_slots_of_gpu_vendors_in_any_domain() {
-        let l = PciListing::parse(LISTING);
-        assert_eq!(l.functions, 3);
-        let may = |name: &str| l.may_be_gpu(std::path::Path::new(name));
-        assert!(may("0001:01:00.0"));
-        // The NIC shares the GPU's bus and devfn in another domain: read, to be safe.
-        assert!(may("0000:01:00.0"));
-        assert!(!may("0000:00:18.0"));
-        assert!(!may("0000:02:00.0"));
-        assert!(may("not-an-address"), "a name that does not parse is read");
-    }
-
-    /// A fake `/sys/bus/pci/devices` with `functions` (name, vendor, class).
-    fn fake_sys(dir: &std::path::Path, functions: &[(&str, &str, &str)]) -> std::path::PathBuf {
-        let sys = dir.join("devices");
-        for (name, vendor, class) in functions {
-            std::fs::create_dir_all(sys.join(name)).unwrap();
-            std::fs::write(sys.join(name).join("vendor"), format!("{vendor}\n")).unwrap();
-            std::fs::write(sys.join(name).join("class"), format!("{class}\n")).unwrap();
-        }
-        sys
-    }
-
-    #[test]
-    fn gpus_are_counted_alike_with_and_without_a_usable_listing() {
-        let dir = tempfile::tempdir().unwrap();
-        let sys = fake_sys(
-            dir.path(),
-            &[
-                ("0000:00:18.0", "0x1022", "0x060000"),
-                ("0000:01:00.0", "0x15b3", "0x020700"),
-                ("0001:01:00.0", "0x10de", "0x030200"),
-            ],
-        );
-        let listing = dir.path().join("listing");
-        std::fs::write(&listing, LISTING).unwrap();
-        assert_eq!(count_gpus_in(&sys, &listing), 1);
-        // A listing that names no GPU vendor's slot: trusted, and it counts none.
-        std::fs::write(&listing, "0118\t10221480\n0100\t15b3101d\n0101\t15b3101d\n").unwrap();
-        assert_eq!(count_gpus_in(&sys, &listing), 0);
-        // Masked (empty), short, or missing: every function is read, and the GPU still counts.
-        std::fs::write(&listing, "").unwrap();
-        assert_eq!(count_gpus_in(&sys, &listing), 1);
-        std::fs::write(&listing, "0118\t10221480\n").unwrap();
-        assert_eq!(count_gpus_in(&sys, &listing), 1);
-        assert_eq!(count_gpus_in(&sys, &dir.path().join("absent")), 1);
-    }
 }

@@ -5,6 +5,7 @@ mod bind;
 mod docs;
 mod exec;
 mod input;
+mod node;
 mod review;
 
 use std::io::Write;
