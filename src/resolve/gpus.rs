@@ -4,7 +4,7 @@
 use super::context::Unit;
 use super::error::{ResolveError, ResolveErrorKind};
 use crate::cpuset::CpuSet;
-use crate::spec::{GpuChoice, Spec};
+use crate::spec::{Family, GpuChoice, Spec};
 use crate::topology::Topology;
 use crate::topology::model::Gpu;
 
@@ -63,6 +63,45 @@ pub fn visible_warning(spec: &Spec, gpus: &[&Gpu]) -> Option<String> {
     Some(format!(
         "GPUs {} from {variable}={value} (`gpus: visible`)",
         chosen.join(", ")
+    ))
+}
+
+/// The plan's warning when `gpus:` names GPUs explicitly (a count or a list) and the ranks leave
+/// some of them without a rank: what the spec asked for is not what runs. In the PyTorch family
+/// they still count as peers (POLICIES.md), which the warning says.
+pub fn unused_warning(spec: &Spec, selected: &[&Gpu], units: &[Unit]) -> Option<String> {
+    if !matches!(spec.gpus, GpuChoice::Count(_) | GpuChoice::List(_)) {
+        return None;
+    }
+    let unused: Vec<&Gpu> = selected
+        .iter()
+        .filter(|g| {
+            !units
+                .iter()
+                .any(|u| u.gpus.iter().any(|r| r.index == g.index))
+        })
+        .copied()
+        .collect();
+    if unused.is_empty() {
+        return None;
+    }
+    let role = match spec.cpu.policy.family() {
+        Family::PyTorch => {
+            "unused GPUs still count as peers of the GPUs on their NUMA nodes, as \
+             torch.cuda.device_count() counts them"
+        }
+        _ => "unused GPUs play no part in the placement",
+    };
+    let (gpus, have) = match unused.as_slice() {
+        [one] => (format!("GPU {}", one.index), "has"),
+        _ => (format!("GPUs {}", indices(&unused).join(", ")), "have"),
+    };
+    Some(format!(
+        "`gpus` selects {} GPUs, of which the ranks use {}: {gpus} {have} no rank ({role}); set \
+         `ranks_per_node: {}` to use them all, or select only the GPUs the ranks use",
+        selected.len(),
+        selected.len() - unused.len(),
+        selected.len() as u32 / spec.gpus_per_rank,
     ))
 }
 

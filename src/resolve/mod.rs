@@ -34,6 +34,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     let selected = gpus::select_gpus(spec, topo)?;
     warnings.extend(gpus::visible_warning(spec, &selected));
     let units = gpus::form_ranks(spec, topo, &selected, &allowed)?;
+    warnings.extend(gpus::unused_warning(spec, &selected, &units));
     world_fits(spec, units.len())?;
     let ctx = Ctx::new(topo, &spec.cpu, allowed);
     let placements = place(&ctx, &selected, &units, &mut warnings)?;
