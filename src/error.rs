@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::diag::codes::*;
+use crate::diag::schema_words::words_at;
 use crate::diag::suggest::did_you_mean;
 use crate::diag::{Diagnostic, SourceMap};
 use crate::emit::EmitError;
@@ -341,24 +342,29 @@ struct YamlCodes {
     syntax: crate::diag::Code,
     shape: crate::diag::Code,
     schema: &'static str,
+    /// The schema itself, for the words a key takes.
+    generated: fn() -> schemars::Schema,
 }
 
 const FIXTURE_CODES: YamlCodes = YamlCodes {
     syntax: E0301_YAML_SYNTAX,
     shape: E0302_FIXTURE_INVALID,
     schema: "schemas/topology.schema.json",
+    generated: || schemars::schema_for!(crate::topology::fixture::FixtureFile),
 };
 
 const PLAN_CODES: YamlCodes = YamlCodes {
     syntax: E0405_PLAN_SYNTAX,
     shape: E0406_PLAN_INVALID,
     schema: "schemas/plan.schema.json",
+    generated: || schemars::schema_for!(crate::plan_file::PlanFile),
 };
 
 const SPEC_CODES: YamlCodes = YamlCodes {
     syntax: E0101_SPEC_SYNTAX,
     shape: E0102_SPEC_SHAPE,
     schema: "schemas/job.schema.json",
+    generated: || schemars::schema_for!(crate::spec::raw::JobSpec),
 };
 
 /// A YAML document that is malformed or of the wrong shape.
@@ -420,6 +426,18 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
             let detail = plain_expectation(detail);
             let d = Diagnostic::error(codes.shape, format!("invalid {what}{within}: {detail}"))
                 .at(map, spot, "here");
+            let words = match path {
+                Some(p) if detail.ends_with("expected a single word") => {
+                    words_at((codes.generated)().as_value(), p)
+                }
+                _ => Vec::new(),
+            };
+            if !words.is_empty() {
+                let listed: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+                return d
+                    .note(format!("expected one of {}", listed.join(", ")))
+                    .help("write one of the words listed above, alone");
+            }
             let d = if detail.starts_with("missing field") {
                 d.note("a truncated file also ends before its required keys")
             } else {

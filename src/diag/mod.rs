@@ -6,6 +6,7 @@
 pub mod codes;
 pub mod render;
 pub mod report;
+pub mod schema_words;
 pub mod source;
 pub mod suggest;
 
