@@ -116,7 +116,8 @@ fn reordered_fixture_gives_the_same_plan_bytes() {
 }
 
 /// `gpus: visible`: the GPUs CUDA_VISIBLE_DEVICES names (indices or UUID prefixes, in its
-/// order), every GPU when it is unset, and E0212 for an entry that names no GPU.
+/// order), set as it was in every rank's environment; every GPU when it is unset; and E0212 for
+/// an entry that names no GPU.
 #[test]
 fn gpus_visible_follows_cuda_visible_devices() {
     let dir = tempfile::tempdir().unwrap();
@@ -172,6 +173,20 @@ fn gpus_visible_follows_cuda_visible_devices() {
             .map(|r| r["gpus"][0].as_u64().unwrap())
             .collect()
     };
+    let visible_env = |plan: &str| -> Vec<String> {
+        let plan: serde_json::Value = serde_json::from_str(plan).unwrap();
+        plan["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r["env"]["CUDA_VISIBLE_DEVICES"]
+                    .as_str()
+                    .unwrap_or("unset")
+                    .to_string()
+            })
+            .collect()
+    };
     let (code, plan, err) = compile(2, Some("5,2"));
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(gpus_of(&plan), [5, 2]);
@@ -179,11 +194,15 @@ fn gpus_visible_follows_cuda_visible_devices() {
         plan.contains("GPUs 5, 2 from CUDA_VISIBLE_DEVICES=5,2"),
         "{plan}"
     );
+    // Every rank sees the GPUs the plan was made for, wherever it runs (`gpu.visible: all`).
+    assert_eq!(visible_env(&plan), ["5,2", "5,2"]);
     let (code, plan, err) = compile(2, Some("GPU-7a1,GPU-3a"));
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(gpus_of(&plan), [7, 3]);
+    assert_eq!(visible_env(&plan), ["GPU-7a1,GPU-3a", "GPU-7a1,GPU-3a"]);
     let (_, plan, _) = compile(8, None);
     assert_eq!(gpus_of(&plan), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert!(visible_env(&plan).iter().all(|v| v == "unset"), "{plan}");
 
     let (code, _, err) = compile(1, Some("9"));
     assert_eq!(code, Some(1));

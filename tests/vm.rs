@@ -266,8 +266,9 @@ fn discovery_with_a_memory_only_node() {
 
 /// Two GPUs (display devices of a GPU vendor) behind expander bridges on nodes 3 and 1: GPU 0,
 /// the lower PCI address, is on node 3. Discovery places each on its node, and `numaplan bind`
-/// binds rank 0 to node 3 and rank 1 to node 1, CPUs and memory, read back from /proc; the
-/// node check counts both GPUs with /proc/bus/pci/devices and, masked, without it.
+/// binds rank 0 to node 3 and rank 1 to node 1, CPUs and memory, read back from /proc, each
+/// seeing its own GPU; the node check counts both GPUs with /proc/bus/pci/devices and, masked,
+/// without it; `gpus: visible` takes the GPU ROCR_VISIBLE_DEVICES names.
 #[test]
 fn bind_follows_gpus_to_their_nodes_in_a_guest() {
     let Some((guest, log)) = boot(
@@ -303,21 +304,30 @@ fn bind_follows_gpus_to_their_nodes_in_a_guest() {
         ],
         "{topo}"
     );
-    for tag in ["BOUND", "MASKED"] {
-        let bound: Vec<&str> = guest
+    let bound = |tag: &str| -> Vec<&str> {
+        guest
             .iter()
             .filter(|l| l.starts_with(&format!("{tag} ")))
             .map(String::as_str)
-            .collect();
+            .collect()
+    };
+    // `gpu: {visible: own}`: each rank sees its own GPU, by index, as ROCm numbers them.
+    for tag in ["BOUND", "MASKED"] {
         assert_eq!(
-            bound,
+            bound(tag),
             [
-                format!("{tag} 0 6-7 bind:3").as_str(),
-                format!("{tag} 1 2-3 bind:1").as_str()
+                format!("{tag} 0 6-7 bind:3 ROCR_VISIBLE_DEVICES=0"),
+                format!("{tag} 1 2-3 bind:1 ROCR_VISIBLE_DEVICES=1")
             ],
             "{log}"
         );
     }
+    // `gpus: visible` under ROCR_VISIBLE_DEVICES=1: one rank, on GPU 1's node.
+    assert_eq!(
+        bound("VISIBLE"),
+        ["VISIBLE 0 2-3 bind:1 ROCR_VISIBLE_DEVICES=1"],
+        "{log}"
+    );
 }
 
 #[test]

@@ -20,7 +20,7 @@ pub use error::{ResolveError, ResolveErrorKind};
 
 use crate::cpuset::CpuSet;
 use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding};
-use crate::spec::{NicPolicy, Policy, Spec, Visibility};
+use crate::spec::{GpuChoice, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
 
@@ -278,6 +278,13 @@ fn environment(
         set("GROUP_RANK", "0".into());
         set("NODE_RANK", "0".into());
         set("MASTER_ADDR", spec.master_addr.clone());
+    }
+    // `gpus: visible` chose by a variable: every rank sees what the plan was made for, not
+    // whatever the variable says (or does not) where it runs.
+    if let (Visibility::All, GpuChoice::Visible(Some((variable, value)))) =
+        (spec.visible, &spec.gpus)
+    {
+        set(variable, value.clone());
     }
     if spec.visible == Visibility::Own {
         for (vendor, var) in [

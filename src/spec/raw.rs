@@ -160,7 +160,8 @@ pub enum GpuKeyword {
     All,
     /// No GPU: CPU-only ranks.
     None,
-    /// The GPUs CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES names where numaplan runs.
+    /// The GPUs CUDA_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES names where numaplan runs; each
+    /// rank's environment sets the variable to the same value (with `gpu.visible: all`).
     Visible,
 }
 
