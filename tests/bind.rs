@@ -113,6 +113,10 @@ impl ClearLaunchers for Command {
                     "MPI_LOCALNRANKS",
                     "MASTER_ADDR",
                     "MASTER_PORT",
+                    "CUDA_VISIBLE_DEVICES",
+                    "ROCR_VISIBLE_DEVICES",
+                    "HIP_VISIBLE_DEVICES",
+                    "ZE_AFFINITY_MASK",
                 ]
                 .contains(&k.as_str())
             {
@@ -501,6 +505,100 @@ fn bind_errors() {
     assert!(
         err.starts_with("error[E0411]: this node (")
             && err.contains("it does not look like topology `aws-p4d.24xlarge`"),
+        "{err}"
+    );
+}
+
+/// A GPU-visibility variable in the ranks' environment that renumbers the GPUs, where the plan
+/// sets none, is a warning from `bind` and `exec` (fatal with `--deny-warnings`, before anything
+/// runs); a variable listing every GPU in order, or one the plan sets itself, is not.
+#[test]
+fn a_visibility_variable_that_renumbers_the_gpus_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = repo().join("examples/topologies/aws-p4d.24xlarge.yaml");
+    for (spec, out) in [
+        ("command: [true]\ngpus: 2\n", "two-plan.yaml"),
+        (
+            "command: [true]\ngpus: 2\ngpu: {visible: own}\n",
+            "own-plan.yaml",
+        ),
+    ] {
+        std::fs::write(dir.path().join("spec.yaml"), spec).unwrap();
+        numaplan_in(
+            dir.path(),
+            &[
+                "compile",
+                "spec.yaml",
+                "--topology",
+                fixture.to_str().unwrap(),
+                "-o",
+                out,
+            ],
+        )
+        .ok();
+    }
+    let warned = "warning[W0200]: CUDA_VISIBLE_DEVICES=1 in the environment renumbers the GPUs a \
+                  rank sees, but the plan placed its ranks next to GPU 0 by the machine's \
+                  numbering and sets no CUDA_VISIBLE_DEVICES";
+    let run = |plan: &str, visible: Option<&str>| {
+        // Local rank 0 speaks for the node.
+        let mut env = vec![("LOCAL_RANK", "0")];
+        env.extend(visible.map(|v| ("CUDA_VISIBLE_DEVICES", v)));
+        text(
+            &bind(
+                dir.path(),
+                &env,
+                &[plan, "--dry-run", "--force", "--", "true"],
+            )
+            .stderr,
+        )
+    };
+    let err = run("two-plan.yaml", Some("1"));
+    assert!(err.contains(warned), "{err}");
+    for (plan, visible) in [
+        ("two-plan.yaml", None),
+        ("two-plan.yaml", Some("0,1,2,3,4,5,6,7")),
+        ("own-plan.yaml", Some("1")),
+    ] {
+        let err = run(plan, visible);
+        assert!(
+            !err.contains("VISIBLE_DEVICES"),
+            "{plan} {visible:?}: {err}"
+        );
+    }
+    // --deny-warnings: refused before the node check.
+    let out = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+        .args([
+            "--deny-warnings",
+            "bind",
+            "two-plan.yaml",
+            "--force",
+            "--",
+            "true",
+        ])
+        .current_dir(dir.path())
+        .env_clear_launchers()
+        .env("LOCAL_RANK", "1")
+        .env("CUDA_VISIBLE_DEVICES", "1")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error[E0214]") && !err.contains("E0411"),
+        "{err}"
+    );
+    // `exec` checks the environment its ranks inherit, for all of them.
+    let out = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+        .args(["exec", "two-plan.yaml", "--dry-run", "--force"])
+        .current_dir(dir.path())
+        .env_clear_launchers()
+        .env("CUDA_VISIBLE_DEVICES", "4,5")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("CUDA_VISIBLE_DEVICES=4,5 in the environment renumbers the GPUs a rank sees, but the plan placed its ranks next to GPUs 0, 1"),
         "{err}"
     );
 }

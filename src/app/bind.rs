@@ -42,8 +42,14 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     } else {
         Voice::Silent
     };
-    warnings.plan_warnings_as(voice, &subject.input, &plan.warnings)?;
     let rank = launcher::rank_of(&plan, &local, &env)?;
+    let mut shown = plan.warnings.clone();
+    shown.extend(launcher::visibility_warning(
+        &plan,
+        std::slice::from_ref(rank),
+        &env,
+    ));
+    warnings.plan_warnings_as(voice, &subject.input, &shown)?;
     let set = launcher::rank_environment(&plan, rank, &local, &env);
     let argv: Vec<OsString> = if args.command.is_empty() {
         plan.command.iter().map(OsString::from).collect()

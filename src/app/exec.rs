@@ -16,7 +16,9 @@ use crate::cli::{ExecArgs, NprocPerNode, ReportFormat, VerifyArgs};
 use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
 use crate::error::Error;
-use crate::exec::{self, ExecError, ExecOptions, Force, NodePlace, OutputMode, hostlist, verify};
+use crate::exec::{
+    self, ExecError, ExecOptions, Force, NodePlace, OutputMode, hostlist, launcher, verify,
+};
 use crate::plan::Plan;
 use crate::yaml::Override;
 
@@ -40,7 +42,10 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         &overrides,
     )?;
     let plan = subject.plan;
-    warnings.plan_warnings(&subject.input, &plan.warnings)?;
+    let env: launcher::Env = std::env::vars().collect();
+    let mut shown = plan.warnings.clone();
+    shown.extend(launcher::visibility_warning(&plan, &plan.ranks, &env));
+    warnings.plan_warnings(&subject.input, &shown)?;
     let opts = ExecOptions {
         place: node_place(args, &plan)?,
         output: match (&args.log_dir, args.no_prefix) {

@@ -302,6 +302,50 @@ pub fn rank_environment(
     out
 }
 
+/// The variables that renumber the GPUs a process sees (CUDA, ROCm, HIP, Level Zero).
+const VISIBILITY: [&str; 4] = [
+    "CUDA_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ZE_AFFINITY_MASK",
+];
+
+/// A warning when the environment the ranks inherit renumbers their GPUs and the plan does not
+/// set that variable itself: a rank placed next to GPU 3 by the machine's numbering would use
+/// whichever GPU the variable makes its device 3 (Slurm's `--gpus-per-task` sets one per task,
+/// a login shell may carry one over). A variable that lists every GPU in order renumbers
+/// nothing.
+pub fn visibility_warning(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Option<String> {
+    let gpus: Vec<String> = ranks
+        .iter()
+        .flat_map(|r| r.gpus.iter().map(|g| g.index.to_string()))
+        .collect();
+    if gpus.is_empty() {
+        return None;
+    }
+    let identity: Vec<String> = (0..plan.machine.gpus).map(|i| i.to_string()).collect();
+    let (var, value) = VISIBILITY.iter().find_map(|&var| {
+        let value = env.get(var).filter(|v| !v.trim().is_empty())?;
+        let renumbers = value
+            .split(',')
+            .map(str::trim)
+            .ne(identity.iter().map(String::as_str));
+        let planned = ranks.iter().all(|r| r.env.contains_key(var));
+        (renumbers && !planned).then_some((var, value))
+    })?;
+    let planned = match gpus.as_slice() {
+        [one] => format!("GPU {one}"),
+        _ => format!("GPUs {}", gpus.join(", ")),
+    };
+    Some(format!(
+        "{var}={value} in the environment renumbers the GPUs a rank sees, but the plan placed \
+         its ranks next to {planned} by the machine's numbering and sets no {var}: a rank may \
+         run on another GPU than the one it is bound next to; unset {var}, compile the plan \
+         where it is set with `gpus: visible`, or give each rank its GPUs with \
+         `gpu: {{visible: own}}`"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
