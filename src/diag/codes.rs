@@ -388,8 +388,9 @@ pub const ALL: &[(Code, &str)] = &[
         W0200_PLAN_WARNING,
         "A warning of the plan: something the reader should know that does not stop it (a \
          fallback to another node, CPUs a restriction cuts, an option the policy ignores, a \
-         deprecated key, memory remote from a rank's home). `compile`, `exec` and `bind` print \
-         them on standard error and every generated launcher lists them at its top; `--quiet` \
+         deprecated key, memory remote from a rank's home), or of running it here (`exec` and \
+         `bind`: a GPU-visibility variable that renumbers the ranks' GPUs). `compile`, `exec` \
+         and `bind` print them on standard error and every generated launcher lists them at its top; `--quiet` \
          hides them and `--deny-warnings` makes them an error (E0214).",
     ),
 ];
