@@ -82,8 +82,10 @@ def bind(
       threads it starts afterwards; threads started before the call keep theirs. Memory
       allocated before the call is not moved, unless `migrate=True`, which moves this process's
       pages onto the rank's nodes with `migrate_pages` (where the kernel allows it).
-    - Environment: the rank's variables (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `OMP_*`, NIC
-      variables, the spec's `env:`) are set in `os.environ` where they are unset.
+    - Environment: the rank's variables are set in `os.environ` as `numaplan bind` sets them:
+      the plan's `OMP_*`, NIC, GPU-visibility and `env:` variables replace inherited ones;
+      torchrun's numbering (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`, ...) is kept
+      where the launcher set it and filled in where it did not.
 
     `plan` is a plan file, a job spec (compiled for this machine by the binary), `env:VAR` or
     `git:REV:PATH`; `None` reads `$NUMAPLAN_PLAN` (a path, or the plan itself as the
@@ -98,8 +100,8 @@ def bind(
     _bind_cpus(entry)
     _bind_memory(entry.memory, migrate)
     if set_env:
-        for key, value in entry.env.items():
-            os.environ.setdefault(key, value)
+        # The binary leaves out the numbering the launcher set: what remains is set as is.
+        os.environ.update(entry.env)
     return entry
 
 

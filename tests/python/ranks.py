@@ -45,7 +45,8 @@ def readback() -> Dict[str, Any]:
         "cpus": st["Cpus_allowed_list"],
         "mems": st["Mems_allowed_list"],
         "touched": touched_pages(),
-        "env": {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT")},
+        "env": {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_PORT",
+                                               "OMP_NUM_THREADS")},
     }
 
 

@@ -71,11 +71,20 @@ def test_threads_started_before_bind_are_bound(two_ranks: Plan):
     assert result["status"] == two_ranks.rank(1)["cpus"]
 
 
-def test_variables_already_set_are_kept(two_ranks: Plan):
-    env = {"MASTER_PORT": "31337"}
+def test_the_launchers_numbering_is_kept_and_the_plans_variables_win(two_ranks: Plan):
+    # As `numaplan bind` does: a launcher's MASTER_PORT stays; an inherited OMP_NUM_THREADS
+    # gives way to the plan's.
+    env = {"MASTER_PORT": "31337", "OMP_NUM_THREADS": "64"}
     [result] = run_children(ranks.bind_and_report, [(str(two_ranks.path), 1, env)])
+    omp = two_ranks.rank(1)["env"]["OMP_NUM_THREADS"]
+    assert omp != "64"
     assert result["env"] == {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2",
-                             "MASTER_PORT": "31337"}
+                             "MASTER_PORT": "31337", "OMP_NUM_THREADS": omp}
+    binary = subprocess.run(
+        [numaplan.executable(), "bind", str(two_ranks.path), "--local-rank", "1", "--", "env"],
+        env={**os.environ, **env}, capture_output=True, text=True, check=True)
+    seen = dict(line.split("=", 1) for line in binary.stdout.splitlines() if "=" in line)
+    assert {k: seen.get(k) for k in result["env"]} == result["env"]
 
 
 def test_a_job_spec_is_compiled_for_this_machine(two_ranks: Plan):
