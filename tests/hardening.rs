@@ -216,6 +216,38 @@ fn non_utf8_arguments_reach_the_rank() {
     assert_eq!(std::fs::read(dir.path().join("arg")).unwrap(), b"caf\xe9");
 }
 
+/// A variable in numaplan's own environment that is not UTF-8 (a latin-1 locale's leftovers)
+/// crashed `exec` when it read the environment for its checks; it runs, and the rank inherits
+/// the variable byte for byte, under `exec` and `bind` alike.
+#[test]
+fn a_non_utf8_environment_variable_reaches_the_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [sh, -c, 'printf \"%s\" \"$LEGACY\" > \"$OUT/$LOCAL_RANK\"']\ngpus: none\nranks_per_node: 1\n",
+    )
+    .unwrap();
+    for (args, file) in [
+        (&["exec", "job.yaml"][..], "0"),
+        (&["bind", "--local-rank", "0", "job.yaml"][..], "0"),
+    ] {
+        let _ = std::fs::remove_file(dir.path().join(file));
+        let out = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("OUT", dir.path())
+            .env("LEGACY", OsStr::from_bytes(b"caf\xe9"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(
+            std::fs::read(dir.path().join(file)).unwrap(),
+            b"caf\xe9",
+            "{args:?}"
+        );
+    }
+}
+
 /// 9. What no launcher can pass (one argument or variable over 128 KiB) is refused when the
 ///    plan is compiled, with the limit named. (What fits is carried: tests/emit_sbatch.rs,
 ///    tests/bind.rs.)

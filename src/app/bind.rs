@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::input::{PlanMachine, load_subject};
-use super::node::node_facts;
+use super::node::{environment, node_facts};
 use super::{emit, json};
 use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
@@ -25,9 +25,7 @@ use crate::ids::node_list;
 use crate::plan::RankBinding;
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
-    let env: Env = std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect();
+    let env = environment();
     let subject = load_subject(
         Some(&args.input),
         args.topology.as_deref(),
@@ -43,12 +41,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         Voice::Silent
     };
     let rank = launcher::rank_of(&plan, &local, &env)?;
-    let mut shown = plan.warnings.clone();
-    shown.extend(launcher::visibility_warning(
-        &plan,
-        std::slice::from_ref(rank),
-        &env,
-    ));
+    let shown = launcher::warnings(&plan, std::slice::from_ref(rank), &env);
     warnings.plan_warnings_as(voice, &subject.input, &shown)?;
     let set = launcher::rank_environment(&plan, rank, &local, &env);
     let argv: Vec<OsString> = if args.command.is_empty() {

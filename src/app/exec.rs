@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::bind::Memory;
 use super::input::{PlanMachine, load_subject};
-use super::node::node_facts;
+use super::node::{environment, node_facts};
 use super::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, ReportFormat, VerifyArgs};
 use crate::diag::report::Reporter;
@@ -42,9 +42,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         &overrides,
     )?;
     let plan = subject.plan;
-    let env: launcher::Env = std::env::vars().collect();
-    let mut shown = plan.warnings.clone();
-    shown.extend(launcher::visibility_warning(&plan, &plan.ranks, &env));
+    let shown = launcher::warnings(&plan, &plan.ranks, &environment());
     warnings.plan_warnings(&subject.input, &shown)?;
     let opts = ExecOptions {
         place: node_place(args, &plan)?,

@@ -1,13 +1,22 @@
 //! This node's facts for the node check of `exec` and `bind` (`NodeFacts`): its hostname, its
 //! shape counted from `/sys` as the generated launchers count it, this process's affinity and the
-//! online CPUs and NUMA nodes.
+//! online CPUs and NUMA nodes; and this process's environment, as the launcher code reads it.
 
 use crate::cpuset::CpuSet;
 use crate::error::Error;
+use crate::exec::launcher::Env;
 use crate::exec::{ExecError, NodeFacts, affinity};
 use crate::pci_addr::PciAddr;
 use crate::plan::MachineShape;
 use crate::topology::devices::{Vendor, is_gpu, is_gpu_class};
+
+/// This process's environment as `exec/launcher.rs` takes it: the variables whose name and value
+/// are UTF-8 (`std::env::vars` panics on any other; a launcher's variables are all ASCII).
+pub(super) fn environment() -> Env {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
 
 /// What `exec` (and `bind`) check a plan against: this machine and this process.
 pub(super) fn node_facts() -> Result<NodeFacts, Error> {

@@ -310,12 +310,20 @@ const VISIBILITY: [&str; 4] = [
     "ZE_AFFINITY_MASK",
 ];
 
+/// The warnings to show before `ranks` start: the plan's, then what the environment they
+/// inherit changes (`visibility_warning`).
+pub fn warnings(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Vec<String> {
+    let mut all = plan.warnings.clone();
+    all.extend(visibility_warning(plan, ranks, env));
+    all
+}
+
 /// A warning when the environment the ranks inherit renumbers their GPUs and the plan does not
 /// set that variable itself: a rank placed next to GPU 3 by the machine's numbering would use
 /// whichever GPU the variable makes its device 3 (Slurm's `--gpus-per-task` sets one per task,
 /// a login shell may carry one over). A variable that lists every GPU in order renumbers
 /// nothing.
-pub fn visibility_warning(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Option<String> {
+fn visibility_warning(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Option<String> {
     let gpus: Vec<String> = ranks
         .iter()
         .flat_map(|r| r.gpus.iter().map(|g| g.index.to_string()))
