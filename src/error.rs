@@ -399,7 +399,6 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
                         .filter(|(i, _)| i % 2 == 1)
                         .map(|(_, s)| s)
                         .collect();
-                    let listed: Vec<String> = expected.iter().map(|e| format!("`{e}`")).collect();
                     let spot = if noun == "key" {
                         let key_path = path.map_or(typed.to_string(), |p| format!("{p}.{typed}"));
                         map.key(&key_path).or(error.spot)
@@ -409,7 +408,7 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
                     let d =
                         Diagnostic::error(codes.shape, format!("unknown {noun} `{typed}`{within}"))
                             .at(map, spot, format!("unknown {noun}"))
-                            .note(format!("expected one of {}", listed.join(", ")));
+                            .note(expected_one_of(&expected));
                     return match did_you_mean(typed, expected.iter().copied()) {
                         Some(s) => d.help(format!("did you mean `{s}`?")),
                         None => d.help(format!("use one of the {noun}s listed above")),
@@ -433,9 +432,8 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
                 _ => Vec::new(),
             };
             if !words.is_empty() {
-                let listed: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
                 return d
-                    .note(format!("expected one of {}", listed.join(", ")))
+                    .note(expected_one_of(&words))
                     .help("write one of the words listed above, alone");
             }
             let d = if detail.starts_with("missing field") {
@@ -446,6 +444,12 @@ fn yaml_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes) 
             d.help(format!("`{}` documents every key", codes.schema))
         }
     }
+}
+
+/// The note that lists what a key takes: ``expected one of `a`, `b` ``.
+fn expected_one_of<S: AsRef<str>>(words: &[S]) -> String {
+    let listed: Vec<String> = words.iter().map(|w| format!("`{}`", w.as_ref())).collect();
+    format!("expected one of {}", listed.join(", "))
 }
 
 /// serde's expectations in a user's words: `expected u32` is "a whole number", `expected struct
