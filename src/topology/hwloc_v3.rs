@@ -154,12 +154,18 @@ fn is_io(node: Node) -> bool {
 /// Writes `node` and its subtree; the root gets the topology's infos first, and objects
 /// gain the I/O subtrees that move under them (`moves`) and lose those that move away.
 fn write_object(out: &mut String, node: Node, root_infos: &[Node], moves: &[Move], is_root: bool) {
-    open_tag(out, node, |name, value| match name {
+    let attribute = |name: &str, value: &str| match name {
         "osdev_type" => Some(v2_osdev_type(node, value)),
         // 3.0's own: an object's XML id, whether a cache is inclusive.
         "id" | "cache_inclusive" => None,
         _ => Some(value.to_string()),
-    });
+    };
+    let gains = moves.iter().any(|(_, target)| *target == node);
+    let whole = is_empty(node) && !gains && !(is_root && !root_infos.is_empty());
+    open_tag(out, node, attribute, whole);
+    if whole {
+        return;
+    }
     if is_root {
         for info in root_infos {
             write_plain(out, *info);
@@ -213,7 +219,11 @@ fn v2_osdev_type(node: Node, value: &str) -> String {
 
 /// An element other than an object, as it is.
 fn write_plain(out: &mut String, node: Node) {
-    open_tag(out, node, |_, value| Some(value.to_string()));
+    let whole = is_empty(node);
+    open_tag(out, node, |_, value| Some(value.to_string()), whole);
+    if whole {
+        return;
+    }
     for child in node.children() {
         if child.is_text() {
             escape(out, child.text().unwrap_or(""));
@@ -224,7 +234,23 @@ fn write_plain(out: &mut String, node: Node) {
     let _ = write!(out, "</{}>", node.tag_name().name());
 }
 
-fn open_tag(out: &mut String, node: Node, value: impl Fn(&str, &str) -> Option<String>) {
+/// Whether an element has no content but blanks.
+fn is_empty(node: Node) -> bool {
+    node.children().all(|c| {
+        !c.is_element() && (!c.is_text() || c.text().is_none_or(|t| t.trim().is_empty()))
+    })
+}
+
+/// Writes `node`'s start tag, or with `whole` the element without content (`<support .../>`),
+/// as hwloc writes it. hwloc 2.x's own XML parser takes an end tag after `<support>` for the
+/// end of the document and silently drops everything after it: the CPU kinds, which hwloc 3
+/// writes after the supports.
+fn open_tag(
+    out: &mut String,
+    node: Node,
+    value: impl Fn(&str, &str) -> Option<String>,
+    whole: bool,
+) {
     let _ = write!(out, "<{}", node.tag_name().name());
     for attr in node.attributes() {
         if let Some(v) = value(attr.name(), attr.value()) {
@@ -233,7 +259,7 @@ fn open_tag(out: &mut String, node: Node, value: impl Fn(&str, &str) -> Option<S
             out.push('"');
         }
     }
-    out.push('>');
+    out.push_str(if whole { "/>" } else { ">" });
 }
 
 fn escape(out: &mut String, text: &str) {
@@ -314,7 +340,7 @@ mod tests {
         assert!(text.contains(r#"<topology version="2.0">"#));
         // The topology's info goes to the root object, escaped again.
         assert!(
-            text.contains(r#"gp_index="1"><info name="HostName" value="a&amp;b">"#),
+            text.contains(r#"gp_index="1"><info name="HostName" value="a&amp;b"/>"#),
             "{text}"
         );
         for gone in ["memtier", "pci_locality", "cache_inclusive", " id="] {
@@ -326,6 +352,29 @@ mod tests {
             text.contains(r#"name="cuda0" subtype="CUDA" osdev_type="5""#),
             "{text}"
         );
+    }
+
+    #[test]
+    fn elements_without_content_are_written_whole() {
+        // hwloc 3's lstopo writes `<support>` before the CPU kinds; hwloc 2.x's parser ends the
+        // document at a `</support>` end tag and loses the kinds after it.
+        let v3 = r#"<topology version="3.0">
+  <object type="Machine" os_index="0" cpuset="0x3" complete_cpuset="0x3" gp_index="1"/>
+  <support name="discovery.pu"/>
+  <support name="custom.exported_support"></support>
+  <cpukind cpuset="0x1" forced_efficiency="0">
+    <info name="CoreType" value="IntelAtom"/>
+  </cpukind>
+</topology>"#;
+        let text = to_v2("t.xml", v3).unwrap();
+        assert!(
+            text.contains(r#"<support name="discovery.pu"/><support name="custom.exported_support"/><cpukind"#),
+            "{text}"
+        );
+        assert!(!text.contains("</support>"), "{text}");
+        assert!(text.contains(r#"gp_index="1"/>"#), "a leaf object: {text}");
+        assert!(text.contains(r#"value="IntelAtom"/>"#), "{text}");
+        assert!(text.contains("</cpukind>"), "{text}");
     }
 
     #[test]
