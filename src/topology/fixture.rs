@@ -199,22 +199,41 @@ fn node_entry(
     Ok((node, cores))
 }
 
-/// An L3 group's cores: thread row 0 holds each core's first CPU, row 1 its second, and so on;
-/// rows never grow, and no CPU is listed twice in the file.
+/// An L3 group's cores, from its `threads` rows or its `cores` list; no CPU is listed twice
+/// in the file.
 fn group_cores(
     group_at: &str,
     group: &L3Entry,
     listed_at: &mut BTreeMap<u32, String>,
 ) -> Result<Vec<CpuSet>, Located> {
-    let rows = group
-        .threads
+    let (field, lists) = match (group.threads.is_empty(), group.cores.is_empty()) {
+        (false, true) => ("threads", &group.threads),
+        (true, false) => ("cores", &group.cores),
+        (true, true) => {
+            return Err((
+                format!("{group_at}.threads"),
+                "an L3 group needs its cores: `threads` rows, or a `cores` list".into(),
+            ));
+        }
+        (false, false) => {
+            return Err((
+                format!("{group_at}.cores"),
+                "an L3 group lists its cores either as `threads` rows or as `cores`, not both"
+                    .into(),
+            ));
+        }
+    };
+    let sets = lists
         .iter()
         .enumerate()
-        .map(|(t, row)| cpus_at(format!("{group_at}.threads[{t}]"), row))
+        .map(|(t, list)| cpus_at(format!("{group_at}.{field}[{t}]"), list))
         .collect::<Result<Vec<CpuSet>, _>>()?;
-    for (t, row) in rows.iter().enumerate() {
-        let here = format!("{group_at}.threads[{t}]");
-        for cpu in row.iter() {
+    for (t, set) in sets.iter().enumerate() {
+        let here = format!("{group_at}.{field}[{t}]");
+        if set.is_empty() {
+            return Err((here, format!("`{field}[{t}]` lists no CPU")));
+        }
+        for cpu in set.iter() {
             if let Some(first) = listed_at.insert(cpu, here.clone()) {
                 return Err((
                     here,
@@ -223,19 +242,23 @@ fn group_cores(
             }
         }
     }
-    let Some(first) = rows.first() else {
-        return Err((
-            format!("{group_at}.threads"),
-            "an L3 group needs at least one thread row".into(),
-        ));
-    };
-    let mut cores: Vec<CpuSet> = first.iter().map(|c| std::iter::once(c).collect()).collect();
+    match field {
+        "threads" => rows_to_cores(group_at, &sets),
+        _ => Ok(sets),
+    }
+}
+
+/// Thread rows as cores: row 0 holds each core's first CPU, row t the t-th CPU of the first
+/// len(row t) cores; rows never grow.
+fn rows_to_cores(group_at: &str, rows: &[CpuSet]) -> Result<Vec<CpuSet>, Located> {
+    let mut cores: Vec<CpuSet> = rows[0].iter().map(|c| std::iter::once(c).collect()).collect();
     for (t, row) in rows.iter().enumerate().skip(1) {
         if row.len() > rows[t - 1].len() {
             return Err((
                 format!("{group_at}.threads[{t}]"),
                 format!(
-                    "thread row {t} has {} CPUs but row {} has {}; rows must not grow",
+                    "thread row {t} has {} CPUs but row {} has {}; rows must not grow (list \
+                     cores with different numbers of threads under `cores`)",
                     row.len(),
                     t - 1,
                     rows[t - 1].len()
@@ -320,12 +343,16 @@ fn subject_path(raw: &FixtureFile, subject: &Subject) -> String {
             .map(|i| format!("nodes[{i}]")),
         Subject::Core(cpu) => raw.nodes.iter().enumerate().find_map(|(i, n)| {
             n.l3_groups.iter().enumerate().find_map(|(j, g)| {
-                g.threads.iter().enumerate().find_map(|(t, row)| {
-                    row.0
+                let (field, lists) = match g.threads.is_empty() {
+                    true => ("cores", &g.cores),
+                    false => ("threads", &g.threads),
+                };
+                lists.iter().enumerate().find_map(|(t, list)| {
+                    list.0
                         .parse::<CpuSet>()
                         .ok()
                         .filter(|s| s.contains(*cpu))
-                        .map(|_| format!("nodes[{i}].l3_groups[{j}].threads[{t}]"))
+                        .map(|_| format!("nodes[{i}].l3_groups[{j}].{field}[{t}]"))
                 })
             })
         }),
@@ -448,25 +475,19 @@ fn node_to_entry(t: &Topology, n: &NumaNode) -> NodeEntry {
     }
     let l3_groups = groups
         .into_iter()
-        .map(|(id, mut cores)| {
-            // Widest cores first so that rows never grow; then by key.
-            cores.sort_by_key(|c| (std::cmp::Reverse(c.cpus.len()), c.key()));
-            let width = cores.first().map_or(0, |c| c.cpus.len());
-            let threads = (0..width)
-                .map(|t| {
-                    let row: CpuSet = cores.iter().filter_map(|c| c.cpus.iter().nth(t)).collect();
-                    CpuList(row.to_string())
-                })
-                .collect();
+        .map(|(id, cores)| {
             // Every core of an L3 group is in one package (`Topology::build` checks it).
             let package = cores
                 .first()
                 .map(|c| c.package)
                 .filter(|p| Some(*p) != n.package);
+            let sets: Vec<CpuSet> = cores.iter().map(|c| c.cpus.clone()).collect();
+            let (threads, cores) = group_lists(&sets);
             L3Entry {
                 id: id.0,
                 package: package.map(|p| p.0),
                 threads,
+                cores,
             }
         })
         .collect();
@@ -490,6 +511,29 @@ fn node_to_entry(t: &Topology, n: &NumaNode) -> NodeEntry {
         memory_mib: n.memory_mib,
         cpus: (!cpus.is_empty()).then(|| CpuList(cpus.to_string())),
         l3_groups,
+    }
+}
+
+/// An L3 group's cores as the file writes them: compact `threads` rows where reading them back
+/// gives exactly these cores (the same number of threads per core, numbered in step), else
+/// each core's own cpulist under `cores`.
+fn group_lists(cores: &[CpuSet]) -> (Vec<CpuList>, Vec<CpuList>) {
+    let mut by_key: Vec<&CpuSet> = cores.iter().collect();
+    by_key.sort_by_key(|c| c.first());
+    let width = by_key.iter().map(|c| c.len()).max().unwrap_or(0);
+    let rows: Vec<CpuSet> = (0..width)
+        .map(|t| by_key.iter().filter_map(|c| c.iter().nth(t)).collect())
+        .collect();
+    let exact = by_key.iter().all(|c| c.len() == width)
+        && rows_to_cores("", &rows).is_ok_and(|mut back| {
+            back.sort_by_key(CpuSet::first);
+            back.iter().eq(by_key.iter().copied())
+        });
+    let text = |sets: &mut dyn Iterator<Item = &CpuSet>| sets.map(|s| CpuList(s.to_string())).collect();
+    if exact {
+        (text(&mut rows.iter()), Vec::new())
+    } else {
+        (Vec::new(), text(&mut by_key.into_iter()))
     }
 }
 

@@ -91,10 +91,19 @@ pub struct L3Entry {
     /// spans packages (one NUMA node over two sockets) has none of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub package: Option<u32>,
-    /// SMT thread rows: row t (a cpulist) gives hardware thread t of the first len(row t) cores.
-    /// Row 0 lists every core's first thread. `["48-51", "176-179"]` is four cores with two
-    /// threads each: {48,176}, {49,177}, {50,178}, {51,179}.
+    /// SMT thread rows, for cores that all have the same number of threads: row t (a cpulist)
+    /// gives hardware thread t of every core, in ascending order. Row 0 lists every core's
+    /// first thread. `["48-51", "176-179"]` is four cores with two threads each: {48,176},
+    /// {49,177}, {50,178}, {51,179}. (A shorter later row gives thread t of the first
+    /// len(row t) cores.) Exactly one of `threads` and `cores` is given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads: Vec<CpuList>,
+    /// The cores one by one, each as the cpulist of its SMT siblings, where the rows of
+    /// `threads` cannot say which core a thread belongs to: cores with different numbers of
+    /// threads (hybrid CPUs, offline siblings) or siblings not numbered in step
+    /// (`["0", "4,12", "1-2"]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<CpuList>,
 }
 
 /// One kind of core.
