@@ -28,6 +28,8 @@ struct Machine {
     cores: Vec<(u32, u32, u32, BTreeSet<u32>)>,
     /// Each GPU's node, `None` for unknown locality (sysfs -1).
     gpus: Vec<Option<u32>>,
+    /// The job's order of the GPUs (`CUDA_VISIBLE_DEVICES`): CUDA device i is GPU `cuda[i]`.
+    cuda: Vec<usize>,
     allowed: BTreeSet<u32>,
 }
 
@@ -75,6 +77,16 @@ impl Machine {
             .filter(|c| c.2 == l3)
             .flat_map(|c| c.3.iter().copied())
             .collect()
+    }
+
+    /// The machine as the tools see it under the job's `CUDA_VISIBLE_DEVICES`: GPU i is CUDA
+    /// device i.
+    fn visible(&self) -> Machine {
+        Machine {
+            gpus: self.cuda.iter().map(|&g| self.gpus[g]).collect(),
+            cuda: (0..self.cuda.len()).collect(),
+            ..self.clone()
+        }
     }
 
     fn topology(&self) -> Topology {
@@ -440,9 +452,10 @@ fn machine() -> impl Strategy<Value = Machine> {
         prop::collection::vec(0u32..12, 0..6), // GPUs: 0..8 a node, else unknown
         prop::collection::vec(0u32..10, 64),   // random mask: 0 hides a CPU
         0u32..4,                               // a pattern of hidden siblings
+        any::<prop::sample::Index>(),          // the GPUs' order in the job
     )
         .prop_map(
-            |(packages, per_package, first, hbm, cores, l3_size, smt, far, gpus, mask, pattern)| {
+            |(packages, per_package, first, hbm, cores, l3_size, smt, far, gpus, mask, pattern, order)| {
                 let mut nodes = BTreeMap::new();
                 let mut layout = Vec::new(); // (node, package, cores)
                 let mut id = first;
@@ -473,10 +486,11 @@ fn machine() -> impl Strategy<Value = Machine> {
                     }
                 }
                 let cpu_nodes: Vec<u32> = nodes.iter().filter(|n| n.1.1).map(|n| *n.0).collect();
-                let gpus = gpus
+                let gpus: Vec<Option<u32>> = gpus
                     .into_iter()
                     .map(|g| (g < 8).then(|| cpu_nodes[g as usize % cpu_nodes.len()]))
                     .collect();
+                let cuda = permutation(gpus.len(), order);
                 let all: Vec<u32> = machine_cores
                     .iter()
                     .flat_map(|c| c.3.iter().copied())
@@ -518,15 +532,32 @@ fn machine() -> impl Strategy<Value = Machine> {
                     nodes,
                     cores: machine_cores,
                     gpus,
+                    cuda,
                     allowed,
                 }
             },
         )
 }
 
-/// numaplan's plan for the spec on the machine: per rank its CPUs, or the error.
+/// The `n!`-th permutation of 0..n picked by `index` (one in n! of them), so that the job often
+/// names its GPUs out of index order.
+fn permutation(n: usize, index: prop::sample::Index) -> Vec<usize> {
+    let mut left: Vec<usize> = (0..n).collect();
+    let mut k = index.index(usize::MAX);
+    let mut out = Vec::new();
+    while !left.is_empty() {
+        out.push(left.remove(k % left.len()));
+        k /= out.len();
+    }
+    out
+}
+
+/// numaplan's plan for the spec on the machine, the job naming its GPUs in `cuda` order (`gpus:
+/// [..]`): per rank its CPUs, or the error.
 fn numaplan(m: &Machine, spec: &str) -> Result<Vec<BTreeSet<u32>>, String> {
-    let spec = load_str("spec.yaml", spec).unwrap().spec;
+    let order: Vec<String> = m.cuda.iter().map(|g| g.to_string()).collect();
+    let spec = format!("{spec}gpus: [{}]\n", order.join(", "));
+    let spec = load_str("spec.yaml", &spec).unwrap().spec;
     let plan = resolve(&spec, &m.topology()).map_err(|e| e.to_string())?;
     Ok(plan.ranks.iter().map(|r| r.cpus.iter().collect()).collect())
 }
@@ -554,7 +585,7 @@ proptest! {
         prop_assume!(!m.gpus.is_empty());
         let ranks = ranks.min(m.gpus.len());
         let ours = numaplan(&m, &format!("ranks_per_node: {ranks}\ncpu: {{policy: {mode}}}\n"));
-        let theirs = torch_reference(&m, mode, ranks);
+        let theirs = torch_reference(&m.visible(), mode, ranks);
         prop_assert_eq!(agrees(ours, theirs), Ok(()), "{:?}", m);
     }
 
@@ -581,7 +612,7 @@ proptest! {
         );
         let o = AffinityOptions { mode, scope, smt_all, balanced, min, max };
         let ours = numaplan(&m, &spec);
-        let theirs = gpu_affinity_reference(&m, &o, ranks);
+        let theirs = gpu_affinity_reference(&m.visible(), &o, ranks);
         prop_assert_eq!(agrees(ours, theirs), Ok(()), "{:?}", m);
     }
 }

@@ -27,7 +27,7 @@ pub fn place(ctx: &Ctx, units: &[Unit], mode: Mode) -> Result<Vec<Placement>, Re
         Mode::All => all(ctx, &sets),
         Mode::Single => single(ctx, &buckets),
         Mode::SingleUnique => single_unique(ctx, units, &buckets)?,
-        Mode::UniqueContiguous | Mode::UniqueInterleaved => unique(ctx, units, &buckets, mode),
+        Mode::UniqueContiguous | Mode::UniqueInterleaved => unique(ctx, &buckets, mode),
     };
     let cores = match mode {
         Mode::Single | Mode::SingleUnique => cores,
@@ -188,7 +188,7 @@ fn single(ctx: &Ctx, buckets: &Buckets) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// Step 2, `single-unique`: GPUs in index order each take the first bucket no earlier GPU took,
+/// Step 2, `single-unique`: GPUs in job order each take the first bucket no earlier GPU took,
 /// then its first core; a GPU left without one is an error.
 fn single_unique(
     ctx: &Ctx,
@@ -197,10 +197,10 @@ fn single_unique(
 ) -> Result<Vec<Vec<usize>>, ResolveError> {
     let mut taken = BTreeSet::new();
     let mut out = vec![Vec::new(); units.len()];
-    for i in by_gpu_index(units) {
+    for (i, unit) in units.iter().enumerate() {
         let list = &buckets.lists[i];
         let Some(&b) = list.iter().find(|b| !taken.contains(*b)) else {
-            let gpu = units[i].lead().map_or(units[i].local_rank, |g| g.index.0);
+            let gpu = unit.lead().map_or(unit.local_rank, |g| g.index.0);
             return Err(ResolveError::new(
                 ResolveErrorKind::NoUniqueCore { gpu },
                 "cpu.policy",
@@ -218,14 +218,13 @@ fn single_unique(
 }
 
 /// Step 2, `unique-contiguous` / `unique-interleaved`: GPUs with identical bucket lists form a
-/// group of g; share = the minimum over groups of floor(buckets/g). Balanced, each list is cut to
+/// group of g, in job order; share = the minimum over groups of floor(buckets/g). Balanced, each list is cut to
 /// g*share and every GPU gets `share`; otherwise per = floor(buckets/g) of its own list.
 /// Contiguous: the k-th GPU takes buckets [k*per, (k+1)*per); interleaved: k, k+g, ... to the
 /// end of the (cut) list.
-fn unique(ctx: &Ctx, units: &[Unit], buckets: &Buckets, mode: Mode) -> Vec<Vec<usize>> {
+fn unique(ctx: &Ctx, buckets: &Buckets, mode: Mode) -> Vec<Vec<usize>> {
     let mut groups: Vec<(&Vec<usize>, Vec<usize>)> = Vec::new();
-    for i in by_gpu_index(units) {
-        let list = &buckets.lists[i];
+    for (i, list) in buckets.lists.iter().enumerate() {
         match groups.iter_mut().find(|(l, _)| *l == list) {
             Some((_, members)) => members.push(i),
             None => groups.push((list, vec![i])),
@@ -305,13 +304,6 @@ fn threads(ctx: &Ctx, units: &[Unit], cores: Vec<Vec<usize>>) -> Vec<Placement> 
             }
         })
         .collect()
-}
-
-/// Rank positions in the order of their GPUs' indices.
-fn by_gpu_index(units: &[Unit]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..units.len()).collect();
-    order.sort_by_key(|&i| units[i].lead().map_or(units[i].local_rank, |g| g.index.0));
-    order
 }
 
 fn by_key(ctx: &Ctx, it: impl Iterator<Item = usize>) -> Vec<usize> {

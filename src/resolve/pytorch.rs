@@ -91,18 +91,18 @@ fn node_zero(ctx: &Ctx, unit: &Unit, gpu: Option<&Gpu>) -> Result<NodeId, Resolv
     .note(format!("nodes with allowed CPUs: {}", nodes.join(", "))))
 }
 
-/// The rank's position among its peers and their count: the selected GPUs of its node, in index
-/// order (CPU-only ranks, which exist only when no GPU is selected, are each other's peers).
+/// The rank's position among its peers and their count: the selected GPUs of its node, in job
+/// order (the CUDA numbering the ranks see, as PyTorch counts them; POLICIES.md, Terms). CPU-only
+/// ranks, which exist only when no GPU is selected, are each other's peers.
 fn peers(selected: &[&Gpu], units: &[Unit], unit: &Unit, node: NodeId) -> (usize, usize) {
     let Some(lead) = unit.lead() else {
         return (unit.local_rank as usize, units.len());
     };
-    let mut on_node: Vec<u32> = selected
+    let on_node: Vec<u32> = selected
         .iter()
         .filter(|g| g.numa_node.unwrap_or(NodeId(0)) == node)
         .map(|g| g.index.0)
         .collect();
-    on_node.sort();
     let position = on_node
         .iter()
         .position(|&i| i == lead.index.0)
@@ -145,8 +145,8 @@ fn exclusive(
             "use `policy: node` to let the ranks share the node, or run fewer ranks",
         )
         .note(format!(
-            "node {node} has allowed CPUs `{}`",
-            ctx.node_allowed(node)
+            "node {node} has allowed CPUs {}",
+            crate::phrase::cpus_or_none(&ctx.node_allowed(node))
         )));
     }
     let r = position;
