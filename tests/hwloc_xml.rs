@@ -428,3 +428,110 @@ fn a_node_over_two_packages_keeps_both() {
     };
     assert_eq!(fingerprint("nps0.xml"), fingerprint("nps0.yaml"));
 }
+
+/// hwloc's own export of a machine restricted to node 1's memory (`lstopo --restrict
+/// nodeset=0x2`, as a cgroup without node 0's memory exports it).
+fn restricted_to_node_1(dir: &std::path::Path) -> String {
+    let out = common::succeed(std::process::Command::new("lstopo-no-graphics").args([
+        "--input",
+        "pack:2 numa:1 core:2 pu:2",
+        "--restrict",
+        "nodeset=0x2",
+        "--of",
+        "xml",
+        "-",
+    ]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    std::fs::write(dir.join("restricted.xml"), &text).unwrap();
+    text
+}
+
+/// CPUs that no NUMA node covers in hwloc's view (their nodeset empty, as hwloc's restriction
+/// and hwloc's `fakeheterocpunuma` test leave them) are never put on node 0: they are left out
+/// of the machine, and the topology's notes say so in every plan.
+#[test]
+fn cpus_without_a_numa_node_are_left_out_and_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = restricted_to_node_1(dir.path());
+    assert!(
+        text.contains(r#"<object type="PU" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x0" complete_nodeset="0x0""#),
+        "hwloc left PU 0 without a node: {text}"
+    );
+    let topo = numaplan_in(dir.path(), &["topo", "--topology", "restricted.xml"]).ok();
+    assert!(
+        topo.starts_with("restricted: 1 package, 1 NUMA node, 2 cores, 4 CPUs"),
+        "{topo}"
+    );
+    assert!(topo.contains("note: CPUs 0-3 have no NUMA node in hwloc's view (their nodeset is empty); plans leave them out"), "{topo}");
+    assert!(!topo.contains("node 0"), "{topo}");
+    std::fs::write(dir.path().join("job.yaml"), "gpus: none\n").unwrap();
+    let plan = numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "--topology", "restricted.xml"],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(plan.stdout.contains("  cpus: 4-7\n"), "{}", plan.stdout);
+    assert!(
+        plan.stderr.contains("CPUs 0-3 have no NUMA node"),
+        "the note is a plan warning: {}",
+        plan.stderr
+    );
+}
+
+/// A cgroup export made on Linux leaves out the NUMA node whose memory the job may not use but
+/// keeps its CPUs, whose complete nodeset still names it (hwloc's
+/// `16amd64-8n2c-cpusets.xml`, `linux/allowed/test1.xml`). hwloc reads such files; numaplan
+/// gives those CPUs that node (not a refusal, not node 0 by default), keeps its memory out of
+/// the allowed nodes, and a rank there binds its memory to the nearest allowed node.
+#[test]
+fn cpus_of_a_node_left_out_of_the_export_keep_that_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = restricted_to_node_1(dir.path())
+        .replace(r#"nodeset="0x0" complete_nodeset="0x0""#, r#"nodeset="0x0" complete_nodeset="0x00000001""#)
+        .replace(
+            r#"nodeset="0x00000002" complete_nodeset="0x00000002" allowed_nodeset"#,
+            r#"nodeset="0x00000002" complete_nodeset="0x00000003" allowed_nodeset"#,
+        );
+    std::fs::write(dir.path().join("cgroup.xml"), text).unwrap();
+    let topo = numaplan_in(dir.path(), &["topo", "--topology", "cgroup.xml"]).ok();
+    assert!(topo.starts_with("cgroup: 2 packages, 2 NUMA nodes, 4 cores, 8 CPUs"), "{topo}");
+    assert!(topo.contains("allowed memory: node 1 (1 of 2 nodes)"), "{topo}");
+    assert!(topo.contains("note: NUMA node 0 is not in the export, though CPUs 0-3 are its (their complete nodeset); its memory size is unknown"), "{topo}");
+    assert!(topo.contains("  node 0: 2 cores, CPUs 0-3\n"), "{topo}");
+    std::fs::write(dir.path().join("job.yaml"), "gpus: none\nranks_per_node: 2\n").unwrap();
+    let plan = numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "--topology", "cgroup.xml", "--format", "json"],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    let rank0 = &plan["ranks"][0];
+    assert_eq!(rank0["cpus"], "0-3");
+    assert_eq!(rank0["memory"]["nodes"], "1", "node 0's memory is not allowed");
+}
+
+/// hwloc 3's lstopo writes `<support>` elements before the CPU kinds; the translation to 2.x
+/// once ended them with `</support>`, after which hwloc 2.9 silently ignored the rest of the
+/// file. The DGX Spark (GB10) export with the supports lstopo 3 writes keeps its two kinds.
+#[test]
+fn cpu_kinds_survive_the_supports_of_a_hwloc3_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let original =
+        std::fs::read_to_string(repo().join("tests/data/xml/nvidia-dgx-spark-gb10--nvidia-dgx-gb10.xml"))
+            .unwrap();
+    assert!(original.contains("<cpukind") && !original.contains("<support"));
+    let supports = "  <support name=\"discovery.pu\"/>\n  <support name=\"discovery.numa\"/>\n  \
+                    <support name=\"discovery.cpukind_efficiency\"/>\n  <support name=\"custom.exported_support\"/>\n";
+    let at = original.find("  <cpukind").unwrap();
+    let with_supports = format!("{}{supports}{}", &original[..at], &original[at..]);
+    std::fs::write(dir.path().join("gb10.xml"), with_supports).unwrap();
+    let fixture = numaplan_in(dir.path(), &["topo", "--topology", "gb10.xml", "--format", "json"]).ok();
+    let fixture: serde_json::Value = serde_json::from_str(&fixture).unwrap();
+    let kinds: Vec<&str> = fixture["cpu_kinds"]
+        .as_array()
+        .expect("the CPU kinds are kept")
+        .iter()
+        .map(|k| k["cpus"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["0-4,10-14", "5-9,15-19"]);
+}

@@ -218,18 +218,23 @@ fn is_data_cache(obj: &TopologyObject) -> Option<usize> {
 }
 
 /// Converts an hwloc topology: cores, NUMA nodes, distances, then the PCI devices placed by
-/// their locality, then the CPU kinds and what this process may use.
+/// their locality, then the CPU kinds and what this process may use. What hwloc's view holds
+/// that numaplan's model cannot (CPUs without a NUMA node, CPU kinds that split a core) is left
+/// out and said in the topology's notes.
 pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> TopologyParts {
-    let (cores, cpu_nodes) = cores(topo);
-    let nodes = numa_nodes(topo, &cpu_nodes);
+    let found = cores(topo);
+    let mut notes = found.notes();
+    let mut nodes = numa_nodes(topo, &found.cpu_nodes);
+    nodes.extend(found.missing_nodes(&nodes));
     let distances = node_distances(topo);
-    let cores: Vec<Core> = cores.into_values().collect();
+    let cores: Vec<Core> = found.cores.into_values().collect();
     let place = Locality::new(&cores);
     let (found, nics) = pci_devices(topo, &place);
     let gpus = number_gpus(found);
     let all: CpuSet = cores.iter().map(|c| &c.cpus).collect();
     let allowed = to_cpuset(&topo.allowed_cpuset()).intersection(&all);
-    let cpu_kinds = cpu_kinds(topo, &all);
+    let (cpu_kinds, kinds_note) = cpu_kinds(topo, &all, &cores);
+    notes.extend(kinds_note);
     let allowed_memory: Vec<NodeId> = topo
         .allowed_nodeset()
         .iter_set()
@@ -238,7 +243,7 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
     TopologyParts {
         name: name.to_string(),
         provenance: provenance.to_string(),
-        notes: Vec::new(),
+        notes,
         allowed_memory: (!allowed_memory.is_empty() && allowed_memory.len() != nodes.len())
             .then_some(allowed_memory),
         nodes,
@@ -251,27 +256,112 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
     }
 }
 
-/// Cores: PUs grouped by their Core ancestor (a PU without one is its own core), each with its
-/// package, its NUMA node with CPUs and its L3 group (the highest data cache above it, else
-/// its node); keyed in hwloc's order. Also the NUMA nodes that have CPUs.
-fn cores(topo: &hwlocality::Topology) -> (BTreeMap<u64, Core>, BTreeMap<u32, ()>) {
+/// The CPU side of hwloc's view, as `cores` finds it.
+struct FoundCores {
+    /// Cores keyed in hwloc's order.
+    cores: BTreeMap<u64, Core>,
+    /// The NUMA nodes that have CPUs.
+    cpu_nodes: BTreeMap<u32, ()>,
+    /// Nodes a PU's complete nodeset names that hwloc's tree does not hold (an export without
+    /// the nodes whose memory the job may not use), with their CPUs and package.
+    unlisted: BTreeMap<u32, (CpuSet, PackageId)>,
+    /// CPUs of no NUMA node at all: their complete nodeset is empty.
+    nodeless: CpuSet,
+}
+
+impl FoundCores {
+    fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if !self.nodeless.is_empty() {
+            notes.push(format!(
+                "CPUs {} have no NUMA node in hwloc's view (their nodeset is empty); plans \
+                 leave them out",
+                self.nodeless
+            ));
+        }
+        for (node, (cpus, _)) in &self.unlisted {
+            notes.push(format!(
+                "NUMA node {node} is not in the export, though CPUs {cpus} are its (their \
+                 complete nodeset); its memory size is unknown"
+            ));
+        }
+        notes
+    }
+
+    /// The nodes of `unlisted` that `nodes` does not hold, as nodes with CPUs.
+    fn missing_nodes(&self, nodes: &[NumaNode]) -> Vec<NumaNode> {
+        self.unlisted
+            .iter()
+            .filter(|(id, _)| !nodes.iter().any(|n| n.id.0 == **id))
+            .map(|(id, (_, package))| NumaNode {
+                id: NodeId(*id),
+                package: Some(*package),
+                kind: NodeKind::Cpu,
+                memory_mib: None,
+            })
+            .collect()
+    }
+}
+
+/// The node a PU belongs to: the node with CPUs among the memory children nearest above it;
+/// else the first node of its complete nodeset (hwloc's locality for a PU whose node is not in
+/// the tree); else none.
+enum PuNode {
+    Attached(u32),
+    Unlisted(u32),
+    None,
+}
+
+fn pu_node(pu: &TopologyObject) -> PuNode {
+    if let Some(node) = cpu_node_of(pu) {
+        return PuNode::Attached(node);
+    }
+    let local = pu
+        .complete_nodeset()
+        .and_then(|set| set.first_set().map(|n| usize::from(n) as u32));
+    local.map_or(PuNode::None, PuNode::Unlisted)
+}
+
+/// Cores: PUs grouped by their Core ancestor, as hwloc groups them (a PU without one is its
+/// own core), each with its package, its NUMA node (`pu_node`) and its L3 group (the highest
+/// data cache above it, else its node); keyed in hwloc's order.
+fn cores(topo: &hwlocality::Topology) -> FoundCores {
     #[derive(PartialEq, Eq, PartialOrd, Ord)]
     enum L3Key {
         Cache(u64),
         Node(u32),
     }
-    let mut cores: BTreeMap<u64, Core> = BTreeMap::new();
+    let mut found = FoundCores {
+        cores: BTreeMap::new(),
+        cpu_nodes: BTreeMap::new(),
+        unlisted: BTreeMap::new(),
+        nodeless: CpuSet::new(),
+    };
     let mut l3_ids: BTreeMap<L3Key, u32> = BTreeMap::new();
-    let mut cpu_nodes: BTreeMap<u32, ()> = BTreeMap::new();
     for pu in topo.objects_with_type(ObjectType::PU) {
         let cpu = os_index(pu);
+        let package = PackageId(
+            pu.first_ancestor_with_type(ObjectType::Package)
+                .map_or(0, os_index),
+        );
+        let node = match pu_node(pu) {
+            PuNode::Attached(node) => node,
+            PuNode::Unlisted(node) => {
+                let entry = found
+                    .unlisted
+                    .entry(node)
+                    .or_insert_with(|| (CpuSet::new(), package));
+                entry.0.insert(cpu);
+                node
+            }
+            PuNode::None => {
+                found.nodeless.insert(cpu);
+                continue;
+            }
+        };
+        found.cpu_nodes.insert(node, ());
         let core_obj = pu.first_ancestor_with_type(ObjectType::Core);
         let key = core_obj.map_or(u64::MAX - u64::from(cpu), |c| c.global_persistent_index());
-        let node = cpu_node_of(pu).unwrap_or(0);
-        cpu_nodes.insert(node, ());
-        let package = pu
-            .first_ancestor_with_type(ObjectType::Package)
-            .map_or(0, os_index);
         let cache = pu
             .ancestors()
             .filter_map(|a| is_data_cache(a).map(|depth| (depth, a.global_persistent_index())))
@@ -282,18 +372,19 @@ fn cores(topo: &hwlocality::Topology) -> (BTreeMap<u64, Core>, BTreeMap<u32, ()>
         };
         let next = l3_ids.len() as u32;
         let l3 = *l3_ids.entry(l3_key).or_insert(next);
-        cores
+        found
+            .cores
             .entry(key)
             .or_insert_with(|| Core {
                 cpus: CpuSet::new(),
-                package: PackageId(package),
+                package,
                 node: NodeId(node),
                 l3: L3Id(l3),
             })
             .cpus
             .insert(cpu);
     }
-    (cores, cpu_nodes)
+    found
 }
 
 /// NUMA nodes: with CPUs when a PU calls the node its own, else memory-only of the kind hwloc's
@@ -396,10 +487,16 @@ fn with_hwloc_settings<T>(check: Check, build: impl FnOnce() -> T) -> T {
     built
 }
 
-/// hwloc's CPU kinds (limited to the CPUs the topology has), or none on a machine with one kind.
-fn cpu_kinds(topo: &hwlocality::Topology, all: &CpuSet) -> Vec<CpuKind> {
+/// hwloc's CPU kinds (limited to the CPUs the topology has), or none on a machine with one
+/// kind. Kinds that split a core (SMT siblings of different kinds, which no processor has but
+/// a hand-made export can say) are left out, with a note.
+fn cpu_kinds(
+    topo: &hwlocality::Topology,
+    all: &CpuSet,
+    cores: &[Core],
+) -> (Vec<CpuKind>, Option<String>) {
     let Ok(kinds) = topo.cpu_kinds() else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let kinds: Vec<CpuKind> = kinds
         .map(|k| CpuKind {
@@ -418,7 +515,25 @@ fn cpu_kinds(topo: &hwlocality::Topology, all: &CpuSet) -> Vec<CpuKind> {
         })
         .filter(|k| !k.cpus.is_empty())
         .collect();
-    if kinds.len() < 2 { Vec::new() } else { kinds }
+    if kinds.len() < 2 {
+        return (Vec::new(), None);
+    }
+    let split = cores.iter().find(|c| {
+        kinds
+            .iter()
+            .any(|k| k.cpus.intersects(&c.cpus) && !c.cpus.is_subset(&k.cpus))
+    });
+    match split {
+        Some(core) => (
+            Vec::new(),
+            Some(format!(
+                "hwloc's CPU kinds split core {} (its SMT siblings are of different kinds, which \
+                 no processor has); the kinds are left out",
+                core.cpus
+            )),
+        ),
+        None => (kinds, None),
+    }
 }
 
 /// The hwloc numaplan runs with: the release it was built against (pkg-config's, by build.rs),
