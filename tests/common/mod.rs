@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod hwloc_export;
+
 pub struct Run {
     pub code: i32,
     pub stdout: String,
