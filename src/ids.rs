@@ -33,14 +33,14 @@ id_type!(
     GpuIndex
 );
 
-/// Node ids in cpulist syntax (`4-11`, `0,2`), the notation numactl and the kernel use for node
-/// lists; empty for none.
 /// `0, 1`: the packages a NUMA node spans.
 pub fn package_names(packages: &[PackageId]) -> String {
     let names: Vec<String> = packages.iter().map(|p| p.to_string()).collect();
     names.join(", ")
 }
 
+/// Node ids in cpulist syntax (`4-11`, `0,2`), the notation numactl and the kernel use for node
+/// lists; empty for none.
 pub fn node_list(nodes: &[NodeId]) -> String {
     nodes
         .iter()

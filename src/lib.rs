@@ -11,6 +11,7 @@ pub mod exec;
 pub mod ids;
 pub mod output;
 pub mod pci_addr;
+pub mod phrase;
 pub mod plan;
 pub mod plan_file;
 pub mod resolve;

@@ -200,7 +200,13 @@ fn share<'s>(
         Balance::Unbalanced => own(s),
     };
     let min = ctx.cpu.min_cores.max(1);
-    if let Some(site) = sites.iter().find(|s| !s.ranks.is_empty() && share(s) < min) {
+    // The site that runs short: balanced, the one with the smallest share of its own (every
+    // rank gets that share), not merely the first.
+    let short = sites
+        .iter()
+        .filter(|s| !s.ranks.is_empty() && share(s) < min)
+        .min_by_key(|s| own(s));
+    if let Some(site) = short {
         let node = site.nodes[0];
         let who = match units[site.ranks[0]].lead() {
             Some(_) => format!("each of the {} ranks on node {node}", site.ranks.len()),
@@ -216,10 +222,10 @@ fn share<'s>(
             "run fewer ranks per node, reserve fewer cores, or use `scope: socket` to borrow idle nodes",
         )
         .note(format!(
-            "node {node} has {} usable cores for {} ranks (allowed CPUs `{}`)",
+            "node {node} has {} usable cores for {} ranks (allowed CPUs {})",
             site.pool.len(),
             site.ranks.len(),
-            ctx.node_allowed(node)
+            crate::phrase::cpus_or_none(&ctx.node_allowed(node))
         ));
         if balance == Balance::Balanced && balanced != Some(own(site)) {
             e = e.note("`balanced: true` gives every rank the smallest node's share");

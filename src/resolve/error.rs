@@ -35,7 +35,7 @@ pub enum ResolveErrorKind {
     NodeWithoutCpus { gpu: u32, node: u32 },
     #[error("{peers} ranks need exclusive cores on NUMA node {node}, which has {cores} allowed")]
     ExclusiveTooFew { node: u32, cores: u32, peers: u32 },
-    #[error("{who} would get {got} cores, fewer than `min_cores: {min}`")]
+    #[error("{who} would get {}, fewer than `min_cores: {min}`", crate::phrase::plural(*got as usize, "core", "cores"))]
     MinCores { who: String, got: u32, min: u32 },
     #[error("no unused core is left for GPU {gpu} under `single-unique`")]
     NoUniqueCore { gpu: u32 },
@@ -57,7 +57,7 @@ pub enum ResolveErrorKind {
         per_node: usize,
         total: u64,
     },
-    #[error("rank {rank} has {cores} cores; `cpu.helpers: {helpers}` leaves none for compute")]
+    #[error("rank {rank} has {}; `cpu.helpers: {helpers}` leaves none for compute", crate::phrase::plural(*cores as usize, "core", "cores"))]
     HelpersTakeAllCores { rank: u32, cores: u32, helpers: u32 },
     #[error(
         "rank {rank}'s {name} would be {len} bytes, over the kernel's 128 KiB for one variable"

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::model::{NodeKind, NumaNode, Topology};
 use crate::cpuset::CpuSet;
 use crate::ids::{NodeId, node_list};
+use crate::phrase::plural;
 
 pub fn render(t: &Topology) -> String {
     let mut out = String::new();
@@ -37,8 +38,6 @@ pub fn render(t: &Topology) -> String {
 /// The counts line, what this process may use, and the topology's notes.
 fn render_header(out: &mut String, t: &Topology) {
     let all = t.all_cpus();
-    let plural =
-        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let _ = writeln!(
         out,
         "{}: {}, {}, {}, {} (SMT {}), {}, {}, {}",
@@ -64,11 +63,13 @@ fn render_header(out: &mut String, t: &Topology) {
         );
     }
     if t.allowed_memory().len() != t.nodes().len() {
+        let allowed = t.allowed_memory();
         let _ = writeln!(
             out,
-            "allowed memory: nodes {} ({} of {} nodes)",
-            crate::ids::node_list(t.allowed_memory()),
-            t.allowed_memory().len(),
+            "allowed memory: {} {} ({} of {} nodes)",
+            if allowed.len() == 1 { "node" } else { "nodes" },
+            crate::ids::node_list(allowed),
+            allowed.len(),
             t.nodes().len()
         );
     }
@@ -155,17 +156,17 @@ fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
     let allowed_note = if allowed == cpus {
         String::new()
     } else {
-        format!(
-            " ({} of {} allowed: {})",
-            allowed.len(),
-            cpus.len(),
-            allowed
-        )
+        let which = match allowed.is_empty() {
+            true => "none".to_string(),
+            false => allowed.to_string(),
+        };
+        format!(" ({} of {} allowed: {which})", allowed.len(), cpus.len())
     };
     let _ = writeln!(
         out,
-        "  node {}: {cores} cores, CPUs {cpus}{allowed_note}{}",
+        "  node {}: {}, CPUs {cpus}{allowed_note}{}",
         node.id,
+        plural(cores, "core", "cores"),
         memory.map(|m| format!(", {m}")).unwrap_or_default()
     );
     let groups: Vec<CpuSet> = t
