@@ -487,27 +487,50 @@ fn cpus_without_a_numa_node_are_left_out_and_said() {
 fn cpus_of_a_node_left_out_of_the_export_keep_that_node() {
     let dir = tempfile::tempdir().unwrap();
     let text = restricted_to_node_1(dir.path())
-        .replace(r#"nodeset="0x0" complete_nodeset="0x0""#, r#"nodeset="0x0" complete_nodeset="0x00000001""#)
+        .replace(
+            r#"nodeset="0x0" complete_nodeset="0x0""#,
+            r#"nodeset="0x0" complete_nodeset="0x00000001""#,
+        )
         .replace(
             r#"nodeset="0x00000002" complete_nodeset="0x00000002" allowed_nodeset"#,
             r#"nodeset="0x00000002" complete_nodeset="0x00000003" allowed_nodeset"#,
         );
     std::fs::write(dir.path().join("cgroup.xml"), text).unwrap();
     let topo = numaplan_in(dir.path(), &["topo", "--topology", "cgroup.xml"]).ok();
-    assert!(topo.starts_with("cgroup: 2 packages, 2 NUMA nodes, 4 cores, 8 CPUs"), "{topo}");
-    assert!(topo.contains("allowed memory: node 1 (1 of 2 nodes)"), "{topo}");
+    assert!(
+        topo.starts_with("cgroup: 2 packages, 2 NUMA nodes, 4 cores, 8 CPUs"),
+        "{topo}"
+    );
+    assert!(
+        topo.contains("allowed memory: node 1 (1 of 2 nodes)"),
+        "{topo}"
+    );
     assert!(topo.contains("note: NUMA node 0 is not in the export, though CPUs 0-3 are its (their complete nodeset); its memory size is unknown"), "{topo}");
     assert!(topo.contains("  node 0: 2 cores, CPUs 0-3\n"), "{topo}");
-    std::fs::write(dir.path().join("job.yaml"), "gpus: none\nranks_per_node: 2\n").unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 2\n",
+    )
+    .unwrap();
     let plan = numaplan_in(
         dir.path(),
-        &["compile", "job.yaml", "--topology", "cgroup.xml", "--format", "json"],
+        &[
+            "compile",
+            "job.yaml",
+            "--topology",
+            "cgroup.xml",
+            "--format",
+            "json",
+        ],
     );
     assert_eq!(plan.code, 0, "{}", plan.stderr);
     let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
     let rank0 = &plan["ranks"][0];
     assert_eq!(rank0["cpus"], "0-3");
-    assert_eq!(rank0["memory"]["nodes"], "1", "node 0's memory is not allowed");
+    assert_eq!(
+        rank0["memory"]["nodes"], "1",
+        "node 0's memory is not allowed"
+    );
 }
 
 /// hwloc 3's lstopo writes `<support>` elements before the CPU kinds; the translation to 2.x
@@ -516,16 +539,21 @@ fn cpus_of_a_node_left_out_of_the_export_keep_that_node() {
 #[test]
 fn cpu_kinds_survive_the_supports_of_a_hwloc3_export() {
     let dir = tempfile::tempdir().unwrap();
-    let original =
-        std::fs::read_to_string(repo().join("tests/data/xml/nvidia-dgx-spark-gb10--nvidia-dgx-gb10.xml"))
-            .unwrap();
+    let original = std::fs::read_to_string(
+        repo().join("tests/data/xml/nvidia-dgx-spark-gb10--nvidia-dgx-gb10.xml"),
+    )
+    .unwrap();
     assert!(original.contains("<cpukind") && !original.contains("<support"));
     let supports = "  <support name=\"discovery.pu\"/>\n  <support name=\"discovery.numa\"/>\n  \
                     <support name=\"discovery.cpukind_efficiency\"/>\n  <support name=\"custom.exported_support\"/>\n";
     let at = original.find("  <cpukind").unwrap();
     let with_supports = format!("{}{supports}{}", &original[..at], &original[at..]);
     std::fs::write(dir.path().join("gb10.xml"), with_supports).unwrap();
-    let fixture = numaplan_in(dir.path(), &["topo", "--topology", "gb10.xml", "--format", "json"]).ok();
+    let fixture = numaplan_in(
+        dir.path(),
+        &["topo", "--topology", "gb10.xml", "--format", "json"],
+    )
+    .ok();
     let fixture: serde_json::Value = serde_json::from_str(&fixture).unwrap();
     let kinds: Vec<&str> = fixture["cpu_kinds"]
         .as_array()
@@ -534,4 +562,83 @@ fn cpu_kinds_survive_the_supports_of_a_hwloc3_export() {
         .map(|k| k["cpus"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["0-4,10-14", "5-9,15-19"]);
+}
+
+/// A server's display chip is not a GPU (hwloc's `24em64t-2n6c2t-pci.xml` has a BMC's ATI
+/// ES1000): an AMD or Intel display device counts only where something says it computes (an
+/// OpenCL, RSMI or Level Zero device) or it is a known accelerator (an MI250X by its id);
+/// what is left out is named in the topology's notes, and the default plan has a rank per GPU.
+#[test]
+fn display_chips_are_not_gpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::succeed(std::process::Command::new("lstopo-no-graphics").args([
+        "--input",
+        "pack:1 numa:1 core:4 pu:1",
+        "--of",
+        "xml",
+        "-",
+    ]));
+    let bridge = |bus: &str, device: &str| {
+        format!(
+            "<object type=\"Bridge\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"0000:[{bus}-{bus}]\">\n{device}\n</object>\n"
+        )
+    };
+    let devices = [
+        // The BMC's VGA: no rank.
+        bridge("01", r#"<object type="PCIDev" pci_busid="0000:01:03.0" pci_type="0300 [1002:515e] [003c:00fb] 02 00"><info name="PCIDevice" value="ES1000"/></object>"#),
+        // An MI250X GCD, known by its id.
+        bridge("c1", r#"<object type="PCIDev" pci_busid="0000:c1:00.0" pci_type="0380 [1002:740c] [1002:0b0c] 01 00"/>"#),
+        // A Radeon that an OpenCL device says computes.
+        bridge("c6", r#"<object type="PCIDev" pci_busid="0000:c6:00.0" pci_type="0300 [1002:73bf] [1002:0e3a] c1 00"><object type="OSDev" name="opencl0d0" subtype="OpenCL" osdev_type="5"/></object>"#),
+        // An integrated Intel GPU, nothing says it computes: no rank.
+        bridge("00", r#"<object type="PCIDev" pci_busid="0000:00:02.0" pci_type="0300 [8086:9a49] [8086:3002] 01 00"/>"#),
+    ]
+    .concat();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let at = text.rfind("    </object>\n  </object>").unwrap();
+    let text = format!("{}{devices}{}", &text[..at], &text[at..]);
+    std::fs::write(dir.path().join("server.xml"), text).unwrap();
+    let topo = numaplan_in(dir.path(), &["topo", "--topology", "server.xml"]).ok();
+    assert!(topo.contains(", 2 GPUs, 0 NICs"), "{topo}");
+    assert!(
+        topo.contains("note: PCI device 0000:01:03.0 [1002:515e] (ES1000) is not counted as a GPU"),
+        "{topo}"
+    );
+    assert!(
+        topo.contains("note: PCI device 0000:00:02.0 [8086:9a49] is not counted as a GPU"),
+        "{topo}"
+    );
+    assert!(
+        topo.contains("GPU 0: amd ") && topo.contains("(0000:c1:00.0)"),
+        "{topo}"
+    );
+    assert!(
+        topo.contains("GPU 1: amd ") && topo.contains("(0000:c6:00.0)"),
+        "{topo}"
+    );
+    std::fs::write(dir.path().join("job.yaml"), "{}\n").unwrap();
+    let plan = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "job.yaml",
+            "--topology",
+            "server.xml",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    assert_eq!(
+        plan["ranks"].as_array().unwrap().len(),
+        2,
+        "one rank per real GPU"
+    );
+    assert!(
+        common::plan_warnings(&plan)
+            .iter()
+            .any(|w| w.contains("ES1000")),
+        "the plan says what was left out"
+    );
 }

@@ -265,7 +265,8 @@ fn discovery_with_a_memory_only_node() {
 }
 
 /// Two GPUs (display devices of a GPU vendor) behind expander bridges on nodes 3 and 1: GPU 0,
-/// the lower PCI address, is on node 3. Discovery places each on its node, and `numaplan bind`
+/// the lower PCI address, is on node 3. Without a driver they are no GPUs (nothing says they
+/// compute); with the KFD topology ROCm's driver writes, discovery places each on its node, and `numaplan bind`
 /// binds rank 0 to node 3 and rank 1 to node 1, CPUs and memory, read back from /proc, each
 /// seeing its own GPU; the node check counts both GPUs with /proc/bus/pci/devices and, masked,
 /// without it; `gpus: visible` takes the GPU ROCR_VISIBLE_DEVICES names.
@@ -283,6 +284,22 @@ fn bind_follows_gpus_to_their_nodes_in_a_guest() {
     ) else {
         return;
     };
+    // Display devices that nothing says compute are no GPUs; the notes name them.
+    let bare = section(&guest, "NOKFD_JSON");
+    assert!(bare.get("gpus").is_none(), "{bare}");
+    let notes: Vec<&str> = bare["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .filter(|n| n.contains("is not counted as a GPU"))
+        .collect();
+    assert_eq!(notes.len(), 2, "{bare}");
+    assert!(
+        notes[0].starts_with("PCI device 0000:51:00.0 [1002:"),
+        "{notes:?}"
+    );
+    // With KFD compute nodes naming them (as ROCm's driver writes them), both are GPUs.
     let topo = section(&guest, "TOPO_JSON");
     let gpus: Vec<(String, u64)> = topo["gpus"]
         .as_array()

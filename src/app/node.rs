@@ -8,7 +8,8 @@ use crate::exec::launcher::Env;
 use crate::exec::{ExecError, NodeFacts, affinity};
 use crate::pci_addr::PciAddr;
 use crate::plan::MachineShape;
-use crate::topology::devices::{Vendor, is_gpu, is_gpu_class};
+use crate::topology::devices::{self, Vendor};
+use crate::topology::kfd;
 
 /// This process's environment as `exec/launcher.rs` takes it: the variables whose name and value
 /// are UTF-8 (`std::env::vars` panics on any other; a launcher's variables are all ASCII).
@@ -36,8 +37,7 @@ pub(super) fn node_facts() -> Result<NodeFacts, Error> {
 }
 
 /// This machine counted as the generated launchers count it (`check_node` in the templates):
-/// `/sys` CPU and NUMA node directories, and PCI devices of a GPU vendor with a display or
-/// processing-accelerator class.
+/// `/sys` CPU and NUMA node directories, and PCI functions that `devices::is_gpu` counts.
 fn machine_shape() -> MachineShape {
     let count = |dir: &str, prefix: &str| {
         std::fs::read_dir(dir).map_or(0, |entries| {
@@ -58,17 +58,23 @@ fn machine_shape() -> MachineShape {
     }
 }
 
-/// PCI functions of a GPU vendor with a display or processing-accelerator class. A node has
-/// hundreds of PCI functions and each `/sys` file costs microseconds to read, so where
-/// `/proc/bus/pci/devices` lists them all in one read, only those at a GPU vendor's slot are read.
+/// PCI functions that are GPUs by `devices::is_gpu` (an AMD device computes where a KFD node
+/// names it). A node has hundreds of PCI functions and each `/sys` file costs microseconds to
+/// read, so where `/proc/bus/pci/devices` lists them all in one read, only those at a GPU
+/// vendor's slot are read.
 fn count_gpus() -> usize {
     count_gpus_in(
         std::path::Path::new("/sys/bus/pci/devices"),
         std::path::Path::new("/proc/bus/pci/devices"),
+        &std::path::Path::new("/").join(kfd::NODES),
     )
 }
 
-fn count_gpus_in(sys: &std::path::Path, proc: &std::path::Path) -> usize {
+fn count_gpus_in(
+    sys: &std::path::Path,
+    proc: &std::path::Path,
+    kfd_nodes: &std::path::Path,
+) -> usize {
     let Ok(entries) = std::fs::read_dir(sys) else {
         return 0;
     };
@@ -78,21 +84,34 @@ fn count_gpus_in(sys: &std::path::Path, proc: &std::path::Path) -> usize {
         .map(|text| PciListing::parse(&text))
         // An empty or masked file (a container) lists fewer: every function is read then.
         .filter(|listing| listing.functions == functions.len());
-    // `vendor` is `0x10de`, `class` the 24-bit `0x030200` (base class, subclass, interface).
+    // `vendor` is `0x10de`, `device` `0x20b0`, `class` the 24-bit `0x030200` (base class,
+    // subclass, interface).
     let hex = |path: std::path::PathBuf| {
         let text = sys_read(&path)?;
         u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
     };
+    let mut kfd: Option<Vec<PciAddr>> = None;
     functions
         .iter()
         .filter(|path| listing.as_ref().is_none_or(|l| l.may_be_gpu(path)))
         .filter(|path| {
-            let Some(class) = hex(path.join("class")) else {
+            let Some(class) = hex(path.join("class")).map(|c| (c >> 8) as u16) else {
                 return false;
             };
-            is_gpu_class((class >> 8) as u16)
-                && hex(path.join("vendor"))
-                    .is_some_and(|vendor| is_gpu(vendor as u16, (class >> 8) as u16).is_some())
+            let Some(vendor) = hex(path.join("vendor")).map(|v| v as u16) else {
+                return false;
+            };
+            if devices::gpu_candidate(vendor, class).is_none() {
+                return false;
+            }
+            let device = hex(path.join("device")).map_or(0, |d| d as u16);
+            // Read once, and only where a candidate needs it.
+            let kfd = kfd.get_or_insert_with(|| kfd::gpu_order(&kfd::read(kfd_nodes)));
+            let computes = path
+                .file_name()
+                .and_then(|n| n.to_str()?.parse::<PciAddr>().ok())
+                .is_some_and(|a| kfd.contains(&a));
+            devices::is_gpu(vendor, device, class, computes).is_some()
         })
         .count()
 }
@@ -177,12 +196,13 @@ mod tests {
         assert!(may("not-an-address"), "a name that does not parse is read");
     }
 
-    /// A fake `/sys/bus/pci/devices` with `functions` (name, vendor, class).
+    /// A fake `/sys/bus/pci/devices` with `functions` (name, vendor, class; device 0x20b0).
     fn fake_sys(dir: &std::path::Path, functions: &[(&str, &str, &str)]) -> std::path::PathBuf {
         let sys = dir.join("devices");
         for (name, vendor, class) in functions {
             std::fs::create_dir_all(sys.join(name)).unwrap();
             std::fs::write(sys.join(name).join("vendor"), format!("{vendor}\n")).unwrap();
+            std::fs::write(sys.join(name).join("device"), "0x20b0\n").unwrap();
             std::fs::write(sys.join(name).join("class"), format!("{class}\n")).unwrap();
         }
         sys
@@ -200,16 +220,48 @@ mod tests {
             ],
         );
         let listing = dir.path().join("listing");
+        let kfd = dir.path().join("kfd");
+        let count = |listing: &std::path::Path| count_gpus_in(&sys, listing, &kfd);
         std::fs::write(&listing, LISTING).unwrap();
-        assert_eq!(count_gpus_in(&sys, &listing), 1);
+        assert_eq!(count(&listing), 1);
         // A listing that names no GPU vendor's slot: trusted, and it counts none.
         std::fs::write(&listing, "0118\t10221480\n0100\t15b3101d\n0101\t15b3101d\n").unwrap();
-        assert_eq!(count_gpus_in(&sys, &listing), 0);
+        assert_eq!(count(&listing), 0);
         // Masked (empty), short, or missing: every function is read, and the GPU still counts.
         std::fs::write(&listing, "").unwrap();
-        assert_eq!(count_gpus_in(&sys, &listing), 1);
+        assert_eq!(count(&listing), 1);
         std::fs::write(&listing, "0118\t10221480\n").unwrap();
-        assert_eq!(count_gpus_in(&sys, &listing), 1);
-        assert_eq!(count_gpus_in(&sys, &dir.path().join("absent")), 1);
+        assert_eq!(count(&listing), 1);
+        assert_eq!(count(&dir.path().join("absent")), 1);
+    }
+
+    /// An AMD display device (a BMC's ES1000) counts only where a KFD compute node names it, as
+    /// discovery counts it; a known accelerator's id counts without one.
+    #[test]
+    fn amd_display_devices_count_where_kfd_says_they_compute() {
+        let dir = tempfile::tempdir().unwrap();
+        let sys = fake_sys(
+            dir.path(),
+            &[
+                ("0000:01:03.0", "0x1002", "0x030000"),
+                ("0000:c1:00.0", "0x1002", "0x038000"),
+            ],
+        );
+        std::fs::write(sys.join("0000:c1:00.0/device"), "0x740c\n").unwrap();
+        let kfd = dir.path().join("kfd");
+        let absent = dir.path().join("absent");
+        assert_eq!(
+            count_gpus_in(&sys, &absent, &kfd),
+            1,
+            "the MI250X by its id"
+        );
+        // KFD node 1 (a GPU: SIMDs) at 0000:01:03.0 = location_id 1 << 8 | 3 << 3.
+        std::fs::create_dir_all(kfd.join("1")).unwrap();
+        std::fs::write(
+            kfd.join("1/properties"),
+            "simd_count 256\ndomain 0\nlocation_id 280\n",
+        )
+        .unwrap();
+        assert_eq!(count_gpus_in(&sys, &absent, &kfd), 2);
     }
 }

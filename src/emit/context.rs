@@ -29,6 +29,9 @@ pub struct Header {
     expect_cpus: usize,
     expect_nodes: usize,
     expect_gpus: usize,
+    /// The known accelerators' PCI ids as sysfs spells them (`0x1002:0x740c`), which count as
+    /// GPUs without a KFD node (`topology::devices::ACCELERATORS`).
+    accelerators: Vec<String>,
 }
 
 fn header(plan: &Plan, origin: &Origin) -> Header {
@@ -42,6 +45,10 @@ fn header(plan: &Plan, origin: &Origin) -> Header {
         expect_cpus: plan.machine.cpus,
         expect_nodes: plan.machine.numa_nodes,
         expect_gpus: plan.machine.gpus,
+        accelerators: crate::topology::devices::ACCELERATORS
+            .iter()
+            .map(|(vendor, device, _)| format!("0x{vendor:04x}:0x{device:04x}"))
+            .collect(),
     }
 }
 

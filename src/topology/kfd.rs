@@ -9,6 +9,9 @@ use super::model::{TopologyParts, Vendor};
 use crate::ids::GpuIndex;
 use crate::pci_addr::PciAddr;
 
+/// Where the KFD topology lives, relative to the root of the file system (or of a sysfs snapshot).
+pub const NODES: &str = "sys/class/kfd/kfd/topology/nodes";
+
 /// The PCI addresses of the GPUs among KFD topology nodes, in node order. `nodes` holds each
 /// node's number and its `properties` text; CPU nodes (`simd_count 0`) are skipped.
 pub fn gpu_order(nodes: &[(u32, String)]) -> Vec<PciAddr> {

@@ -1,12 +1,37 @@
 #!/bin/sh
 # Runs in a QEMU guest of tests/vm.rs with two display devices of a GPU vendor (QEMU's ati-vga,
 # AMD's vendor id) behind expander bridges on NUMA nodes 3 and 1: prints what `numaplan topo`
-# discovers, then binds each rank of a plan with `numaplan bind` and prints what its process
+# discovers without a driver (no GPUs: nothing says the devices compute), then with a KFD
+# topology naming both (what ROCm's amdgpu driver writes), then binds each rank of a plan with `numaplan bind` and prints what its process
 # reads back from /proc and its GPU visibility; once more with /proc/bus/pci/devices masked (as
 # in a container), where the node check reads every PCI function instead; and a plan of the GPU
 # ROCR_VISIBLE_DEVICES names (`gpus: visible`).
 set -e
 cd /tmp
+# Without a driver nothing says the display devices compute: no GPUs, and notes that say why.
+echo "NOKFD_JSON_BEGIN"
+numaplan topo --format json
+echo "NOKFD_JSON_END"
+# ROCm's KFD topology as amdgpu writes it (node 0 the CPU, then one node per GPU with its SIMDs
+# and PCI location), under a /sys/class that keeps every real class: sysfs cannot hold it.
+mkdir -p /tmp/sysreal /tmp/class
+mount -t sysfs sys /tmp/sysreal
+for d in /tmp/sysreal/class/*; do ln -s "$d" "/tmp/class/${d##*/}"; done
+nodes=/tmp/class/kfd/kfd/topology/nodes
+mkdir -p "$nodes/0"
+printf 'cpu_cores_count 8\nsimd_count 0\n' > "$nodes/0/properties"
+n=0
+for dev in /sys/bus/pci/devices/*; do
+  [ "$(cat "$dev/vendor")" = 0x1002 ] || continue
+  addr=${dev##*/}
+  bus=$((0x$(echo "$addr" | cut -d: -f2)))
+  slot=$(echo "$addr" | cut -d: -f3)
+  n=$((n + 1))
+  mkdir -p "$nodes/$n"
+  printf 'simd_count 104\ndomain 0\nlocation_id %d\n' \
+    $(((bus << 8) | (0x${slot%.*} << 3) | ${slot#*.})) > "$nodes/$n/properties"
+done
+mount --bind /tmp/class /sys/class
 echo "TOPO_JSON_BEGIN"
 numaplan topo --format json
 echo "TOPO_JSON_END"

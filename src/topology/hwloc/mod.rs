@@ -26,6 +26,7 @@ use super::error::TopologyError;
 use super::model::{Core, CpuKind, NodeKind, NumaNode, Topology, TopologyParts, Vendor};
 use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId, PackageId};
+use crate::pci_addr::PciAddr;
 use crate::sandbox::Outcome;
 
 mod pci;
@@ -143,6 +144,7 @@ fn import_xml(file: &str, name: &str, text: &str) -> Result<Topology, TopologyEr
         &topo,
         name,
         &format!("imported from the hwloc XML export `{file}`"),
+        &[],
     );
     Topology::build(parts).map_err(|error| TopologyError::Inconsistent {
         file: file.to_string(),
@@ -218,10 +220,16 @@ fn is_data_cache(obj: &TopologyObject) -> Option<usize> {
 }
 
 /// Converts an hwloc topology: cores, NUMA nodes, distances, then the PCI devices placed by
-/// their locality, then the CPU kinds and what this process may use. What hwloc's view holds
-/// that numaplan's model cannot (CPUs without a NUMA node, CPU kinds that split a core) is left
-/// out and said in the topology's notes.
-pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> TopologyParts {
+/// their locality (`kfd`: the PCI addresses of the machine's ROCm compute nodes), then the CPU
+/// kinds and what this process may use. What hwloc's view holds that numaplan's model cannot
+/// (CPUs without a NUMA node, CPU kinds that split a core) or does not count (a GPU vendor's
+/// display chip that does not compute) is left out and said in the topology's notes.
+pub fn convert(
+    topo: &hwlocality::Topology,
+    name: &str,
+    provenance: &str,
+    kfd: &[PciAddr],
+) -> TopologyParts {
     let found = cores(topo);
     let mut notes = found.notes();
     let mut nodes = numa_nodes(topo, &found.cpu_nodes);
@@ -229,8 +237,10 @@ pub fn convert(topo: &hwlocality::Topology, name: &str, provenance: &str) -> Top
     let distances = node_distances(topo);
     let cores: Vec<Core> = found.cores.into_values().collect();
     let place = Locality::new(&cores);
-    let (found, nics) = pci_devices(topo, &place);
-    let gpus = number_gpus(found);
+    let pci = pci_devices(topo, &place, kfd);
+    notes.extend(pci.not_gpus);
+    let nics = pci.nics;
+    let gpus = number_gpus(pci.gpus);
     let all: CpuSet = cores.iter().map(|c| &c.cpus).collect();
     let allowed = to_cpuset(&topo.allowed_cpuset()).intersection(&all);
     let (cpu_kinds, kinds_note) = cpu_kinds(topo, &all, &cores);
@@ -594,13 +604,16 @@ pub fn discover() -> Result<Topology, TopologyError> {
             "discovered with hwloc on this machine".to_string(),
         ),
     };
-    let mut parts = convert(&topo, &name, &provenance);
+    // ROCm's compute nodes: they say which AMD devices compute, and in which order ROCm
+    // numbers them.
+    let kfd = super::kfd::gpu_order(&super::kfd::read(&root.join(super::kfd::NODES)));
+    let mut parts = convert(&topo, &name, &provenance, &kfd);
     if snapshot.is_none() && parts.gpus.iter().any(|g| g.vendor == Vendor::Nvidia) {
-        parts.notes = super::nvml::merge(&mut parts, super::nvml::probe());
+        let nvml = super::nvml::merge(&mut parts, super::nvml::probe());
+        parts.notes.extend(nvml);
     }
     if parts.gpus.iter().any(|g| g.vendor == Vendor::Amd) {
-        let kfd = super::kfd::read(&root.join("sys/class/kfd/kfd/topology/nodes"));
-        super::kfd::apply(&mut parts, &super::kfd::gpu_order(&kfd));
+        super::kfd::apply(&mut parts, &kfd);
     }
     if snapshot.is_none() {
         let affinity = topo

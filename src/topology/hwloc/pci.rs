@@ -14,6 +14,7 @@ use super::{os_index, text, to_cpuset};
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
+use crate::topology::devices;
 use crate::topology::model::{Core, Gpu, Nic, NicKind, Vendor};
 
 /// A PCI function's address, as hwloc gives it for a device or a bridge's upstream side.
@@ -88,13 +89,26 @@ pub(super) struct FoundGpu {
     gpu: Gpu,
 }
 
-/// The GPUs and NICs among the PCI devices, placed by `place`.
+/// What the PCI devices hold: GPUs, NICs, and the GPU vendors' display or accelerator devices
+/// that are not counted as GPUs (as the topology's notes name them).
+pub(super) struct PciFound {
+    pub gpus: Vec<FoundGpu>,
+    pub nics: Vec<Nic>,
+    pub not_gpus: Vec<String>,
+}
+
+/// The GPUs and NICs among the PCI devices, placed by `place`. `kfd` holds the PCI addresses of
+/// the ROCm (KFD) compute nodes of the machine, which say that an AMD device computes.
 pub(super) fn pci_devices(
     topo: &hwlocality::Topology,
     place: &Locality,
-) -> (Vec<FoundGpu>, Vec<Nic>) {
-    let mut gpus = Vec::new();
-    let mut nics = Vec::new();
+    kfd: &[PciAddr],
+) -> PciFound {
+    let mut found = PciFound {
+        gpus: Vec::new(),
+        nics: Vec::new(),
+        not_gpus: Vec::new(),
+    };
     for dev in topo.pci_devices() {
         let Some(ObjectAttributes::PCIDevice(pci)) = dev.attributes() else {
             continue;
@@ -109,13 +123,44 @@ pub(super) fn pci_devices(
             numa_node,
             package,
         };
-        if let Some(vendor) = crate::topology::devices::is_gpu(pci.vendor_id(), class) {
-            gpus.push(at.gpu(vendor));
+        let computes = kfd.contains(&addr) || at.osdevs.iter().any(|o| is_compute_device(o));
+        let (vendor_id, device_id) = (pci.vendor_id(), pci.device_id());
+        if let Some(vendor) = devices::is_gpu(vendor_id, device_id, class, computes) {
+            found.gpus.push(at.gpu(vendor));
+        } else if devices::gpu_candidate(vendor_id, class).is_some() {
+            let name = text(dev.info("PCIDevice"));
+            found.not_gpus.push(devices::not_a_gpu_note(
+                addr,
+                vendor_id,
+                device_id,
+                name.as_deref(),
+            ));
         } else if class >> 8 == 0x02 || class == 0x0c06 {
-            nics.push(at.nic(pci.vendor_id(), pci.device_id(), class));
+            found.nics.push(at.nic(vendor_id, device_id, class));
         }
     }
-    (gpus, nics)
+    // By address (each note starts with it), whatever order hwloc's tree holds them in.
+    found.not_gpus.sort();
+    found
+}
+
+/// An OS device of a compute API (ROCm SMI, OpenCL, Level Zero, CUDA, NVML): its PCI device
+/// computes.
+fn is_compute_device(osdev: &TopologyObject) -> bool {
+    let by_subtype = text(osdev.subtype()).is_some_and(|s| {
+        ["RSMI", "OpenCL", "LevelZero", "CUDA", "NVML"]
+            .iter()
+            .any(|api| s.eq_ignore_ascii_case(api))
+    });
+    let by_name = text(osdev.name()).is_some_and(|n| {
+        ["rsmi", "opencl", "ze", "cuda", "nvml"]
+            .iter()
+            .any(|prefix| {
+                n.strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+            })
+    });
+    by_subtype || by_name
 }
 
 /// A PCI device with its address, OS devices and locality.
