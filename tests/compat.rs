@@ -455,7 +455,20 @@ fn machine() -> impl Strategy<Value = Machine> {
         any::<prop::sample::Index>(),          // the GPUs' order in the job
     )
         .prop_map(
-            |(packages, per_package, first, hbm, cores, l3_size, smt, far, gpus, mask, pattern, order)| {
+            |(
+                packages,
+                per_package,
+                first,
+                hbm,
+                cores,
+                l3_size,
+                smt,
+                far,
+                gpus,
+                mask,
+                pattern,
+                order,
+            )| {
                 let mut nodes = BTreeMap::new();
                 let mut layout = Vec::new(); // (node, package, cores)
                 let mut id = first;

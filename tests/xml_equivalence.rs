@@ -14,9 +14,7 @@ use common::{numaplan_in, repo};
 use numaplan::cpuset::CpuSet;
 use numaplan::ids::{GpuIndex, L3Id, NodeId, PackageId};
 use numaplan::pci_addr::PciAddr;
-use numaplan::topology::model::{
-    Core, Gpu, NodeKind, NumaNode, Topology, TopologyParts, Vendor,
-};
+use numaplan::topology::model::{Core, Gpu, NodeKind, NumaNode, Topology, TopologyParts, Vendor};
 use numaplan::topology::{fixture, load_file};
 use proptest::prelude::*;
 
@@ -26,11 +24,13 @@ fn write_both(dir: &Path, t: &Topology) {
     std::fs::write(dir.join("ours.xml"), hwloc_xml(t)).unwrap();
     // lstopo refuses to write over a file.
     let _ = std::fs::remove_file(dir.join("machine.xml"));
-    common::succeed(
-        Command::new("lstopo-no-graphics")
-            .current_dir(dir)
-            .args(["--input", "ours.xml", "--of", "xml", "machine.xml"]),
-    );
+    common::succeed(Command::new("lstopo-no-graphics").current_dir(dir).args([
+        "--input",
+        "ours.xml",
+        "--of",
+        "xml",
+        "machine.xml",
+    ]));
 }
 
 /// The machine numaplan imports from hwloc's export (through the binary, whose import runs in
@@ -38,7 +38,15 @@ fn write_both(dir: &Path, t: &Topology) {
 fn imported(dir: &Path) -> Topology {
     let run = numaplan_in(
         dir,
-        &["topo", "--topology", "machine.xml", "--format", "yaml", "-o", "imported.yaml"],
+        &[
+            "topo",
+            "--topology",
+            "machine.xml",
+            "--format",
+            "yaml",
+            "-o",
+            "imported.yaml",
+        ],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     load_file(&dir.join("imported.yaml")).unwrap()
@@ -51,7 +59,15 @@ fn plans(dir: &Path, spec: &str) -> (String, String) {
     let plan = |topology: &str| {
         let run = numaplan_in(
             dir,
-            &["-q", "compile", "job.yaml", "--topology", topology, "--format", "json"],
+            &[
+                "-q",
+                "compile",
+                "job.yaml",
+                "--topology",
+                topology,
+                "--format",
+                "json",
+            ],
         );
         if run.code != 0 {
             return run.stderr.lines().next().unwrap_or_default().to_string();
@@ -91,17 +107,22 @@ fn shape() -> impl Strategy<Value = Shape> {
         ),
         any::<prop::sample::Index>(),
         prop::collection::vec((0u8..3, any::<prop::sample::Index>()), 0..3),
-        prop::collection::vec(prop::option::weighted(0.8, any::<prop::sample::Index>()), 0..5),
+        prop::collection::vec(
+            prop::option::weighted(0.8, any::<prop::sample::Index>()),
+            0..5,
+        ),
     )
         .prop_map(
-            |(packages, nodes_per_package, node_ids, threads, numbering, memory_only, gpus)| Shape {
-                packages,
-                nodes_per_package,
-                node_ids,
-                threads,
-                numbering,
-                memory_only,
-                gpus,
+            |(packages, nodes_per_package, node_ids, threads, numbering, memory_only, gpus)| {
+                Shape {
+                    packages,
+                    nodes_per_package,
+                    node_ids,
+                    threads,
+                    numbering,
+                    memory_only,
+                    gpus,
+                }
             },
         )
 }
@@ -231,14 +252,23 @@ fn specs(gpus: usize, order: prop::sample::Index) -> Vec<String> {
     let gpus_key = match gpus {
         0 => "gpus: none".to_string(),
         n => {
-            let order: Vec<String> = permutation(n, order).iter().map(|g| g.to_string()).collect();
+            let order: Vec<String> = permutation(n, order)
+                .iter()
+                .map(|g| g.to_string())
+                .collect();
             format!("gpus: [{}]", order.join(", "))
         }
     };
-    ["auto", "exclusive", "node", "unique-contiguous", "core-complex"]
-        .iter()
-        .map(|policy| format!("{gpus_key}\ncpu: {{policy: {policy}}}\n"))
-        .collect()
+    [
+        "auto",
+        "exclusive",
+        "node",
+        "unique-contiguous",
+        "core-complex",
+    ]
+    .iter()
+    .map(|policy| format!("{gpus_key}\ncpu: {{policy: {policy}}}\n"))
+    .collect()
 }
 
 proptest! {
@@ -273,7 +303,10 @@ fn uneven_smt_keeps_hwloc_s_cores() {
     let t = load_file(&repo().join("tests/cases/topologies/uneven-smt.yaml")).unwrap();
     write_both(dir.path(), &t);
     let cores: Vec<String> = imported(dir.path())
-        .cores().iter().map(|c| c.cpus.to_string()).collect();
+        .cores()
+        .iter()
+        .map(|c| c.cpus.to_string())
+        .collect();
     assert_eq!(cores, ["0", "1-2"]);
     let (fixture, xml) = plans(dir.path(), "cpu: {policy: exclusive}\n");
     assert_eq!(fixture, xml);
@@ -306,7 +339,14 @@ fn uneven_smt_keeps_hwloc_s_cores() {
     }
     let t = Topology::build(parts).unwrap();
     write_both(dir.path(), &t);
-    let run = numaplan_in(dir.path(), &["topo", "--topology", "machine.xml", "--format", "yaml"]);
-    assert!(run.stdout.contains("cores: ['0', '4,12']"), "{}", run.stdout);
+    let run = numaplan_in(
+        dir.path(),
+        &["topo", "--topology", "machine.xml", "--format", "yaml"],
+    );
+    assert!(
+        run.stdout.contains("cores: ['0', '4,12']"),
+        "{}",
+        run.stdout
+    );
     assert_eq!(imported(dir.path()).cores(), t.cores());
 }

@@ -251,7 +251,10 @@ fn group_cores(
 /// Thread rows as cores: row 0 holds each core's first CPU, row t the t-th CPU of the first
 /// len(row t) cores; rows never grow.
 fn rows_to_cores(group_at: &str, rows: &[CpuSet]) -> Result<Vec<CpuSet>, Located> {
-    let mut cores: Vec<CpuSet> = rows[0].iter().map(|c| std::iter::once(c).collect()).collect();
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let mut cores: Vec<CpuSet> = first.iter().map(|c| std::iter::once(c).collect()).collect();
     for (t, row) in rows.iter().enumerate().skip(1) {
         if row.len() > rows[t - 1].len() {
             return Err((
@@ -529,7 +532,8 @@ fn group_lists(cores: &[CpuSet]) -> (Vec<CpuList>, Vec<CpuList>) {
             back.sort_by_key(CpuSet::first);
             back.iter().eq(by_key.iter().copied())
         });
-    let text = |sets: &mut dyn Iterator<Item = &CpuSet>| sets.map(|s| CpuList(s.to_string())).collect();
+    let text =
+        |sets: &mut dyn Iterator<Item = &CpuSet>| sets.map(|s| CpuList(s.to_string())).collect();
     if exact {
         (text(&mut rows.iter()), Vec::new())
     } else {

@@ -161,7 +161,7 @@ fn write_object(out: &mut String, node: Node, root_infos: &[Node], moves: &[Move
         _ => Some(value.to_string()),
     };
     let gains = moves.iter().any(|(_, target)| *target == node);
-    let whole = is_empty(node) && !gains && !(is_root && !root_infos.is_empty());
+    let whole = is_empty(node) && !gains && (!is_root || root_infos.is_empty());
     open_tag(out, node, attribute, whole);
     if whole {
         return;
@@ -236,9 +236,8 @@ fn write_plain(out: &mut String, node: Node) {
 
 /// Whether an element has no content but blanks.
 fn is_empty(node: Node) -> bool {
-    node.children().all(|c| {
-        !c.is_element() && (!c.is_text() || c.text().is_none_or(|t| t.trim().is_empty()))
-    })
+    node.children()
+        .all(|c| !c.is_element() && (!c.is_text() || c.text().is_none_or(|t| t.trim().is_empty())))
 }
 
 /// Writes `node`'s start tag, or with `whole` the element without content (`<support .../>`),
@@ -368,7 +367,9 @@ mod tests {
 </topology>"#;
         let text = to_v2("t.xml", v3).unwrap();
         assert!(
-            text.contains(r#"<support name="discovery.pu"/><support name="custom.exported_support"/><cpukind"#),
+            text.contains(
+                r#"<support name="discovery.pu"/><support name="custom.exported_support"/><cpukind"#
+            ),
             "{text}"
         );
         assert!(!text.contains("</support>"), "{text}");

@@ -146,7 +146,12 @@ impl Writer<'_> {
             );
             for core in group {
                 let sets = self.sets(&core.cpus, nodes);
-                self.open("Core", &sets, &format!(r#" os_index="{}""#, core.key()), false);
+                self.open(
+                    "Core",
+                    &sets,
+                    &format!(r#" os_index="{}""#, core.key()),
+                    false,
+                );
                 for cpu in core.cpus.iter() {
                     let one: CpuSet = std::iter::once(cpu).collect();
                     let sets = self.sets(&one, nodes);
