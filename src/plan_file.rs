@@ -242,14 +242,21 @@ pub fn load(file: &str, text: &str) -> Result<LoadedPlan, PlanFileError> {
     }
 }
 
-/// Whether a YAML/JSON text is a plan (rather than a job spec): plans start with their format
-/// key.
+/// Whether a YAML/JSON text is a plan (rather than a job spec): a mapping with the plan's format
+/// key, in any layout (`jq -c` and Python's `json.dump` write it on one line). Only a text that
+/// does not parse (a truncated plan) is told by how it starts, so that its error is a plan's.
 pub fn looks_like_plan(text: &str) -> bool {
+    if let Some(is_plan) = crate::yaml::has_top_level_key(text, "numaplan_plan") {
+        return is_plan;
+    }
     text.lines()
         .map(str::trim_start)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .take(2)
-        .any(|l| l.starts_with("numaplan_plan:") || l.starts_with("\"numaplan_plan\""))
+        .any(|l| {
+            let l = l.trim_start_matches('{').trim_start();
+            l.starts_with("numaplan_plan:") || l.starts_with("\"numaplan_plan\"")
+        })
 }
 
 type Problem = (String, String);

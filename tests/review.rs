@@ -439,6 +439,36 @@ fn explain_a_plan_with_its_topology_matches_the_spec() {
     assert!(lines[2].starts_with("note: `plan.yaml` was made for topology fingerprint"));
 }
 
+/// A JSON plan rewritten on one line (`jq -c`, Python's `json.dump`) is still a plan: plans and
+/// specs are told apart by parsing, not by layout; a spec whose first line mentions the key is
+/// still a spec.
+#[test]
+fn a_plan_on_one_line_is_a_plan() {
+    let dir = repository();
+    let json = numaplan_in(dir.path(), &["compile", "job.yaml", "--format", "json"]).ok();
+    let plan: serde_json::Value = serde_json::from_str(&json).unwrap();
+    std::fs::write(
+        dir.path().join("one.json"),
+        serde_json::to_string(&plan).unwrap(),
+    )
+    .unwrap();
+    let from_plan = numaplan_in(
+        dir.path(),
+        &["explain", "one.json", "--topology", "machines/dgx.yaml"],
+    )
+    .ok();
+    let from_spec = numaplan_in(dir.path(), &["explain", "job.yaml"]).ok();
+    assert_eq!(from_plan, from_spec);
+    // A spec with a comment that starts like a plan is a spec.
+    std::fs::write(
+        dir.path().join("commented.yaml"),
+        "# numaplan_plan: 1 is what a plan starts with\ntopology: machines/dgx.yaml\n",
+    )
+    .unwrap();
+    let run = numaplan_in(dir.path(), &["explain", "commented.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
 #[test]
 fn explain_colour() {
     let run = numaplan(&["explain", "examples/lumi-g.yaml", "--color", "always"]).ok();

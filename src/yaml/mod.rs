@@ -84,6 +84,26 @@ pub fn parse<T: DeserializeOwned>(
     }
 }
 
+/// Whether `text` (YAML or JSON, in any layout: one line, pretty, flow or block) is a mapping
+/// with the top-level key `key`; `None` where it does not parse (truncated, too deep), so the
+/// caller can fall back on how the text looks.
+pub fn has_top_level_key(text: &str, key: &str) -> Option<bool> {
+    if second_document(text).is_some() || too_deep(text).is_some() {
+        return None;
+    }
+    if text.trim_start().starts_with('{') {
+        if let Ok(map) =
+            serde_json::from_str::<std::collections::HashMap<String, serde::de::IgnoredAny>>(text)
+        {
+            return Some(map.contains_key(key));
+        }
+    }
+    match serde_yaml::from_str::<serde_yaml::Value>(text).ok()? {
+        serde_yaml::Value::Mapping(m) => Some(m.contains_key(key)),
+        _ => Some(false),
+    }
+}
+
 /// The line where a second document starts (`---` after content, or content after `...`), found
 /// by scanning lines before any parser runs, so that a long or deeply nested second document
 /// costs nothing.
@@ -228,6 +248,7 @@ fn positions(text: &str) -> Positions {
         positions: Positions::default(),
         stack: Vec::new(),
         lines: text.lines().collect(),
+        offsets: None,
     };
     let _ = Parser::new_from_str(text).load(&mut recorder, false);
     recorder.positions
@@ -239,6 +260,7 @@ fn syntax_error(text: &str) -> Option<YamlError> {
         positions: Positions::default(),
         stack: Vec::new(),
         lines: text.lines().collect(),
+        offsets: None,
     };
     let e = Parser::new_from_str(text)
         .load(&mut recorder, false)
@@ -303,6 +325,8 @@ struct Recorder<'t> {
     stack: Vec<Frame>,
     /// The text's lines, to measure quoted scalars as written (`"a\0b"` is 6 columns).
     lines: Vec<&'t str>,
+    /// One line's character offsets (the line, then the byte of each character).
+    offsets: Option<(usize, Vec<usize>)>,
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -313,12 +337,30 @@ fn join(path: &str, key: &str) -> String {
     }
 }
 
-impl Recorder<'_> {
+impl<'t> Recorder<'t> {
+    /// Line `line` (1-based) from its character column `col` on. A column counts characters,
+    /// so the byte where it starts is looked up in the line's character offsets, made once per
+    /// line (scalars come in order): measuring every scalar of a long flow list from the start
+    /// of its line took time quadratic in the line's length.
+    fn rest_of_line(&mut self, line: usize, col: usize) -> Option<&'t str> {
+        let text: &'t str = self.lines.get(line.checked_sub(1)?)?;
+        if text.len() < 256 && text.is_ascii() {
+            return text.get(col..);
+        }
+        if self.offsets.as_ref().is_none_or(|(l, _)| *l != line) {
+            let offsets = text.char_indices().map(|(i, _)| i).collect();
+            self.offsets = Some((line, offsets));
+        }
+        let (_, offsets) = self.offsets.as_ref()?;
+        let start = offsets.get(col).copied().unwrap_or(text.len());
+        text.get(start..)
+    }
+
     /// The columns a quoted scalar starting at `mark` takes as written, quotes and escapes
     /// included, when it ends on its line.
-    fn quoted_width(&self, mark: Marker) -> Option<usize> {
-        let line = self.lines.get(mark.line().checked_sub(1)?)?;
-        let mut chars = line.chars().skip(mark.col());
+    fn quoted_width(&mut self, mark: Marker) -> Option<usize> {
+        let rest = self.rest_of_line(mark.line(), mark.col())?;
+        let mut chars = rest.chars().peekable();
         let quote = chars.next().filter(|c| *c == '"' || *c == '\'')?;
         let mut width = 1;
         while let Some(c) = chars.next() {
@@ -330,7 +372,7 @@ impl Recorder<'_> {
                 }
                 c if c == quote => {
                     // `''` inside single quotes is one quote.
-                    if quote == '\'' && line.chars().nth(mark.col() + width) == Some('\'') {
+                    if quote == '\'' && chars.peek() == Some(&'\'') {
                         chars.next();
                         width += 1;
                         continue;
