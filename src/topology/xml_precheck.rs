@@ -5,9 +5,18 @@
 use super::error::TopologyError;
 use super::hwloc::linked_version;
 
-/// Recognises XML that hwloc would import as an empty machine or refuse with a cryptic message;
-/// returns the format's major version (1 or 2: hwloc imports it; 3: `hwloc_v3` translates it).
-pub fn precheck_xml(file: &str, text: &str) -> Result<u32, TopologyError> {
+/// What the scan found in an export that hwloc may read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prechecked {
+    /// The format's major version (1 or 2: hwloc imports it; 3: `hwloc_v3` translates it).
+    pub major: u32,
+    /// The largest object id (`gp_index`) of the file; `u64::MAX` for one that is not a number
+    /// (`-1`). hwloc's consistency check marks every id in a bitmap as large as the largest.
+    pub largest_id: u64,
+}
+
+/// Recognises XML that hwloc would import as an empty machine or refuse with a cryptic message.
+pub fn precheck_xml(file: &str, text: &str) -> Result<Prechecked, TopologyError> {
     let root = text
         .split('<')
         .skip(1)
@@ -53,16 +62,16 @@ pub fn precheck_xml(file: &str, text: &str) -> Result<u32, TopologyError> {
             linked: linked_version(),
         });
     }
-    precheck_objects(file, text)?;
-    Ok(major)
+    let largest_id = precheck_objects(file, text)?;
+    Ok(Prechecked { major, largest_id })
 }
 
 /// What hwloc must never see: objects it crashes on or that would make it allocate without
 /// bound. Each `<object ...>` tag is checked for a PU numbered past numaplan's CPU cap (the
 /// fixture loader's limit), a CPU set wider than that cap, and a cpuset or nodeset without its
 /// complete set (libhwloc 2.9 segfaults on a cache, package or NUMA node without one). Not
-/// complete: what it misses, the importing child contains.
-fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
+/// complete: what it misses, the importing child contains. Returns the largest object id.
+fn precheck_objects(file: &str, text: &str) -> Result<u64, TopologyError> {
     let refuse = |at: usize, detail: String| {
         let before = &text[..at];
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
@@ -75,6 +84,7 @@ fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
     };
     // A cpuset of MAX_CPU CPUs: MAX_CPU/32 words of `0x%08x,`.
     let widest = (crate::cpuset::MAX_CPU as usize / 32) * 11;
+    let mut largest_id = 0;
     for (at, _) in text.match_indices("<object ") {
         let tag = &text[at..text[at..].find('>').map_or(text.len(), |e| at + e)];
         // One pass over the tag: exports have tens of thousands of objects.
@@ -86,6 +96,9 @@ fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
                 .map(|(_, value)| *value)
         };
         let kind = get("type").unwrap_or_default();
+        if let Some(id) = get("gp_index") {
+            largest_id = largest_id.max(id.parse::<u64>().unwrap_or(u64::MAX));
+        }
         if kind == "PU"
             && let Some(index) = get("os_index")
             && index
@@ -130,7 +143,7 @@ fn precheck_objects(file: &str, text: &str) -> Result<(), TopologyError> {
             }
         }
     }
-    Ok(())
+    Ok(largest_id)
 }
 
 /// The `name="value"` attributes of an XML tag, in order (hwloc writes no quote inside a value).
