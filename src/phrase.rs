@@ -8,6 +8,15 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A CPU list (`0-3,8`), or `none` for an empty one.
+pub fn list_or_none(cpus: &CpuSet) -> String {
+    if cpus.is_empty() {
+        "none".to_string()
+    } else {
+        cpus.to_string()
+    }
+}
+
 /// A CPU list in backticks (`` `0-3,8` ``), or `none` for an empty one: a message never prints an
 /// empty list.
 pub fn cpus_or_none(cpus: &CpuSet) -> String {
@@ -28,5 +37,6 @@ mod tests {
         assert_eq!(plural(0, "core", "cores"), "0 cores");
         assert_eq!(cpus_or_none(&CpuSet::new()), "none");
         assert_eq!(cpus_or_none(&"0-3".parse().unwrap()), "`0-3`");
+        assert_eq!(list_or_none(&CpuSet::new()), "none");
     }
 }

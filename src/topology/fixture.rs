@@ -184,8 +184,9 @@ fn node_entry(
             return Err((
                 at("cpus"),
                 format!(
-                    "node {} lists CPUs {listed} but its L3 groups hold {held}",
-                    n.id
+                    "node {} lists CPUs {listed} but its L3 groups hold {}",
+                    n.id,
+                    crate::phrase::list_or_none(&held)
                 ),
             ));
         }

@@ -156,11 +156,12 @@ fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
     let allowed_note = if allowed == cpus {
         String::new()
     } else {
-        let which = match allowed.is_empty() {
-            true => "none".to_string(),
-            false => allowed.to_string(),
-        };
-        format!(" ({} of {} allowed: {which})", allowed.len(), cpus.len())
+        format!(
+            " ({} of {} allowed: {})",
+            allowed.len(),
+            cpus.len(),
+            crate::phrase::list_or_none(&allowed)
+        )
     };
     let _ = writeln!(
         out,
@@ -288,5 +289,31 @@ fn render_distances(out: &mut String, t: &Topology) {
             let _ = write!(line, " {v:>width$}");
         }
         let _ = writeln!(out, "{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::topology::fixture;
+
+    /// A node whose CPUs are all outside the allowed set says `none`, not an empty list; counts
+    /// agree with their noun.
+    #[test]
+    fn empty_lists_say_none_and_counts_agree() {
+        let t = fixture::load(
+            "t.yaml",
+            "numaplan_topology: 1\nname: t\nallowed: '0'\nallowed_memory_nodes: '0'\nnodes:\n- id: 0\n  l3_groups:\n  - id: 0\n    threads: ['0']\n- id: 1\n  l3_groups:\n  - id: 1\n    threads: [2-3]\n",
+        )
+        .unwrap();
+        let text = super::render(&t);
+        assert!(text.contains("  node 0: 1 core, CPUs 0\n"), "{text}");
+        assert!(
+            text.contains("  node 1: 2 cores, CPUs 2-3 (0 of 2 allowed: none)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("allowed memory: node 0 (1 of 2 nodes)\n"),
+            "{text}"
+        );
     }
 }
