@@ -353,12 +353,13 @@ fn pu_node(pu: &TopologyObject) -> PuNode {
 
 /// Cores: PUs grouped by their Core ancestor, as hwloc groups them (a PU without one is its
 /// own core), each with its package, its NUMA node (`pu_node`) and its L3 group (the highest
-/// data cache above it, else its node); keyed in hwloc's order.
+/// data cache above it, else its node, within its package: an s390 book's cache or a node
+/// without cache information can span packages); keyed in hwloc's order.
 fn cores(topo: &hwlocality::Topology) -> FoundCores {
     #[derive(PartialEq, Eq, PartialOrd, Ord)]
     enum L3Key {
-        Cache(u64),
-        Node(u32),
+        Cache(u64, PackageId),
+        Node(u32, PackageId),
     }
     let mut found = FoundCores {
         cores: BTreeMap::new(),
@@ -396,8 +397,8 @@ fn cores(topo: &hwlocality::Topology) -> FoundCores {
             .filter_map(|a| is_data_cache(a).map(|depth| (depth, a.global_persistent_index())))
             .max_by_key(|(depth, _)| *depth);
         let l3_key = match cache {
-            Some((_, id)) => L3Key::Cache(id),
-            None => L3Key::Node(node),
+            Some((_, id)) => L3Key::Cache(id, package),
+            None => L3Key::Node(node, package),
         };
         let next = l3_ids.len() as u32;
         let l3 = *l3_ids.entry(l3_key).or_insert(next);
