@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The one command that runs every check: formatting, clippy, the whole test suite through
-# cargo-insta (which refuses unreviewed or unreferenced snapshots), with a one-node Slurm
-# running for the sbatch tests when this machine can host one (root), then the Python package's
-# pytest suite on the wheel in a fresh virtual environment. Installs what it needs.
+# cargo-insta (which refuses unreviewed or unreferenced snapshots), with hwloc's own test-suite
+# machines fetched from Debian's source package, a one-node Slurm running for the sbatch tests
+# when this machine can host one (root), then the Python package's pytest suite on the wheel in
+# a fresh virtual environment. Installs what it needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,11 @@ if [ "$(id -u)" -eq 0 ]; then
 else
   echo "== not root: the real-Slurm and QEMU tests are skipped" >&2
 fi
+
+# hwloc's own test-suite machines, from Debian's hwloc source package, for tests/hwloc_corpus.rs.
+echo "== hwloc corpus" >&2
+NUMAPLAN_HWLOC_CORPUS=$(tests/hwloc-corpus/build.sh)
+export NUMAPLAN_HWLOC_CORPUS
 
 echo "== cargo insta test" >&2
 # CI=true makes insta refuse to write snapshots; --unreferenced=reject fails on stale ones.
