@@ -276,11 +276,14 @@ pub struct BindArgs {
     #[arg(value_name = "PLAN.yaml|JOB.yaml")]
     pub input: String,
 
-    /// This process's local rank (default: the launcher's variable: `LOCAL_RANK`,
-    /// `SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`, `PALS_LOCAL_RANKID`,
-    /// `FLUX_TASK_LOCAL_ID`).
-    #[arg(long, value_name = "N")]
-    pub local_rank: Option<u32>,
+    /// This process's local rank, or `gpu`: the rank whose GPUs are exactly the ones this
+    /// process sees (`CUDA_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`/`HIP_VISIBLE_DEVICES`,
+    /// `ZE_AFFINITY_MASK`), for workers that Ray or an inference server started. Default:
+    /// `NUMAPLAN_LOCAL_RANK`, else the launcher's variable: `LOCAL_RANK`, `SLURM_LOCALID`,
+    /// `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`, `PALS_LOCAL_RANKID`,
+    /// `FLUX_TASK_LOCAL_ID`.
+    #[arg(long, value_name = "N|gpu")]
+    pub local_rank: Option<crate::exec::launcher::LocalRankChoice>,
 
     /// The machine a job spec is compiled for (default: the spec's, else this machine).
     #[arg(long, value_name = "PATH|discover")]
@@ -289,7 +292,8 @@ pub struct BindArgs {
     #[command(flatten)]
     pub overrides: SpecOverrides,
 
-    /// Bind even if this node's CPU, NUMA node or GPU count differs from the plan's topology.
+    /// Bind even if this node's CPU, NUMA node or GPU count differs from the plan's topology
+    /// (also `NUMAPLAN_FORCE=1`, for a process that someone else's code starts).
     #[arg(long)]
     pub force: bool,
 

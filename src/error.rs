@@ -239,6 +239,18 @@ fn exec(e: &ExecError) -> Diagnostic {
             .help("pass `--local-rank N`, or unset the variable of the launcher that does not start this process"),
         ExecError::LauncherVariable { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
             .help("unset the variable, or pass `--local-rank N`"),
+        ExecError::LocalRankValue { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .help("set it to this process's local rank, or to `gpu` for the rank whose GPUs it sees"),
+        ExecError::NoGpuVisible { .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+            .help("start the worker with its GPU visible (Ray's `num_gpus`, `CUDA_VISIBLE_DEVICES`), or pass `--local-rank N`"),
+        ExecError::VisibleGpuUnknown { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+            .note(format!("the plan's ranks: {ranks}"))
+            .help("make one rank's GPUs visible to the worker, by index or UUID, or pass `--local-rank N`"),
+        ExecError::NoRankForGpus { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+            .note(format!("the plan's ranks: {ranks}"))
+            .help("make each worker see exactly one rank's GPUs (one worker per GPU for one GPU per rank), or pass `--local-rank N`"),
+        ExecError::RanksShareGpus { .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+            .help("give each rank its own GPUs in the job spec, or pass `--local-rank N` to say which rank this is"),
         ExecError::LocalRankPastPlan { ranks, .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
             .help(format!("start {ranks} ranks per node, as the plan has, or recompile the plan for more")),
         ExecError::LocalSizeMismatch { launcher, plan, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)

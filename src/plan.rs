@@ -134,6 +134,9 @@ pub struct OpenMpBinding {
 pub struct PlannedGpu {
     pub index: GpuIndex,
     pub pci: PciAddr,
+    /// The GPU's UUID (`GPU-8f3c...`), where the topology knows it (NVML): a worker that sees
+    /// its GPU by UUID (`CUDA_VISIBLE_DEVICES=GPU-8f3c`) finds its rank by it.
+    pub uuid: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -74,6 +74,9 @@ pub struct RankEntry {
     /// The GPUs' PCI addresses, in the same order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_pci: Vec<String>,
+    /// The GPUs' UUIDs, in the same order, where the topology knows them (NVML).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_uuid: Vec<String>,
     /// Home NUMA node; null for a CPU-only rank spanning several nodes.
     pub numa_node: Option<u32>,
     /// CPUs as a cpulist, ascending ranges.
@@ -153,6 +156,13 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
                 local_rank: r.local_rank,
                 gpus: r.gpus.iter().map(|g| g.index.0).collect(),
                 gpu_pci: r.gpus.iter().map(|g| g.pci.to_string()).collect(),
+                // All or none: a GPU without a UUID leaves the list out.
+                gpu_uuid: r
+                    .gpus
+                    .iter()
+                    .map(|g| g.uuid.clone())
+                    .collect::<Option<Vec<_>>>()
+                    .unwrap_or_default(),
                 numa_node: r.numa_node.map(|n| n.0),
                 cpus: r.cpus.to_string(),
                 cores: r.cores,
@@ -307,6 +317,12 @@ fn rank_from_entry(i: usize, r: &RankEntry) -> Result<RankBinding, Problem> {
             "`gpu_pci` and `gpus` differ in length".into(),
         ));
     }
+    if r.gpu_uuid.len() != r.gpus.len() && !r.gpu_uuid.is_empty() {
+        return Err((
+            at("gpu_uuid"),
+            "`gpu_uuid` and `gpus` differ in length".into(),
+        ));
+    }
     let gpus = r
         .gpus
         .iter()
@@ -325,6 +341,7 @@ fn rank_from_entry(i: usize, r: &RankEntry) -> Result<RankBinding, Problem> {
             Ok(PlannedGpu {
                 index: GpuIndex(g),
                 pci,
+                uuid: r.gpu_uuid.get(j).cloned(),
             })
         })
         .collect::<Result<Vec<_>, Problem>>()?;

@@ -422,6 +422,38 @@ fn bind_errors() {
         ],
     )
     .ok();
+    // Four GPUs known by UUID; and the same plan edited so that ranks 0 and 1 both have GPU 0
+    // (numaplan never plans that; a hand-edited plan can say it).
+    let four = repo().join("tests/cases/topologies/two-cpus-four-gpus.yaml");
+    std::fs::write(
+        dir.path().join("uuid.yaml"),
+        "command: [true]\ncpu: {policy: node}\n",
+    )
+    .unwrap();
+    numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "uuid.yaml",
+            "--topology",
+            four.to_str().unwrap(),
+            "-o",
+            "uuid-plan.yaml",
+        ],
+    )
+    .ok();
+    let shared = std::fs::read_to_string(dir.path().join("uuid-plan.yaml"))
+        .unwrap()
+        .replacen(
+            "  gpus: [1]\n  gpu_pci: ['0000:0f:00.0']",
+            "  gpus: [0]\n  gpu_pci: ['0000:07:00.0']",
+            1,
+        )
+        .replace(
+            "  gpu_uuid: [GPU-8f3c1111-0000-4000-8000-000000000001]\n",
+            "  gpu_uuid: [GPU-8f3c0c3a-0000-4000-8000-000000000000]\n",
+        );
+    std::fs::write(dir.path().join("shared-plan.yaml"), shared).unwrap();
     let marker = dir.path().join("ran");
     let touch = ["--", "touch", marker.to_str().unwrap()];
     let cases: &[Case] = &[
@@ -480,6 +512,58 @@ fn bind_errors() {
             &["plan.yaml", "--", "/no/such/program"],
             127,
         ),
+        (
+            "local_rank_value",
+            &[("NUMAPLAN_LOCAL_RANK", "first")],
+            &["two-plan.yaml"],
+            1,
+        ),
+        // `--local-rank gpu`: the rank whose GPUs the process sees (issue 31).
+        (
+            "gpu_none_visible",
+            &[],
+            &["two-plan.yaml", "--local-rank", "gpu"],
+            1,
+        ),
+        (
+            "gpu_visible_empty",
+            &[("CUDA_VISIBLE_DEVICES", "")],
+            &["two-plan.yaml", "--local-rank", "gpu"],
+            1,
+        ),
+        (
+            "gpu_two_seen_one_per_rank",
+            &[("CUDA_VISIBLE_DEVICES", "0,1")],
+            &["two-plan.yaml", "--local-rank", "gpu"],
+            1,
+        ),
+        (
+            "gpu_past_the_machine",
+            &[("CUDA_VISIBLE_DEVICES", "8")],
+            &["two-plan.yaml", "--local-rank", "gpu"],
+            1,
+        ),
+        (
+            "gpu_uuid_unknown",
+            &[("CUDA_VISIBLE_DEVICES", "GPU-ffff")],
+            &["uuid-plan.yaml", "--local-rank", "gpu"],
+            1,
+        ),
+        (
+            "gpu_uuid_without_uuids",
+            &[("CUDA_VISIBLE_DEVICES", "GPU-8f3c")],
+            &["two-plan.yaml", "--local-rank", "gpu"],
+            1,
+        ),
+        (
+            "gpu_shared_by_two_ranks",
+            &[
+                ("NUMAPLAN_LOCAL_RANK", "gpu"),
+                ("CUDA_VISIBLE_DEVICES", "0"),
+            ],
+            &["shared-plan.yaml"],
+            1,
+        ),
     ];
     for (name, env, args, code) in cases {
         let args: Vec<&str> = if args.contains(&"--") {
@@ -507,6 +591,111 @@ fn bind_errors() {
             && err.contains("it does not look like topology `aws-p4d.24xlarge`"),
         "{err}"
     );
+}
+
+/// `--local-rank gpu` (and `NUMAPLAN_LOCAL_RANK=gpu`): a worker that Ray or an inference server
+/// started with one GPU visible is the plan's rank of that GPU, by index or UUID (a MIG
+/// instance by its GPU's), read back from /proc; with `gpu.visible: own` the worker's own
+/// variable is left as its launcher set it; `--verbose` says which variable chose it; no
+/// launcher's numbering is checked against the plan, and no visibility warning is given.
+#[test]
+fn bind_by_the_gpu_a_worker_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let four = repo().join("tests/cases/topologies/two-cpus-four-gpus.yaml");
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "cpu: {policy: node}\ngpu: {visible: own}\nenv: {FROM_PLAN: yes}\n",
+    )
+    .unwrap();
+    let compiled = numaplan_in(
+        dir.path(),
+        &[
+            "compile",
+            "job.yaml",
+            "--topology",
+            four.to_str().unwrap(),
+            "-o",
+            "plan.yaml",
+        ],
+    );
+    assert_eq!(compiled.code, 0, "{}", compiled.stderr);
+    // One GPU per worker, each named as a launcher names it: the CPU of its GPU's node.
+    for (visible, rank, cpus) in [
+        ("0", "0", "0"),
+        ("1", "1", "0"),
+        ("GPU-2b7d2", "2", "1"),
+        ("MIG-GPU-2b7d3333/1/0", "3", "1"),
+    ] {
+        let out = bind(
+            dir.path(),
+            &[
+                ("CUDA_VISIBLE_DEVICES", visible),
+                ("WORLD_SIZE", "64"),
+                ("LOCAL_RANK", "7"),
+            ],
+            &[
+                &[
+                    "plan.yaml",
+                    "--local-rank",
+                    "gpu",
+                    "--force",
+                    "--verbose",
+                    "--",
+                ][..],
+                PROBE,
+            ]
+            .concat(),
+        );
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{visible}: {err}");
+        assert!(
+            err.contains(&format!("rank {rank}: CPUs {cpus} memory"))
+                && err.contains(&format!("via CUDA_VISIBLE_DEVICES={visible}")),
+            "{err}"
+        );
+        assert!(!err.contains("renumbers"), "no visibility warning: {err}");
+        // The worker's LOCAL_RANK (7) stays; the probe records under it.
+        let s = seen(dir.path(), 7);
+        assert_eq!(s.cpus, cpus, "{visible}");
+        assert_eq!(
+            s.env["CUDA_VISIBLE_DEVICES"], visible,
+            "the worker's own variable stays"
+        );
+        assert_eq!(s.env["FROM_PLAN"], "yes");
+    }
+    // Started by someone else's code: NUMAPLAN_LOCAL_RANK=gpu, and ROCm's variables compose
+    // (ROCR_VISIBLE_DEVICES narrows to GPUs 2 and 3, HIP_VISIBLE_DEVICES takes the second).
+    let out = bind(
+        dir.path(),
+        &[
+            ("NUMAPLAN_LOCAL_RANK", "gpu"),
+            ("ROCR_VISIBLE_DEVICES", "2,3"),
+            ("HIP_VISIBLE_DEVICES", "1"),
+        ],
+        &["plan.yaml", "--force", "--dry-run", "--format", "json"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["local_rank"], 3);
+    assert_eq!(
+        report["via"],
+        "ROCR_VISIBLE_DEVICES=2,3 HIP_VISIBLE_DEVICES=1"
+    );
+    assert_eq!(report["gpus"], serde_json::json!([3]));
+    assert!(
+        report["env"].get("CUDA_VISIBLE_DEVICES").is_none(),
+        "the plan's own visibility is not set over the worker's: {report}"
+    );
+    // Without `gpu`, the same plan under the same variable is the launcher's rank, and the
+    // plan's own visibility replaces the worker's.
+    let out = bind(
+        dir.path(),
+        &[("LOCAL_RANK", "0"), ("CUDA_VISIBLE_DEVICES", "3")],
+        &["plan.yaml", "--force", "--dry-run", "--format", "json"],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["local_rank"], 0);
+    assert_eq!(report["env"]["CUDA_VISIBLE_DEVICES"], "0");
 }
 
 /// A GPU-visibility variable in the ranks' environment that renumbers the GPUs, where the plan

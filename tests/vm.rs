@@ -345,6 +345,20 @@ fn bind_follows_gpus_to_their_nodes_in_a_guest() {
         ["VISIBLE 0 2-3 bind:1 ROCR_VISIBLE_DEVICES=1"],
         "{log}"
     );
+    // `--local-rank gpu` under ROCR_VISIBLE_DEVICES=1: rank 1, on GPU 1's node; with no GPU
+    // visible, an error that says so.
+    assert_eq!(
+        bound("BYGPU"),
+        ["BYGPU 1 2-3 bind:1 ROCR_VISIBLE_DEVICES=1"],
+        "{log}"
+    );
+    assert_eq!(
+        bound("NOGPU"),
+        [
+            "NOGPU error[E0422]: no GPU is visible to this process: none of CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK is set"
+        ],
+        "{log}"
+    );
 }
 
 #[test]

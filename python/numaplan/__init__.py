@@ -4,12 +4,13 @@ this package ships; this module applies it to the running interpreter.
 
     import numaplan
     rank = numaplan.bind("plan.yaml")   # first thing in main(): CPUs, memory policy, env
+    rank = numaplan.bind_worker("plan.yaml")   # a Ray actor or server worker, by its GPU
 """
 
 from __future__ import annotations
 
 from ._binary import executable
-from ._bind import Memory, Rank, bind, resolve
+from ._bind import Memory, Rank, bind, bind_worker, resolve
 from ._errors import Error, NumaplanWarning, ProcessExitedException, ProcessRaisedException
 from ._spawn import SpawnContext, spawn
 
@@ -29,6 +30,7 @@ __all__ = [
     "Rank",
     "SpawnContext",
     "bind",
+    "bind_worker",
     "executable",
     "resolve",
     "spawn",

@@ -8,13 +8,20 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
 
 from ._binary import run_json
-from ._errors import Error
+from ._errors import Error, NumaplanWarning
 
 PlanArg = Union[str, "os.PathLike[str]", None]
+#: A local rank: a number, or `"gpu"`: the rank whose GPUs this process sees.
+LocalRankArg = Union[int, str, None]
+
+#: The variables that narrow or renumber the GPUs a process sees, as `numaplan bind` reads them.
+VISIBILITY = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+              "ZE_AFFINITY_MASK")
 
 # set_mempolicy(2) and migrate_pages(2) by architecture (glibc wraps neither).
 _SYSCALLS = {
@@ -64,7 +71,7 @@ class Rank:
 
 def bind(
     plan: PlanArg = None,
-    local_rank: Optional[int] = None,
+    local_rank: LocalRankArg = None,
     *,
     topology: Optional[str] = None,
     force: bool = False,
@@ -90,8 +97,11 @@ def bind(
     `plan` is a plan file, a job spec (compiled for this machine by the binary), `env:VAR` or
     `git:REV:PATH`; `None` reads `$NUMAPLAN_PLAN` (a path, or the plan itself as the
     `--emit torchrun` and `mpirun` scripts hand it to every rank), else `numaplan.yaml`.
-    `local_rank` defaults to the launcher's variable that `numaplan bind` reads (`LOCAL_RANK`,
-    `SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, ...). The same checks as `numaplan bind`
+    `local_rank` defaults to `$NUMAPLAN_LOCAL_RANK`, else the launcher's variable that
+    `numaplan bind` reads (`LOCAL_RANK`, `SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, ...);
+    `"gpu"` makes the process the rank whose GPUs are exactly the ones it sees
+    (`CUDA_VISIBLE_DEVICES`, ...), for workers that Ray or an inference server started with
+    their GPU already visible (see `bind_worker`). The same checks as `numaplan bind`
     run first: a plan of another machine, or a launcher whose counts differ, raises
     `numaplan.Error` (with `force=True`, a node of another shape is bound anyway). The plan's
     warnings are issued as `numaplan.NumaplanWarning`s by local rank 0 (`quiet=True`: none).
@@ -105,9 +115,41 @@ def bind(
     return entry
 
 
+def bind_worker(
+    plan: PlanArg = None,
+    *,
+    topology: Optional[str] = None,
+    force: bool = False,
+    migrate: bool = False,
+    set_env: bool = True,
+    quiet: bool = False,
+) -> Optional[Rank]:
+    """Binds a GPU worker as the plan's rank of the GPUs it sees; for the server pattern of one
+    process per GPU started by multiprocessing or Ray with its GPU already made visible
+    (`CUDA_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES`, `ZE_AFFINITY_MASK`).
+
+    Call it first thing in the worker (a Ray actor's `__init__`, a vLLM/SGLang-style worker's
+    entry point). Returns the rank it bound, as `bind(plan, local_rank="gpu")` does; a worker
+    that sees no GPU is left as it is, with a `NumaplanWarning`, and `None` is returned. The
+    worker's own visibility variable is left as its launcher set it.
+    """
+    if not any(os.environ.get(var, "").strip() for var in VISIBILITY):
+        warnings.warn(
+            NumaplanWarning(
+                "numaplan.bind_worker: no GPU is visible to this worker (none of "
+                + ", ".join(VISIBILITY)
+                + " names one); it is left unbound"
+            ),
+            stacklevel=2,
+        )
+        return None
+    return bind(plan, "gpu", topology=topology, force=force, migrate=migrate, set_env=set_env,
+                quiet=quiet)
+
+
 def resolve(
     plan: PlanArg = None,
-    local_rank: Optional[int] = None,
+    local_rank: LocalRankArg = None,
     *,
     topology: Optional[str] = None,
     force: bool = False,
@@ -117,8 +159,13 @@ def resolve(
     args: List[str] = ["--quiet"] if quiet else []
     args += ["bind", _plan_input(plan), "--dry-run", "--format", "json"]
     if local_rank is not None:
-        if isinstance(local_rank, bool) or not isinstance(local_rank, int) or local_rank < 0:
-            raise Error(f"local_rank must be a rank number (0, 1, ...), not {local_rank!r}", "E0419")
+        valid_number = (isinstance(local_rank, int) and not isinstance(local_rank, bool)
+                        and local_rank >= 0)
+        if not valid_number and local_rank != "gpu":
+            raise Error(
+                f"local_rank must be a rank number (0, 1, ...) or \"gpu\", not {local_rank!r}",
+                "E0419",
+            )
         args += ["--local-rank", str(local_rank)]
     if topology is not None:
         args += ["--topology", topology]

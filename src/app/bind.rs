@@ -33,7 +33,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         &args.overrides.set,
     )?;
     let plan = subject.plan;
-    let local = launcher::local_rank(args.local_rank, &env)?;
+    let local = launcher::local_rank(args.local_rank, &plan, &env)?;
     // Local rank 0 speaks for the node; the others would print the same warnings again.
     let voice = if local.rank == 0 {
         Voice::Speaks
@@ -41,7 +41,11 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         Voice::Silent
     };
     let rank = launcher::rank_of(&plan, &local, &env)?;
-    let shown = launcher::warnings(&plan, std::slice::from_ref(rank), &env);
+    // A worker chosen by the GPUs it sees renumbers them by design: no visibility warning.
+    let shown = match local.by_gpu {
+        true => plan.warnings.clone(),
+        false => launcher::warnings(&plan, std::slice::from_ref(rank), &env),
+    };
     warnings.plan_warnings_as(voice, &subject.input, &shown)?;
     let set = launcher::rank_environment(&plan, rank, &local, &env);
     let argv: Vec<OsString> = if args.command.is_empty() {
@@ -49,7 +53,10 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     } else {
         args.command.clone()
     };
-    let force = if args.force { Force::Yes } else { Force::No };
+    // `NUMAPLAN_FORCE=1` says `--force` for a process started by someone else's code (a Ray
+    // actor, a server's worker), as it does for the batch files.
+    let forced = args.force || env.get("NUMAPLAN_FORCE").is_some_and(|v| v == "1");
+    let force = if forced { Force::Yes } else { Force::No };
     // Only this rank's CPUs must be allowed: the others are other processes, and a process
     // already bound as this rank (numaplan.spawn's child calling numaplan.bind) binds again.
     let checked = exec::check_node(&plan, std::slice::from_ref(rank), &node_facts()?, force);

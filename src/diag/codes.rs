@@ -66,6 +66,7 @@ pub const E0418_TOPOLOGY_MISMATCH: Code = Code("E0418");
 pub const E0419_LOCAL_RANK: Code = Code("E0419");
 pub const E0420_LOCAL_SIZE: Code = Code("E0420");
 pub const E0421_PYTHON_BINARY: Code = Code("E0421");
+pub const E0422_VISIBLE_GPUS: Code = Code("E0422");
 pub const W0200_PLAN_WARNING: Code = Code("W0200");
 
 /// Every code with its explanation, in order.
@@ -383,6 +384,18 @@ pub const ALL: &[(Code, &str)] = &[
          the package (the wheel's script) or on PATH, or what it printed is not its JSON. \
          Reinstall the wheel (`pip install numaplan`), or point `NUMAPLAN_BIN` at the binary. \
          Raised by the Python package only.",
+    ),
+    (
+        E0422_VISIBLE_GPUS,
+        "`numaplan bind --local-rank gpu` (`numaplan.bind(local_rank=\"gpu\")`, \
+         `NUMAPLAN_LOCAL_RANK=gpu`) finds its rank by the GPUs the process sees, as the worker's \
+         own launcher (Ray, an inference server) made them visible: `CUDA_VISIBLE_DEVICES` by \
+         the machine's index or UUID, `ROCR_VISIBLE_DEVICES` and then `HIP_VISIBLE_DEVICES` \
+         for ROCm, `ZE_AFFINITY_MASK` for Level Zero. It is an error when no such variable is \
+         set (or it is empty), when an entry names no GPU of the plan, when no rank has exactly \
+         the GPUs seen (a worker that sees two GPUs where ranks have one), or when several \
+         ranks do (a plan that gives two ranks the same GPU). The message lists the plan's \
+         ranks with their GPUs; start one worker per rank's GPUs, or pass `--local-rank N`.",
     ),
     (
         W0200_PLAN_WARNING,

@@ -69,6 +69,33 @@ pub enum ExecError {
         nodes: u32,
         ranks_per_node: u32,
     },
+    #[error("`{var}={value}` is neither a local rank (0, 1, ...) nor `gpu`")]
+    LocalRankValue { var: String, value: String },
+    #[error("no GPU is visible to this process: {why}")]
+    NoGpuVisible { why: String },
+    #[error("`{entry}` in `{via}` names no GPU of the plan: {why}")]
+    VisibleGpuUnknown {
+        via: String,
+        entry: String,
+        why: String,
+        /// The plan's ranks with their GPUs.
+        ranks: String,
+    },
+    #[error("no rank of the plan has exactly the {gpus} this process sees ({via})")]
+    NoRankForGpus {
+        via: String,
+        gpus: String,
+        /// The plan's ranks with their GPUs.
+        ranks: String,
+    },
+    #[error(
+        "several ranks of the plan ({ranks}) have exactly the {gpus} this process sees ({via})"
+    )]
+    RanksShareGpus {
+        via: String,
+        gpus: String,
+        ranks: String,
+    },
     #[error("local rank {rank} (from {via}) is past the plan's {ranks} ranks per node")]
     LocalRankPastPlan { rank: u32, via: String, ranks: u32 },
     #[error("cannot run `{program}`: {source}")]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::ExecError;
 use super::hostlist;
+use super::visible::VISIBILITY;
 use crate::plan::{Plan, RankBinding};
 
 /// Environment variables by name.
@@ -61,23 +62,81 @@ pub fn local_rank_variables() -> Vec<&'static str> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocalRank {
     pub rank: u32,
-    /// `--local-rank`, or the variable it came from.
+    /// `--local-rank`, the variable it came from, or the GPU visibility that chose it
+    /// (`CUDA_VISIBLE_DEVICES=3`).
     pub via: String,
-    /// How many local ranks that launcher runs, and the variable that says so.
+    /// How many local ranks the launcher runs, and the variable that says so.
     pub size: Option<(u32, String)>,
+    /// Chosen by the GPUs the process sees (`--local-rank gpu`): the process is a worker that
+    /// some other program started (Ray, an inference server), not a launcher's rank.
+    pub by_gpu: bool,
 }
 
-/// The local rank: `flag`, else the launchers' variables. When they disagree, a launcher that
-/// runs one task per node is the outer one (`srun --ntasks-per-node=1 torchrun ...`) and yields
-/// to the inner one; any other disagreement is an error.
-pub fn local_rank(flag: Option<u32>, env: &Env) -> Result<LocalRank, ExecError> {
-    if let Some(rank) = flag {
-        return Ok(LocalRank {
-            rank,
-            via: "--local-rank".into(),
-            size: None,
-        });
+/// How `bind` is told which local rank it is: a number, or `gpu`: the rank whose GPUs are the
+/// ones this process sees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocalRankChoice {
+    Number(u32),
+    Gpu,
+}
+
+impl std::str::FromStr for LocalRankChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "gpu" => Ok(LocalRankChoice::Gpu),
+            n => n
+                .parse()
+                .map(LocalRankChoice::Number)
+                .map_err(|_| format!("`{s}` is neither a local rank (0, 1, ...) nor `gpu`")),
+        }
     }
+}
+
+/// The variable that tells a process started by someone else's code its local rank (a number
+/// or `gpu`), as `--local-rank` does.
+pub const NUMAPLAN_LOCAL_RANK: &str = "NUMAPLAN_LOCAL_RANK";
+
+/// The local rank: `flag`, else `NUMAPLAN_LOCAL_RANK`, else the launchers' variables
+/// (`from_launchers`); `gpu` finds it by the GPUs this process sees (`by_gpu`).
+pub fn local_rank(
+    flag: Option<LocalRankChoice>,
+    plan: &Plan,
+    env: &Env,
+) -> Result<LocalRank, ExecError> {
+    let (choice, via) = match flag {
+        Some(choice) => (Some(choice), "--local-rank"),
+        None => match env
+            .get(NUMAPLAN_LOCAL_RANK)
+            .filter(|v| !v.trim().is_empty())
+        {
+            Some(value) => {
+                let choice = value.parse().map_err(|_| ExecError::LocalRankValue {
+                    var: NUMAPLAN_LOCAL_RANK.into(),
+                    value: value.clone(),
+                })?;
+                (Some(choice), NUMAPLAN_LOCAL_RANK)
+            }
+            None => (None, ""),
+        },
+    };
+    match choice {
+        Some(LocalRankChoice::Number(rank)) => Ok(LocalRank {
+            rank,
+            via: via.into(),
+            size: None,
+            by_gpu: false,
+        }),
+        Some(LocalRankChoice::Gpu) => super::visible::by_gpu(plan, env),
+        None => from_launchers(env),
+    }
+}
+
+/// The local rank the launchers' variables say. When they disagree, a launcher that runs one
+/// task per node is the outer one (`srun --ntasks-per-node=1 torchrun ...`) and yields to the
+/// inner one; any other disagreement is an error.
+fn from_launchers(env: &Env) -> Result<LocalRank, ExecError> {
     let mut found: Vec<LocalRank> = Vec::new();
     for l in &LAUNCHERS {
         let Some(value) = env.get(l.rank).filter(|v| !v.is_empty()) else {
@@ -94,6 +153,7 @@ pub fn local_rank(flag: Option<u32>, env: &Env) -> Result<LocalRank, ExecError> 
             rank,
             via: l.rank.into(),
             size: local_size(&l.size, env)?,
+            by_gpu: false,
         });
     }
     let agreeing = |c: &[&LocalRank]| c.windows(2).all(|w| w[0].rank == w[1].rank);
@@ -181,7 +241,8 @@ const WORLD_SIZE: [&str; 5] = [
 ];
 
 /// Checks the local rank, the launcher's local size and the job's size (nodes x ranks per node)
-/// against the plan; returns the rank's binding.
+/// against the plan; returns the rank's binding. A worker chosen by its GPUs (`by_gpu`) is no
+/// launcher's rank: the launchers' sizes are not its job's.
 pub fn rank_of<'p>(
     plan: &'p Plan,
     local: &LocalRank,
@@ -189,6 +250,7 @@ pub fn rank_of<'p>(
 ) -> Result<&'p RankBinding, ExecError> {
     if let Some((var, value)) = WORLD_SIZE
         .iter()
+        .filter(|_| !local.by_gpu)
         .find_map(|v| Some((*v, env.get(*v).filter(|x| !x.is_empty())?)))
     {
         let size: u64 = value
@@ -239,7 +301,8 @@ const NUMBERING: [&str; 8] = [
 ];
 
 /// The variables `bind` sets for a rank: the plan's NIC, visibility, OpenMP and user variables
-/// always; torchrun's numbering only where the environment has none, from the launcher's global
+/// always (but not the visibility of a worker chosen by its GPUs: its own already names them);
+/// torchrun's numbering only where the environment has none, from the launcher's global
 /// variables (Open MPI, MPICH/PMI, PALS, Flux, Slurm), else from the plan.
 pub fn rank_environment(
     plan: &Plan,
@@ -282,7 +345,8 @@ pub fn rank_environment(
     ]);
     let mut out = BTreeMap::new();
     for (k, v) in &rank.env {
-        if !NUMBERING.contains(&k.as_str()) {
+        let keeps_own = local.by_gpu && VISIBILITY.contains(&k.as_str());
+        if !NUMBERING.contains(&k.as_str()) && !keeps_own {
             out.insert(k.clone(), v.clone());
         }
     }
@@ -301,14 +365,6 @@ pub fn rank_environment(
     }
     out
 }
-
-/// The variables that renumber the GPUs a process sees (CUDA, ROCm, HIP, Level Zero).
-const VISIBILITY: [&str; 4] = [
-    "CUDA_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-    "HIP_VISIBLE_DEVICES",
-    "ZE_AFFINITY_MASK",
-];
 
 /// The warnings to show before `ranks` start: the plan's, then what the environment they
 /// inherit changes (`visibility_warning`).
@@ -374,59 +430,50 @@ mod tests {
 
     #[test]
     fn the_local_rank_comes_from_the_launcher() {
-        let l = local_rank(
-            None,
-            &env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "8")]),
-        )
-        .unwrap();
+        let l = from_launchers(&env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "8")])).unwrap();
         assert_eq!((l.rank, l.via.as_str()), (3, "LOCAL_RANK"));
         assert_eq!(l.size, Some((8, "LOCAL_WORLD_SIZE".into())));
-        let l = local_rank(
-            None,
-            &env(&[
-                ("SLURM_LOCALID", "1"),
-                ("SLURM_NODEID", "1"),
-                ("SLURM_STEP_TASKS_PER_NODE", "4,2"),
-            ]),
-        )
+        let l = from_launchers(&env(&[
+            ("SLURM_LOCALID", "1"),
+            ("SLURM_NODEID", "1"),
+            ("SLURM_STEP_TASKS_PER_NODE", "4,2"),
+        ]))
         .unwrap();
         assert_eq!(l.size, Some((2, "SLURM_STEP_TASKS_PER_NODE".into())));
         // srun with one task per node around torchrun: torchrun's LOCAL_RANK wins.
-        let l = local_rank(
-            None,
-            &env(&[
-                ("SLURM_LOCALID", "0"),
-                ("SLURM_STEP_TASKS_PER_NODE", "1(x2)"),
-                ("LOCAL_RANK", "5"),
-                ("LOCAL_WORLD_SIZE", "8"),
-            ]),
-        )
+        let l = from_launchers(&env(&[
+            ("SLURM_LOCALID", "0"),
+            ("SLURM_STEP_TASKS_PER_NODE", "1(x2)"),
+            ("LOCAL_RANK", "5"),
+            ("LOCAL_WORLD_SIZE", "8"),
+        ]))
         .unwrap();
         assert_eq!((l.rank, l.via.as_str()), (5, "LOCAL_RANK"));
-        // A flag wins over everything.
-        assert_eq!(
-            local_rank(Some(2), &env(&[("LOCAL_RANK", "1")]))
-                .unwrap()
-                .rank,
-            2
-        );
+    }
+
+    #[test]
+    fn a_local_rank_is_a_number_or_gpu() {
+        assert_eq!("2".parse(), Ok(LocalRankChoice::Number(2)));
+        assert_eq!(" gpu".parse(), Ok(LocalRankChoice::Gpu));
+        assert!("-1".parse::<LocalRankChoice>().is_err());
+        assert!("GPU".parse::<LocalRankChoice>().is_err());
     }
 
     #[test]
     fn no_or_disagreeing_variables_are_errors() {
         assert!(matches!(
-            local_rank(None, &env(&[])),
+            from_launchers(&env(&[])),
             Err(ExecError::NoLocalRank { .. })
         ));
         assert!(matches!(
-            local_rank(
-                None,
-                &env(&[("LOCAL_RANK", "1"), ("OMPI_COMM_WORLD_LOCAL_RANK", "2")])
-            ),
+            from_launchers(&env(&[
+                ("LOCAL_RANK", "1"),
+                ("OMPI_COMM_WORLD_LOCAL_RANK", "2")
+            ])),
             Err(ExecError::LocalRankDisagree { .. })
         ));
         assert!(matches!(
-            local_rank(None, &env(&[("LOCAL_RANK", "x")])),
+            from_launchers(&env(&[("LOCAL_RANK", "x")])),
             Err(ExecError::LauncherVariable { .. })
         ));
     }

@@ -9,6 +9,7 @@ pub mod launcher;
 pub mod process;
 pub mod relay;
 pub mod verify;
+pub mod visible;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;

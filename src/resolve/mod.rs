@@ -233,6 +233,7 @@ fn rank_binding(
             .gpus
             .iter()
             .map(|g| PlannedGpu {
+                uuid: g.uuid.clone(),
                 index: g.index,
                 pci: g.pci,
             })

@@ -12,6 +12,10 @@ import pytest
 
 from conftest import REPO, TWO_RANKS, Plan
 
+# The worker-pool examples bind by GPU: their plan is for the 4-GPU fixture that fits any test
+# host (CPUs 0 and 1), bound here with NUMAPLAN_FORCE=1 (this host has no GPU).
+FOUR_GPUS = REPO / "tests/cases/topologies/two-cpus-four-gpus.yaml"
+
 EXAMPLE = re.compile(r"<!-- python-example(?:: (?P<env>[^>]*))? -->\n```python\n(?P<code>.*?)```",
                      re.S)
 EXAMPLES = list(EXAMPLE.finditer((REPO / "README.md").read_text()))
@@ -19,7 +23,8 @@ EXAMPLES = list(EXAMPLE.finditer((REPO / "README.md").read_text()))
 
 def test_the_readme_has_one_example_per_function():
     code = "".join(m["code"] for m in EXAMPLES)
-    for function in ("numaplan.bind(", "numaplan.spawn(", "except numaplan.Error"):
+    for function in ("numaplan.bind(", "numaplan.spawn(", "numaplan.bind_worker(",
+                     "except numaplan.Error"):
         assert function in code
 
 
@@ -28,6 +33,7 @@ def test_a_readme_example_runs(example: re.Match, tmp_path: Path):
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs 2 CPUs")
     Plan(tmp_path, TWO_RANKS)
+    Plan(tmp_path, f"topology: {FOUR_GPUS}\ncpu: {{policy: node}}\n", name="workers")
     script = tmp_path / "example.py"
     script.write_text(example["code"])
     env = dict(os.environ)

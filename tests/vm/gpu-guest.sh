@@ -5,7 +5,7 @@
 # topology naming both (what ROCm's amdgpu driver writes), then binds each rank of a plan with `numaplan bind` and prints what its process
 # reads back from /proc and its GPU visibility; once more with /proc/bus/pci/devices masked (as
 # in a container), where the node check reads every PCI function instead; and a plan of the GPU
-# ROCR_VISIBLE_DEVICES names (`gpus: visible`).
+# ROCR_VISIBLE_DEVICES names (`gpus: visible`); and a worker bound by the GPU it sees.
 set -e
 cd /tmp
 # Without a driver nothing says the display devices compute: no GPUs, and notes that say why.
@@ -52,3 +52,11 @@ umount /proc/bus/pci/devices
 printf 'command: [true]\ngpus: visible\nmemory: {policy: bind}\n' > visible.yaml
 ROCR_VISIBLE_DEVICES=1 numaplan --quiet compile visible.yaml -o visible-plan.yaml
 numaplan --quiet bind --local-rank 0 visible-plan.yaml -- sh -c "$probe" | sed 's/^BOUND/VISIBLE/'
+# A worker that ROCm's variable gives GPU 1 finds its rank by it (`--local-rank gpu`); one that
+# sees no GPU is refused.
+ROCR_VISIBLE_DEVICES=1 numaplan --quiet bind --local-rank gpu plan.yaml -- sh -c "$probe" | sed 's/^BOUND/BYGPU/'
+if numaplan --quiet bind --local-rank gpu plan.yaml -- true 2> nogpu.err; then
+  echo "NOGPU bound"
+else
+  echo "NOGPU $(head -1 nogpu.err)"
+fi
