@@ -31,9 +31,15 @@ struct Sample {
 /// a child's peak RSS includes the memory of the process that forked it, which would otherwise
 /// be this harness with its machines in memory.
 fn run(argv: &[String]) -> Sample {
+    run_in(argv, &[])
+}
+
+/// `run` with variables added to the environment (a launcher's `LOCAL_RANK`).
+fn run_in(argv: &[String], env: &[(&str, &str)]) -> Sample {
     let out = Command::new(std::env::current_exe().unwrap())
         .arg("--spawn")
         .args(argv)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
@@ -83,6 +89,12 @@ fn median(values: &[f64]) -> f64 {
 
 /// A and B alternated `runs` times after a warm-up; one table row.
 fn pair(what: &str, a: &[String], b: &[String], runs: usize) -> String {
+    pair_in(what, a, b, runs, &[])
+}
+
+/// `pair` with variables added to both sides' environment.
+fn pair_in(what: &str, a: &[String], b: &[String], runs: usize, env: &[(&str, &str)]) -> String {
+    let run = |argv: &[String]| run_in(argv, env);
     for _ in 0..3 {
         run(a);
         run(b);
@@ -600,6 +612,26 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
             &argv(&[NUMAPLAN, "-q", "bind", "--local-rank", "1", &path(&plan), "--", "true"]),
             &argv(&["numactl", "--physcpubind=1", "--membind=0", "true"]),
             o.runs,
+        ));
+        // The trampoline bind replaces under torchrun (pytorch#115305): a shell script that
+        // execs numactl on the launcher's LOCAL_RANK. Both see LOCAL_RANK=1.
+        let trampoline = dir.join("trampoline.sh");
+        std::fs::write(
+            &trampoline,
+            "#!/bin/sh\nexec numactl --physcpubind=$LOCAL_RANK --membind=0 \"$@\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(
+            &trampoline,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        out.push_str(&pair_in(
+            "under torchrun: `LOCAL_RANK=1 bind plan.yaml -- true` vs `LOCAL_RANK=1 trampoline.sh true` (`exec numactl --physcpubind=$LOCAL_RANK --membind=0 \"$@\"`)",
+            &argv(&[NUMAPLAN, "-q", "bind", &path(&plan), "--", "true"]),
+            &argv(&[&path(&trampoline), "true"]),
+            o.runs,
+            &[("LOCAL_RANK", "1")],
         ));
     }
 }

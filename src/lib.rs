@@ -2,6 +2,7 @@
 //! See ARCHITECTURE.md for the code map and its invariants.
 
 pub mod app;
+pub mod argv;
 pub mod cli;
 pub mod cpuset;
 pub mod diag;

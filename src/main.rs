@@ -4,7 +4,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
 use numaplan::cli::Cli;
 use numaplan::diag::render::render;
 use numaplan::diag::report::{Reporter, WarningMode};
@@ -16,7 +15,8 @@ fn main() -> ExitCode {
             "error[internal]: numaplan crashed: {info}\n = help: this is a bug in numaplan; please file an issue with the command and its input files"
         );
     }));
-    let cli = Cli::parse();
+    // A plain `bind` line is read without clap (per-rank start-up cost; see argv.rs).
+    let cli = numaplan::argv::parse();
     if cli.command.is_none() && !cli.version {
         use clap::CommandFactory as _;
         Cli::command()

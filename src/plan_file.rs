@@ -253,20 +253,25 @@ pub fn load(file: &str, text: &str) -> Result<LoadedPlan, PlanFileError> {
 }
 
 /// Whether a YAML/JSON text is a plan (rather than a job spec): a mapping with the plan's format
-/// key, in any layout (`jq -c` and Python's `json.dump` write it on one line). Only a text that
-/// does not parse (a truncated plan) is told by how it starts, so that its error is a plan's.
+/// key, in any layout (`jq -c` and Python's `json.dump` write it on one line). A text that
+/// starts with the key, as numaplan writes plans, is one at once, and one that never names it
+/// is none (a job spec, parsed only once, by its own loader); the rest is parsed to tell. A
+/// text that does not parse (a truncated plan) is told by how it starts, so that its error is
+/// a plan's.
 pub fn looks_like_plan(text: &str) -> bool {
-    if let Some(is_plan) = crate::yaml::has_top_level_key(text, "numaplan_plan") {
-        return is_plan;
-    }
-    text.lines()
+    let starts_as_plan = text
+        .lines()
         .map(str::trim_start)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .take(2)
         .any(|l| {
             let l = l.trim_start_matches('{').trim_start();
             l.starts_with("numaplan_plan:") || l.starts_with("\"numaplan_plan\"")
-        })
+        });
+    if starts_as_plan || !text.contains("numaplan_plan") {
+        return starts_as_plan;
+    }
+    crate::yaml::has_top_level_key(text, "numaplan_plan").unwrap_or(false)
 }
 
 type Problem = (String, String);

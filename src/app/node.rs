@@ -79,9 +79,13 @@ fn count_gpus_in(
         return 0;
     };
     let functions: Vec<std::path::PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
-    let listing = std::fs::read_to_string(proc)
+    // In one or two reads: procfs says its size is 0, so `read_to_string` would start small and
+    // double (eight reads for a few PCI functions).
+    let mut text = String::with_capacity(64 * 1024);
+    let listing = std::fs::File::open(proc)
+        .and_then(|mut f| std::io::Read::read_to_string(&mut f, &mut text))
         .ok()
-        .map(|text| PciListing::parse(&text))
+        .map(|_| PciListing::parse(&text))
         // An empty or masked file (a container) lists fewer: every function is read then.
         .filter(|listing| listing.functions == functions.len());
     // `vendor` is `0x10de`, `device` `0x20b0`, `class` the 24-bit `0x030200` (base class,

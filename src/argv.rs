@@ -1,0 +1,313 @@
+//! The command line, read once: a plain `numaplan bind` command line without clap, into the very
+//! `Cli` clap would make of it, else clap itself.
+//!
+//! `bind` runs once per rank before the rank's program, where it replaces a shell trampoline
+//! (`exec numactl --physcpubind=$LOCAL_RANK ...`), and clap's derive builds the whole command
+//! tree (every subcommand, every argument and its help) before it reads one argument: 0.28 ms
+//! of the 1.7 ms `bind` takes (BENCHMARKS.md). `fast_bind` reads the arguments a launcher
+//! passes (the plan, `--local-rank`, `--topology`, `--set`, `--force`, `--verbose`,
+//! `--dry-run`, `--format`, the global `-q`/`--quiet`, `--deny-warnings`,
+//! `--message-format`, then `--` and the command) and declines anything else (help, an unknown
+//! or repeated flag, a value clap would refuse), which clap then parses and reports exactly as
+//! before. A test compares both on every form and on random command lines.
+
+use std::ffi::OsString;
+
+use clap::Parser as _;
+
+use crate::cli::{BindArgs, Cli, Command, ReportFormat, SpecOverrides};
+use crate::diag::render::MessageFormat;
+
+/// The command line of this process, parsed.
+pub fn parse() -> Cli {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    match fast_bind(&args) {
+        Some(cli) => cli,
+        None => Cli::parse_from(args),
+    }
+}
+
+/// A plain `bind` command line as clap would parse it, or `None` for clap to parse.
+pub fn fast_bind(args: &[OsString]) -> Option<Cli> {
+    let mut globals = Globals::default();
+    let mut rest = args.iter().skip(1);
+    // Global options, then the subcommand.
+    loop {
+        let word = rest.next()?.to_str()?;
+        if word == "bind" {
+            break;
+        }
+        globals.take(word, &mut rest)?;
+    }
+    let mut bind = BindWords::default();
+    while let Some(word) = rest.next() {
+        let word = word.to_str()?;
+        if word == "--" {
+            bind.command = Some(rest.cloned().collect());
+            break;
+        }
+        if globals.take(word, &mut rest).is_some() {
+            continue;
+        }
+        bind.take(word, &mut rest)?;
+    }
+    let args = bind.finish()?;
+    Some(Cli {
+        version: false,
+        verbose: false,
+        message_format: globals.message_format.unwrap_or(MessageFormat::Human),
+        quiet: globals.quiet,
+        deny_warnings: globals.deny_warnings,
+        command: Some(Command::Bind(args)),
+    })
+}
+
+/// `--name value` or `--name=value`: the value, when `word` is that option and the value is a
+/// word clap would take as one (not another option).
+fn value<'a>(
+    word: &'a str,
+    name: &str,
+    rest: &mut dyn Iterator<Item = &'a OsString>,
+) -> Option<Option<&'a str>> {
+    let Some(tail) = word.strip_prefix(name) else {
+        return Some(None);
+    };
+    let value = match tail.strip_prefix('=') {
+        Some(v) => v,
+        None if tail.is_empty() => rest.next()?.to_str()?,
+        None => return Some(None),
+    };
+    (!value.starts_with('-')).then_some(Some(value))
+}
+
+/// The global options, each at most once.
+#[derive(Default)]
+struct Globals {
+    quiet: bool,
+    deny_warnings: bool,
+    message_format: Option<MessageFormat>,
+}
+
+impl Globals {
+    /// Takes `word` (and its value) when it is a global option; `None` when it is not one, or is
+    /// one given twice.
+    fn take<'a>(
+        &mut self,
+        word: &'a str,
+        rest: &mut dyn Iterator<Item = &'a OsString>,
+    ) -> Option<()> {
+        match word {
+            "-q" | "--quiet" if !self.quiet => self.quiet = true,
+            "--deny-warnings" if !self.deny_warnings => self.deny_warnings = true,
+            _ if self.message_format.is_none() => {
+                let format = value(word, "--message-format", rest)??;
+                self.message_format = Some(match format {
+                    "human" => MessageFormat::Human,
+                    "json" => MessageFormat::Json,
+                    _ => return None,
+                });
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+}
+
+/// `bind`'s own arguments as read so far.
+#[derive(Default)]
+struct BindWords {
+    input: Option<String>,
+    local_rank: Option<crate::exec::launcher::LocalRankChoice>,
+    topology: Option<String>,
+    set: Vec<crate::yaml::Override>,
+    force: bool,
+    verbose: bool,
+    dry_run: bool,
+    format: Option<ReportFormat>,
+    command: Option<Vec<OsString>>,
+}
+
+impl BindWords {
+    /// Takes `word` (and its value); `None` for anything clap should see.
+    fn take<'a>(
+        &mut self,
+        word: &'a str,
+        rest: &mut dyn Iterator<Item = &'a OsString>,
+    ) -> Option<()> {
+        match word {
+            "--force" if !self.force => self.force = true,
+            "--verbose" | "-v" if !self.verbose => self.verbose = true,
+            "--dry-run" if !self.dry_run => self.dry_run = true,
+            w if !w.starts_with('-') && self.input.is_none() => self.input = Some(w.to_string()),
+            w if w.starts_with("--local-rank") && self.local_rank.is_none() => {
+                self.local_rank = Some(value(w, "--local-rank", rest)??.parse().ok()?);
+            }
+            w if w.starts_with("--topology") && self.topology.is_none() => {
+                self.topology = Some(value(w, "--topology", rest)??.to_string());
+            }
+            w if w.starts_with("--set") => {
+                let pair = value(w, "--set", rest)??;
+                match pair.split_once('=') {
+                    Some((key, value)) if !key.is_empty() => {
+                        self.set.push(crate::yaml::Override::set(key, value));
+                    }
+                    _ => return None,
+                }
+            }
+            w if w.starts_with("--format") && self.format.is_none() => {
+                self.format = Some(match value(w, "--format", rest)?? {
+                    "text" => ReportFormat::Text,
+                    "json" => ReportFormat::Json,
+                    _ => return None,
+                });
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// The arguments, when clap would accept them: an input, and `--format` only with
+    /// `--dry-run`.
+    fn finish(self) -> Option<BindArgs> {
+        if self.format.is_some() && !self.dry_run {
+            return None;
+        }
+        Some(BindArgs {
+            input: self.input?,
+            local_rank: self.local_rank,
+            topology: self.topology,
+            overrides: SpecOverrides { set: self.set },
+            force: self.force,
+            verbose: self.verbose,
+            dry_run: self.dry_run,
+            format: self.format.unwrap_or(ReportFormat::Text),
+            command: self.command.unwrap_or_default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &[&str]) -> Vec<OsString> {
+        std::iter::once("numaplan")
+            .chain(line.iter().copied())
+            .map(OsString::from)
+            .collect()
+    }
+
+    /// The fast path either declines or agrees with clap, field for field.
+    fn agrees(line: &[&str]) -> bool {
+        let args = words(line);
+        let fast = fast_bind(&args);
+        let clap = Cli::try_parse_from(&args);
+        match (&fast, &clap) {
+            (None, _) => false,
+            (Some(f), Ok(c)) => {
+                assert_eq!(format!("{f:?}"), format!("{c:?}"), "{line:?}");
+                true
+            }
+            (Some(f), Err(e)) => panic!("{line:?}: fast path took {f:?}, clap refused: {e}"),
+        }
+    }
+
+    #[test]
+    fn plain_bind_lines_take_the_fast_path_and_agree_with_clap() {
+        for line in [
+            &["bind", "plan.yaml"][..],
+            &["-q", "bind", "plan.yaml", "--", "python", "-c", "--x"],
+            &["bind", "--local-rank", "3", "plan.yaml"],
+            &[
+                "bind",
+                "--local-rank=gpu",
+                "env:NUMAPLAN_PLAN",
+                "--force",
+                "-v",
+                "--",
+                "true",
+            ],
+            &[
+                "--deny-warnings",
+                "--message-format",
+                "json",
+                "bind",
+                "p.yaml",
+                "--dry-run",
+                "--format",
+                "json",
+            ],
+            &[
+                "bind",
+                "p.yaml",
+                "--set",
+                "cpu.policy=exclusive",
+                "--set=env.A=b=c",
+                "--topology",
+                "t.yaml",
+            ],
+            &[
+                "bind",
+                "p.yaml",
+                "-q",
+                "--message-format=human",
+                "--verbose",
+                "--dry-run",
+            ],
+            &["bind", "--", "p.yaml"],
+        ] {
+            let fast = fast_bind(&words(line)).is_some();
+            // `bind -- p.yaml` has no input: clap refuses it, and so does the fast path.
+            assert_eq!(fast, line != ["bind", "--", "p.yaml"], "{line:?}");
+            if fast {
+                assert!(agrees(line));
+            }
+        }
+    }
+
+    #[test]
+    fn anything_else_is_left_to_clap() {
+        for line in [
+            &["bind"][..],
+            &["bind", "--help"],
+            &["bind", "-h", "p.yaml"],
+            &["bind", "p.yaml", "--format", "json"],
+            &["bind", "p.yaml", "--local-rank", "first"],
+            &["bind", "p.yaml", "--local-rank", "-1"],
+            &["bind", "p.yaml", "--force", "--force"],
+            &["bind", "p.yaml", "q.yaml"],
+            &["bind", "p.yaml", "--set", "novalue"],
+            &["bind", "p.yaml", "--topology"],
+            &["bind", "p.yaml", "--topology", "--force"],
+            &["bind", "p.yaml", "-vq"],
+            &["--verbose", "bind", "p.yaml"],
+            &["compile", "p.yaml"],
+            &["bind", "p.yaml", "--message-format", "xml"],
+            &["bind", "p.yaml", "--dry-run", "--format", "yaml"],
+            &["bind", "p.yaml", "--unknown"],
+            &["--version"],
+        ] {
+            assert!(fast_bind(&words(line)).is_none(), "{line:?}");
+        }
+    }
+
+    proptest::proptest! {
+        // One line in eight or so is one the fast path takes.
+        #![proptest_config(proptest::test_runner::Config::with_cases(2000))]
+
+        /// Random command lines from bind's words: whenever the fast path takes one, clap
+        /// parses it to the same `Cli`.
+        #[test]
+        fn random_lines_agree_with_clap(picks in proptest::collection::vec(0usize..24, 0..9)) {
+            const WORDS: [&str; 24] = [
+                "bind", "plan.yaml", "other.yaml", "--local-rank", "2", "gpu", "--local-rank=1",
+                "--topology", "t.yaml", "--set", "a=b", "--set=c=d", "--force", "-v", "--verbose",
+                "--dry-run", "--format", "json", "--format=text", "-q", "--quiet",
+                "--deny-warnings", "--message-format=json", "--",
+            ];
+            let mut line = vec!["bind"];
+            line.extend(picks.iter().map(|&i| WORDS[i]));
+            agrees(&line);
+        }
+    }
+}
