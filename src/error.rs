@@ -249,7 +249,8 @@ fn exec(e: &ExecError) -> Diagnostic {
         ExecError::NoRankForGpus { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
             .note(format!("the plan's ranks: {ranks}"))
             .help("make each worker see exactly one rank's GPUs (one worker per GPU for one GPU per rank), or pass `--local-rank N`"),
-        ExecError::RanksShareGpus { .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+        ExecError::RanksShareGpus { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+            .note(format!("the plan's ranks: {ranks}"))
             .help("give each rank its own GPUs in the job spec, or pass `--local-rank N` to say which rank this is"),
         ExecError::LocalRankPastPlan { ranks, .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
             .help(format!("start {ranks} ranks per node, as the plan has, or recompile the plan for more")),

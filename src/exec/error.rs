@@ -89,11 +89,13 @@ pub enum ExecError {
         ranks: String,
     },
     #[error(
-        "several ranks of the plan ({ranks}) have exactly the {gpus} this process sees ({via})"
+        "several ranks of the plan ({sharing}) have exactly the {gpus} this process sees ({via})"
     )]
     RanksShareGpus {
         via: String,
         gpus: String,
+        sharing: String,
+        /// The plan's ranks with their GPUs.
         ranks: String,
     },
     #[error("local rank {rank} (from {via}) is past the plan's {ranks} ranks per node")]

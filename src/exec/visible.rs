@@ -154,7 +154,8 @@ pub fn by_gpu(plan: &Plan, env: &Env) -> Result<LocalRank, ExecError> {
         several => Err(ExecError::RanksShareGpus {
             via: visible.via,
             gpus,
-            ranks: several
+            ranks: ranks_and_gpus(plan),
+            sharing: several
                 .iter()
                 .map(u32::to_string)
                 .collect::<Vec<_>>()
