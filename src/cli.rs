@@ -221,10 +221,16 @@ pub struct ExecArgs {
     #[arg(long)]
     pub no_prefix: bool,
 
-    /// Right after start, read every rank's CPUs (all threads) and memory policy from /proc and
-    /// stop the job if they differ from the plan.
+    /// Right after start, read every rank's CPUs (all threads), memory policy and where its
+    /// memory is from /proc, and stop the job if they differ from the plan.
     #[arg(long)]
     pub verify: bool,
+
+    /// With `--verify`: `--watch` keeps reading while the ranks run and prints each change and
+    /// a summary at the end; `--repin` (which implies `--verify --watch`) puts threads that
+    /// leave their rank's CPUs back.
+    #[command(flatten)]
+    pub watch: WatchArgs,
 
     /// Print each rank's binding, environment and exact argv; start nothing.
     #[arg(long)]
@@ -337,9 +343,67 @@ pub struct VerifyArgs {
     #[arg(long = "match", value_name = "NAME")]
     pub match_name: Option<String>,
 
-    /// Text for people, or JSON (`"numaplan_verify": 1`, schemas/verify.schema.json).
+    /// Text for people, or JSON (`"numaplan_verify": 1`, schemas/verify.schema.json); with
+    /// `--watch`, JSON Lines: the report on one line, then one `"numaplan_watch": 1` object per
+    /// change and a summary (schemas/watch.schema.json).
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
+
+    #[command(flatten)]
+    pub watch: WatchArgs,
+
+    /// Count the kernel's `node-loads` and `node-load-misses` events of every rank for SECONDS
+    /// and report the share of its loads served by a remote node (where the machine has the
+    /// counters; otherwise it says so and reports pages only).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub counters: Option<f64>,
+}
+
+/// How `verify` and `exec` check where the ranks' memory is, and watch them while they run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WatchArgs {
+    /// The share of a rank's memory (in percent) that must be on its planned nodes; a rank
+    /// under it is a mismatch. Default: 90 under `memory.policy: bind`, none for `preferred`
+    /// and `interleave` (the report shows the spread).
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub min_local: Option<f64>,
+
+    /// Keep reading until the ranks exit (or `--count` readings), one line per change: a thread
+    /// that leaves its rank's CPUs or returns, a rank whose memory falls under `--min-local`, a
+    /// rank that exits.
+    #[arg(long)]
+    pub watch: bool,
+
+    /// Seconds between readings with `--watch`.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = seconds)]
+    pub interval: f64,
+
+    /// Readings after the first with `--watch` (default: until every rank has exited).
+    #[arg(long, value_name = "N", requires = "watch")]
+    pub count: Option<u64>,
+
+    /// Put a thread that left its rank's CPUs back on them and say so (threads on a subset of
+    /// them, as OpenMP places bind them, are left alone). Off by default.
+    #[arg(long)]
+    pub repin: bool,
+}
+
+/// A duration in seconds: positive and at most a day.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86400.0 => Ok(v),
+        Ok(_) => Err("must be more than 0 and at most 86400 seconds".into()),
+        Err(_) => Err(format!("`{s}` is not a number of seconds")),
+    }
+}
+
+/// A percentage from 0 to 100, as a share from 0 to 1.
+fn percent(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+        Ok(_) => Err("must be between 0 and 100".into()),
+        Err(_) => Err(format!("`{s}` is not a percentage")),
+    }
 }
 
 /// Where a plan comes from: a plan file, a job spec (compiled on the fly), or `git:REV:PATH`
@@ -485,6 +549,8 @@ pub enum SchemaKind {
     Exec,
     /// `verify --format json` (schemas/verify.schema.json).
     Verify,
+    /// `verify --watch --format json`'s lines after the report (schemas/watch.schema.json).
+    Watch,
     /// `codes --format json` (schemas/codes.schema.json).
     Codes,
 }

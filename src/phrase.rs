@@ -8,6 +8,19 @@ pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A size for people: `512 KiB`, `256.0 MiB`, `11.8 GiB`.
+pub fn size(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    if b >= KIB * KIB * KIB {
+        format!("{:.1} GiB", b / (KIB * KIB * KIB))
+    } else if b >= KIB * KIB {
+        format!("{:.1} MiB", b / (KIB * KIB))
+    } else {
+        format!("{:.0} KiB", b / KIB)
+    }
+}
+
 /// A CPU list (`0-3,8`), or `none` for an empty one.
 pub fn list_or_none(cpus: &CpuSet) -> String {
     if cpus.is_empty() {
@@ -38,5 +51,8 @@ mod tests {
         assert_eq!(cpus_or_none(&CpuSet::new()), "none");
         assert_eq!(cpus_or_none(&"0-3".parse().unwrap()), "`0-3`");
         assert_eq!(list_or_none(&CpuSet::new()), "none");
+        assert_eq!(size(12_670_000_000), "11.8 GiB");
+        assert_eq!(size(256 << 20), "256.0 MiB");
+        assert_eq!(size(4096), "4 KiB");
     }
 }

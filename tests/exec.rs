@@ -604,8 +604,17 @@ fn verify_running_processes() {
     let run = numaplan_in(dir.path(), &["verify", "job.yaml", "--match", &marker]);
     let _ = child.kill();
     let _ = child.wait();
-    let rows: Vec<&str> = run.stdout.lines().collect();
+    let (table, memory) = run.stdout.split_once("memory (numa_maps):\n").unwrap();
+    let rows: Vec<&str> = table.lines().collect();
     assert_eq!(rows.len(), 3, "{}", run.stdout);
+    // Where each rank's memory is: all of it on node 0, the one node of this machine.
+    for (rank, line) in memory.lines().enumerate() {
+        assert!(
+            line.starts_with(&format!("  rank {rank}: "))
+                && line.ends_with(", 100.0% on node 0 (planned)"),
+            "{line}"
+        );
+    }
     assert!(rows[1].ends_with(" ok"), "{}", run.stdout);
     let plan = plan(dir.path());
     assert_ne!(

@@ -155,7 +155,9 @@ fn modelines_point_at_the_committed_schemas() {
 
 #[test]
 fn report_schemas_are_current() {
-    for kind in ["explain", "diff", "bind", "exec", "verify", "codes"] {
+    for kind in [
+        "explain", "diff", "bind", "exec", "verify", "watch", "codes",
+    ] {
         check_generated(kind, &format!("schemas/{kind}.schema.json"));
     }
 }

@@ -1,7 +1,7 @@
 //! `numaplan exec` and `numaplan verify`: the edge around `exec` that reads the environment
 //! (Slurm's variables, this process's affinity, the kernel's NUMA nodes) and prints.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::Duration;
 
@@ -12,12 +12,13 @@ use super::bind::Memory;
 use super::input::{PlanMachine, load_subject};
 use super::node::{environment, node_facts};
 use super::{emit, json};
-use crate::cli::{ExecArgs, NprocPerNode, ReportFormat, VerifyArgs};
+use crate::cli::{ExecArgs, NprocPerNode, ReportFormat, VerifyArgs, WatchArgs};
 use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
 use crate::error::Error;
+use crate::exec::counters::{self, Counted, Unavailable};
 use crate::exec::{
-    self, ExecError, ExecOptions, Force, NodePlace, OutputMode, hostlist, launcher, verify,
+    self, ExecError, ExecOptions, Force, NodePlace, OutputMode, hostlist, launcher, verify, watch,
 };
 use crate::plan::Plan;
 use crate::yaml::Override;
@@ -55,7 +56,10 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
             (None, false) => OutputMode::Prefixed,
         },
         grace: Duration::from_secs_f64(args.grace.clamp(0.0, 3600.0)),
-        verify: args.verify,
+        // `--watch` and `--repin` watch what `--verify` reads: they imply it.
+        verify: args.verify || args.watch.watch || args.watch.repin,
+        min_local: args.watch.min_local,
+        watch: (args.watch.watch || args.watch.repin).then(|| watch_options(&args.watch)),
         extra_args: args.extra.clone(),
     };
     let force = if args.force { Force::Yes } else { Force::No };
@@ -97,22 +101,87 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         let pattern = args.match_name.clone().unwrap_or_default();
         return Err(ExecError::NoProcesses { pattern }.into());
     }
-    let table = verify::check(&plan, &ranked);
+    let min_local = args.watch.min_local;
+    let table = verify::check(&plan, &ranked, min_local);
+    let counted = args.counters.map(|seconds| Counted {
+        seconds,
+        counts: counters::count(&ranked, Duration::from_secs_f64(seconds)),
+    });
+    let watching = args.watch.watch || args.watch.repin;
     let text = match args.format {
-        ReportFormat::Text => table.render(),
-        ReportFormat::Json => json(&VerifyReport::new(&table)),
+        ReportFormat::Text => table.render() + &counters_text(&table, counted.as_ref()),
+        // JSON Lines under --watch: the report on one line, the events after it.
+        ReportFormat::Json if watching => {
+            serde_json::to_string(&VerifyReport::new(&table, counted.as_ref()))
+                .expect("invariant: reports serialize")
+                + "\n"
+        }
+        ReportFormat::Json => json(&VerifyReport::new(&table, counted.as_ref())),
     };
     emit(stdout, None, &text)?;
-    if table.ok() {
-        Ok(())
-    } else {
-        Err(ExecError::Verify {
-            mismatches: table.mismatches(),
+    let mut mismatched: BTreeSet<u32> = table.mismatched_pids().collect();
+    if watching {
+        // Without --watch, --repin puts back what this one reading found.
+        let mut opts = watch_options(&args.watch);
+        if !args.watch.watch {
+            opts.rounds = Some(0);
         }
-        .into())
+        let mut line = |c: &watch::Change, at: Duration| {
+            let text = match args.format {
+                ReportFormat::Text => format!("+{:.1}s {}\n", at.as_secs_f64(), c.text()),
+                ReportFormat::Json => WatchEvent::of(c, at).line(),
+            };
+            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.flush();
+        };
+        let never = || false;
+        let seen = watch::run(&plan, &ranked, &table, &opts, min_local, &never, &mut line);
+        let summary = match args.format {
+            ReportFormat::Text => seen.summary() + "\n",
+            ReportFormat::Json => WatchEvent::summary(&seen).line(),
+        };
+        emit(stdout, None, &summary)?;
+        mismatched.extend(seen.troubled_pids());
+    }
+    match mismatched.len() {
+        0 => Ok(()),
+        mismatches => Err(ExecError::Verify { mismatches }.into()),
     }
 }
 
+fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
+    watch::WatchOptions {
+        interval: Duration::from_secs_f64(args.interval),
+        rounds: args.count,
+        repin: args.repin,
+    }
+}
+
+/// `--counters`' lines under the table: each rank's remote share, or why there is none.
+fn counters_text(table: &verify::Table, counted: Option<&Counted>) -> String {
+    let Some(Counted { seconds, counts }) = counted else {
+        return String::new();
+    };
+    let counts = match counts {
+        Ok(counts) => counts,
+        Err(Unavailable(why)) => {
+            return format!("counters: unavailable: {why}; pages only\n");
+        }
+    };
+    let mut out = format!("counters over {seconds} s (node-loads, node-load-misses):\n");
+    for row in &table.rows {
+        let c = counts.get(&row.pid).copied().unwrap_or_default();
+        let share = match c.remote_share() {
+            Some(share) => format!("{:.1}% remote", share * 100.0),
+            None => "no loads counted".into(),
+        };
+        out.push_str(&format!(
+            "  rank {}: {} node loads, {} missed the local node, {share}\n",
+            row.rank, c.loads, c.misses
+        ));
+    }
+    out
+}
 /// This node's place: flags, else Slurm's environment, else a single-node job.
 fn node_place(args: &ExecArgs, plan: &Plan) -> Result<NodePlace, ExecError> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
@@ -228,6 +297,9 @@ pub(crate) struct VerifyReport {
     ok: bool,
     mismatches: usize,
     ranks: Vec<VerifyRank>,
+    /// `--counters`: what the node-load counters showed, or why there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counters: Option<CountersReport>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -243,13 +315,62 @@ struct VerifyRank {
     /// As numa_maps shows it (`bind:3`).
     planned_memory: String,
     actual_memory: String,
+    /// The rank's own memory (anonymous, shared memory, huge pages) per NUMA node, in bytes,
+    /// from numa_maps; page cache of files is left out.
+    memory_bytes: BTreeMap<String, u64>,
+    /// The nodes the plan puts its memory on.
+    memory_nodes: Vec<u32>,
+    /// The share of its memory on `memory_nodes` (0 to 1); absent without memory or without
+    /// planned nodes.
+    local_share: Option<f64>,
+    /// The share under which the rank is a mismatch (`--min-local`; 0.9 under `bind`).
+    min_local: Option<f64>,
     problems: Vec<String>,
     /// How the rank ended, when it had exited before it was read.
     exited: Option<String>,
 }
 
+#[derive(Serialize, JsonSchema)]
+struct CountersReport {
+    seconds: f64,
+    /// Why the machine offers no counters (then `ranks` is empty).
+    unavailable: Option<String>,
+    ranks: Vec<CountedRank>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct CountedRank {
+    rank: u32,
+    pid: u32,
+    node_loads: u64,
+    node_load_misses: u64,
+    /// `node_load_misses / node_loads`; absent without loads.
+    remote_share: Option<f64>,
+}
+
 impl VerifyReport {
-    fn new(table: &verify::Table) -> VerifyReport {
+    fn new(table: &verify::Table, counted: Option<&Counted>) -> VerifyReport {
+        let counters = counted.map(|Counted { seconds, counts }| CountersReport {
+            seconds: *seconds,
+            unavailable: counts.as_ref().err().map(|u| u.0.clone()),
+            ranks: match counts {
+                Ok(counts) => table
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        let c = counts.get(&r.pid).copied().unwrap_or_default();
+                        CountedRank {
+                            rank: r.rank,
+                            pid: r.pid,
+                            node_loads: c.loads,
+                            node_load_misses: c.misses,
+                            remote_share: c.remote_share(),
+                        }
+                    })
+                    .collect(),
+                Err(_) => Vec::new(),
+            },
+        });
         VerifyReport {
             numaplan_verify: 1,
             ok: table.ok(),
@@ -266,11 +387,175 @@ impl VerifyReport {
                     narrowed: r.narrowed,
                     planned_memory: r.planned_memory.clone(),
                     actual_memory: r.actual_memory.clone(),
+                    memory_bytes: r
+                        .residence
+                        .bytes
+                        .iter()
+                        .map(|(n, b)| (n.to_string(), *b))
+                        .collect(),
+                    memory_nodes: r.memory_nodes.iter().map(|n| n.0).collect(),
+                    local_share: r
+                        .residence
+                        .share_on(&r.memory_nodes)
+                        .filter(|_| !r.memory_nodes.is_empty()),
+                    min_local: r.min_local,
                     problems: r.problems.clone(),
                     exited: r.exited.clone(),
                 })
                 .collect(),
+            counters,
         }
+    }
+}
+
+/// One line of `verify --watch --format json` after the report (`"numaplan_watch": 1`,
+/// schemas/watch.schema.json): a change, or the summary at the end.
+#[derive(Serialize, JsonSchema)]
+pub(crate) struct WatchEvent {
+    numaplan_watch: u32,
+    /// `thread-left`, `thread-back`, `thread-ended`, `memory-low`, `memory-back`,
+    /// `rank-exited`, or `summary` (the last line).
+    event: String,
+    /// Seconds since the watch began.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    t: Option<f64>,
+    /// The line the text output prints.
+    text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
+    /// The thread's name (`Name:` in `/proc/PID/task/TID/status`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thread: Option<String>,
+    /// The CPUs the thread may run on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpus: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    planned_cpus: Option<String>,
+    /// `--repin`: whether the thread was put back on its rank's CPUs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repinned: Option<bool>,
+    /// Why it could not be put back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repin_error: Option<String>,
+    /// The share of the rank's memory on its planned nodes (0 to 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local_share: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_nodes: Option<Vec<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_local: Option<f64>,
+    /// Summary: the readings made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    readings: Option<u64>,
+    /// Summary: changes by event (`left`, `repinned`, `back`, `memory-low`, `memory-back`,
+    /// `exited`) and `troubled`, the ranks with a problem that stayed one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counts: Option<BTreeMap<String, usize>>,
+}
+
+impl WatchEvent {
+    fn blank(event: &str, text: String) -> WatchEvent {
+        WatchEvent {
+            numaplan_watch: 1,
+            event: event.into(),
+            t: None,
+            text,
+            rank: None,
+            pid: None,
+            tid: None,
+            thread: None,
+            cpus: None,
+            planned_cpus: None,
+            repinned: None,
+            repin_error: None,
+            local_share: None,
+            memory_bytes: None,
+            memory_nodes: None,
+            min_local: None,
+            readings: None,
+            counts: None,
+        }
+    }
+
+    fn of(c: &watch::Change, at: Duration) -> WatchEvent {
+        use watch::Change;
+        let kind = match c {
+            Change::ThreadLeft { .. } => "thread-left",
+            Change::ThreadBack { cpus: Some(_), .. } => "thread-back",
+            Change::ThreadBack { cpus: None, .. } => "thread-ended",
+            Change::Memory { back: false, .. } => "memory-low",
+            Change::Memory { back: true, .. } => "memory-back",
+            Change::RankExited { .. } => "rank-exited",
+        };
+        let mut e = WatchEvent::blank(kind, c.text());
+        e.t = Some((at.as_secs_f64() * 1000.0).round() / 1000.0);
+        match c {
+            Change::ThreadLeft {
+                rank,
+                pid,
+                thread,
+                planned,
+                repinned,
+            } => {
+                (e.rank, e.pid, e.tid) = (Some(*rank), Some(*pid), Some(thread.tid));
+                e.thread = Some(thread.name.clone());
+                e.cpus = Some(thread.cpus.to_string());
+                e.planned_cpus = Some(planned.to_string());
+                e.repinned = repinned.as_ref().map(Result::is_ok);
+                e.repin_error = repinned.as_ref().and_then(|r| r.clone().err());
+            }
+            Change::ThreadBack {
+                rank,
+                pid,
+                tid,
+                name,
+                cpus,
+            } => {
+                (e.rank, e.pid, e.tid) = (Some(*rank), Some(*pid), Some(*tid));
+                e.thread = Some(name.clone());
+                e.cpus = cpus.as_ref().map(ToString::to_string);
+            }
+            Change::Memory {
+                rank,
+                pid,
+                share,
+                bytes,
+                nodes,
+                min,
+                ..
+            } => {
+                (e.rank, e.pid) = (Some(*rank), Some(*pid));
+                e.local_share = Some(*share);
+                e.memory_bytes = Some(*bytes);
+                e.memory_nodes = Some(nodes.iter().map(|n| n.0).collect());
+                e.min_local = Some(*min);
+            }
+            Change::RankExited { rank, pid } => (e.rank, e.pid) = (Some(*rank), Some(*pid)),
+        }
+        e
+    }
+
+    fn summary(seen: &watch::Watch) -> WatchEvent {
+        let mut e = WatchEvent::blank("summary", seen.summary());
+        e.readings = Some(seen.rounds);
+        let mut counts: BTreeMap<String, usize> = seen
+            .counts()
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
+        counts.insert("troubled".into(), seen.troubled());
+        e.counts = Some(counts);
+        e
+    }
+
+    fn line(&self) -> String {
+        serde_json::to_string(self).expect("invariant: reports serialize") + "\n"
     }
 }
 

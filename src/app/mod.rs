@@ -298,6 +298,7 @@ pub fn schema(which: SchemaKind) -> String {
         SchemaKind::Bind => schemars::schema_for!(bind::Report),
         SchemaKind::Exec => schemars::schema_for!(exec::DryRun),
         SchemaKind::Verify => schemars::schema_for!(exec::VerifyReport),
+        SchemaKind::Watch => schemars::schema_for!(exec::WatchEvent),
         SchemaKind::Codes => schemars::schema_for!(CodesReport),
     };
     let mut s = serde_json::to_string_pretty(&schema).expect("invariant: schemas serialize");

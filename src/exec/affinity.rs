@@ -80,6 +80,30 @@ impl Binding {
     }
 }
 
+/// Puts thread `tid` (of any process this one may act on) back on `cpus`: `verify --repin`'s
+/// correction of a thread that left its rank's CPUs.
+pub fn set_thread_affinity(tid: u32, cpus: &CpuSet) -> io::Result<()> {
+    let binding = Binding::new(
+        cpus,
+        &MemoryBinding {
+            policy: MemPolicy::None,
+            nodes: Vec::new(),
+        },
+    )?;
+    // SAFETY: a syscall with a valid pointer to the set `binding` owns for the call.
+    let done = unsafe {
+        libc::sched_setaffinity(
+            tid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &binding.cpus,
+        )
+    };
+    match done {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
 /// The CPUs this process may run on (its affinity: cgroup cpuset, taskset, a Slurm step).
 pub fn own_affinity() -> io::Result<CpuSet> {
     // SAFETY: a zeroed cpu_set_t is valid; the size passed is its size.

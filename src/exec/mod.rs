@@ -3,13 +3,16 @@
 //! `/proc`. Imports only `plan`, `ids`, `cpuset` (and `spec`'s `MemPolicy` enum).
 
 pub mod affinity;
+pub mod counters;
 pub mod error;
 pub mod hostlist;
 pub mod launcher;
+pub mod numa_maps;
 pub mod process;
 pub mod relay;
 pub mod verify;
 pub mod visible;
+pub mod watch;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -50,6 +53,11 @@ pub struct ExecOptions {
     /// Between TERM and KILL when stopping ranks.
     pub grace: Duration,
     pub verify: bool,
+    /// With `verify`: the share of a rank's memory that must be on its planned nodes (0 to 1),
+    /// as `verify::min_local` takes it.
+    pub min_local: Option<f64>,
+    /// With `verify`: keep watching the ranks while they run (`--watch`, `--repin`).
+    pub watch: Option<watch::WatchOptions>,
     /// Appended to the plan's command for every rank (the command itself when the plan has
     /// none), byte for byte.
     pub extra_args: Vec<OsString>,
@@ -245,10 +253,17 @@ pub fn run(
     // faults and 55 ms). A rank that fills its pipe before then waits a moment.
     let stop = relay::Stop::default();
     let relays = relay::start(outputs, stop.clone());
+    let mut first = None;
     if stopped_by.is_none() && opts.verify {
-        stopped_by = verify_started(plan, opts, &mut running, report);
+        let (table, mismatch) = verify_started(plan, opts, &mut running, report);
+        (first, stopped_by) = (Some(table), mismatch);
     }
-    let outcome = supervise(&mut running, opts.grace, stopped_by);
+    let outcome = match (&opts.watch, first) {
+        (Some(watching), Some(first)) if stopped_by.is_none() => {
+            supervise_watched(plan, opts, watching, &first, &mut running, report)
+        }
+        _ => supervise(&mut running, opts.grace, stopped_by),
+    };
     // The guard first: until it has ended, no rank is reaped, so no group id it holds can be
     // another process's.
     guard.finish();
@@ -377,6 +392,51 @@ fn spawn_failed(launch: &Launch, source: std::io::Error) -> ExecError {
     }
 }
 
+/// Supervises the ranks while a thread watches them (`--watch`), its lines on `report` as they
+/// come, the watch's summary at the end.
+fn supervise_watched(
+    plan: &Plan,
+    opts: &ExecOptions,
+    watching: &watch::WatchOptions,
+    first: &verify::Table,
+    running: &mut [Running],
+    report: &mut dyn std::io::Write,
+) -> Result<(), ExecError> {
+    let pids = pids_of(running);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (outcome, summary) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let stop = || done.load(std::sync::atomic::Ordering::Relaxed);
+            let mut err = std::io::stderr();
+            use std::io::Write as _;
+            let mut print = |c: &watch::Change, at: Duration| {
+                let _ = writeln!(err, "numaplan: +{:.1}s {}", at.as_secs_f64(), c.text());
+            };
+            watch::run(
+                plan,
+                &pids,
+                first,
+                watching,
+                opts.min_local,
+                &stop,
+                &mut print,
+            )
+        });
+        let outcome = supervise(running, opts.grace, None);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let summary = watcher.join().map(|w| w.summary());
+        (outcome, summary)
+    });
+    if let Ok(summary) = summary {
+        let _ = writeln!(report, "numaplan: {summary}");
+    }
+    outcome
+}
+
+fn pids_of(running: &[Running]) -> Vec<(u32, u32)> {
+    running.iter().map(|r| (r.local_rank, r.pid)).collect()
+}
+
 /// `--verify`: reads every started rank's binding back from /proc and reports the table; the
 /// error that stops the job when a binding differs.
 fn verify_started(
@@ -384,9 +444,9 @@ fn verify_started(
     opts: &ExecOptions,
     running: &mut [Running],
     report: &mut dyn std::io::Write,
-) -> Option<ExecError> {
-    let pids: Vec<(u32, u32)> = running.iter().map(|r| (r.local_rank, r.pid)).collect();
-    let mut table = verify::check(plan, &pids);
+) -> (verify::Table, Option<ExecError>) {
+    let pids = pids_of(running);
+    let mut table = verify::check(plan, &pids, opts.min_local);
     // A rank that ended before it was read (a short job) shows no binding: report how it
     // ended instead of a mismatch; its status is kept for supervision. An exiting rank
     // releases its memory (empty numa_maps) a moment before wait reports it, so a rank
@@ -415,9 +475,10 @@ fn verify_started(
         let _ = writeln!(report, "node {} of {}:", place.node_rank, place.nodes);
     }
     let _ = report.write_all(table.render().as_bytes());
-    (!table.ok()).then(|| ExecError::Verify {
+    let mismatch = (!table.ok()).then(|| ExecError::Verify {
         mismatches: table.mismatches(),
-    })
+    });
+    (table, mismatch)
 }
 
 /// Says which ranks' output a leftover process held open after they exited.

@@ -1,11 +1,15 @@
 //! Reads the bindings ranks really have from `/proc` and compares them with the plan: every
 //! thread's `Cpus_allowed_list` (a thread may narrow its CPUs, as NCCL and OpenMP runtimes do,
-//! but never leave the rank's set) and the memory policy `numa_maps` reports.
+//! but never leave the rank's set), the memory policy `numa_maps` reports, and where the
+//! rank's memory is (`numa_maps`' pages per node): under the plan's threshold on its planned
+//! nodes, a rank is a mismatch however its policy reads.
 
 use std::path::Path;
 
+use super::numa_maps::{self, Residence};
 use crate::cpuset::CpuSet;
-use crate::ids::node_list;
+use crate::ids::{NodeId, node_list};
+use crate::phrase::size;
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
 
@@ -22,12 +26,28 @@ pub struct Row {
     pub actual_cpus: CpuSet,
     /// Threads whose CPUs are a strict subset of the rank's.
     pub narrowed: usize,
+    /// Threads that may run on CPUs outside the rank's.
+    pub outside: Vec<Thread>,
     pub planned_memory: String,
     pub actual_memory: String,
+    /// The nodes the plan puts the rank's memory on (none without a memory policy).
+    pub memory_nodes: Vec<NodeId>,
+    /// Where its memory is, per node.
+    pub residence: Residence,
+    /// The share of its memory that must be on `memory_nodes` (0 to 1), if any.
+    pub min_local: Option<f64>,
     pub problems: Vec<String>,
     /// How the rank ended, when it had already exited by the time it was read: then what
     /// `/proc` shows is not its binding, and it is reported but not counted as a mismatch.
     pub exited: Option<String>,
+}
+
+/// A thread of a rank, as `/proc/PID/task/TID/status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Thread {
+    pub tid: u32,
+    pub name: String,
+    pub cpus: CpuSet,
 }
 
 /// `numa_maps`'s spelling of a memory policy: `default`, `prefer:1`, `bind:0`,
@@ -42,8 +62,20 @@ pub fn numa_maps_policy(m: &MemoryBinding) -> String {
     }
 }
 
-/// Checks each `(local rank, pid)` against the plan.
-pub fn check(plan: &Plan, pids: &[(u32, u32)]) -> Table {
+/// The share of a rank's memory that must be on its planned nodes: `min_local` (`--min-local`,
+/// 0 to 1) for any rank with a memory policy, else 90% for `bind`; `preferred` and
+/// `interleave` have none by default (the report shows the spread), nor does `none`.
+pub fn min_local(memory: &MemoryBinding, asked: Option<f64>) -> Option<f64> {
+    match (memory.policy, asked) {
+        (MemPolicy::None, _) => None,
+        (_, Some(share)) => Some(share),
+        (MemPolicy::Bind, None) => Some(0.9),
+        _ => None,
+    }
+}
+
+/// Checks each `(local rank, pid)` against the plan (`min_local`: `--min-local`, 0 to 1).
+pub fn check(plan: &Plan, pids: &[(u32, u32)], asked_min_local: Option<f64>) -> Table {
     let rows = pids
         .iter()
         .map(|&(rank, pid)| {
@@ -61,9 +93,15 @@ pub fn check(plan: &Plan, pids: &[(u32, u32)]) -> Table {
             }
             let mut actual_cpus = CpuSet::new();
             let mut narrowed = 0;
+            let mut outside = Vec::new();
             for (tid, name, cpus) in &threads {
                 actual_cpus = actual_cpus.union(cpus);
                 if !cpus.is_subset(&planned_cpus) {
+                    outside.push(Thread {
+                        tid: *tid,
+                        name: name.clone(),
+                        cpus: cpus.clone(),
+                    });
                     problems.push(format!(
                         "thread {tid} ({name}) may run on CPUs {} outside the plan",
                         cpus.difference(&planned_cpus)
@@ -75,15 +113,10 @@ pub fn check(plan: &Plan, pids: &[(u32, u32)]) -> Table {
                     }
                 }
             }
-            let actual_memory = std::fs::read_to_string(proc_dir.join("numa_maps"))
-                .ok()
-                .and_then(|t| {
-                    t.lines()
-                        .next()
-                        .and_then(|l| l.split_whitespace().nth(1))
-                        .map(str::to_string)
-                })
-                .unwrap_or_else(|| "-".into());
+            let residence = numa_maps::read(pid).unwrap_or_default();
+            let actual_memory = residence.policy.clone().unwrap_or_else(|| "-".into());
+            let memory_nodes = planned.map(|r| r.memory.nodes.clone()).unwrap_or_default();
+            let min_local = planned.and_then(|r| min_local(&r.memory, asked_min_local));
             if actual_memory == "-" {
                 if !threads.is_empty() {
                     problems.push("numa_maps is empty (the rank has exited)".into());
@@ -93,6 +126,7 @@ pub fn check(plan: &Plan, pids: &[(u32, u32)]) -> Table {
                     "memory policy is {actual_memory}, planned {planned_memory}"
                 ));
             }
+            problems.extend(memory_short(&residence, &memory_nodes, min_local));
             Row {
                 rank,
                 pid,
@@ -100,14 +134,64 @@ pub fn check(plan: &Plan, pids: &[(u32, u32)]) -> Table {
                 planned_cpus,
                 actual_cpus,
                 narrowed,
+                outside,
                 planned_memory,
                 actual_memory,
+                memory_nodes,
+                residence,
+                min_local,
                 problems,
                 exited: None,
             }
         })
         .collect();
     Table { rows }
+}
+
+/// The problem of a rank whose memory is short of `min_local` on its planned nodes.
+fn memory_short(residence: &Residence, nodes: &[NodeId], min_local: Option<f64>) -> Option<String> {
+    let (min, share) = (min_local?, residence.share_on(nodes)?);
+    (share < min).then(|| {
+        format!(
+            "{:.1}% of its memory ({}) is on node {}, under {:.0}%",
+            share * 100.0,
+            size(residence.total()),
+            node_list(nodes),
+            min * 100.0
+        )
+    })
+}
+
+impl Row {
+    /// `rank 3: 11.8 GiB, 99.2% on node 3 (planned), 0.1 GiB on node 1`: where the rank's
+    /// memory is; `None` for a rank without memory of its own.
+    pub fn memory_line(&self) -> Option<String> {
+        let total = self.residence.total();
+        if total == 0 {
+            return None;
+        }
+        let mut parts = vec![format!("rank {}: {}", self.rank, size(total))];
+        let mut nodes: Vec<(&NodeId, &u64)> = self.residence.bytes.iter().collect();
+        // The planned nodes first, then the largest share.
+        nodes.sort_by_key(|(n, b)| (!self.memory_nodes.contains(n), std::cmp::Reverse(**b)));
+        for (node, bytes) in nodes {
+            let planned = if self.memory_nodes.contains(node) {
+                " (planned)"
+            } else {
+                ""
+            };
+            parts.push(
+                match self.memory_nodes.contains(node) || self.memory_nodes.is_empty() {
+                    true => format!(
+                        "{:.1}% on node {node}{planned}",
+                        *bytes as f64 * 100.0 / total as f64
+                    ),
+                    false => format!("{} on node {node}", size(*bytes)),
+                },
+            );
+        }
+        Some(parts.join(", "))
+    }
 }
 
 /// Where a thread that narrowed its CPUs may go, when the rank has a helper pool or OpenMP
@@ -128,7 +212,8 @@ pub fn outside_its_places(rank: &RankBinding, cpus: &CpuSet) -> Option<String> {
     ))
 }
 
-/// `(tid, name, CPUs)` of every thread of a process.
+/// `(tid, name, CPUs)` of every live thread of a process: a zombie (a rank that exited and
+/// that its parent has not reaped yet, as `exec` keeps its ranks until the end) has none.
 fn thread_cpus(proc_dir: &Path) -> Vec<(u32, String, CpuSet)> {
     let Ok(entries) = std::fs::read_dir(proc_dir.join("task")) else {
         return Vec::new();
@@ -143,6 +228,9 @@ fn thread_cpus(proc_dir: &Path) -> Vec<(u32, String, CpuSet)> {
                     .lines()
                     .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
             };
+            if field("State:").is_some_and(|state| state.starts_with(['Z', 'X'])) {
+                return None;
+            }
             let cpus = field("Cpus_allowed_list:")?.parse().ok()?;
             Some((tid, field("Name:").unwrap_or_default(), cpus))
         })
@@ -165,6 +253,11 @@ impl Table {
 
     pub fn mismatches(&self) -> usize {
         self.rows.iter().filter(|r| r.mismatch()).count()
+    }
+
+    /// The pids of the ranks that differ from the plan.
+    pub fn mismatched_pids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.rows.iter().filter(|r| r.mismatch()).map(|r| r.pid)
     }
 
     /// Whether the rank with this pid was found differing from the plan.
@@ -242,6 +335,13 @@ impl Table {
         let mut out = line(&header.map(String::from));
         for c in &cells {
             out.push_str(&line(c));
+        }
+        let memory: Vec<String> = self.rows.iter().filter_map(Row::memory_line).collect();
+        if !memory.is_empty() {
+            out.push_str("memory (numa_maps):\n");
+            for m in memory {
+                out.push_str(&format!("  {m}\n"));
+            }
         }
         out
     }

@@ -1,0 +1,283 @@
+//! `verify --counters S`: the kernel's generic NUMA cache events, `node-loads` and
+//! `node-load-misses` (`perf stat -e node-loads,node-load-misses`), counted per rank over S
+//! seconds; a miss is a load served by another node's memory, so misses / loads is the rank's
+//! remote share. Every thread of the rank gets a counter that its later threads inherit; user
+//! space only, so the usual `perf_event_paranoid` of 2 allows it for one's own processes.
+//!
+//! Where the machine offers no such events (a VM without a virtual PMU, a container whose
+//! seccomp profile refuses `perf_event_open`, a CPU whose kernel driver lacks the node
+//! events), `count` says why, and nothing is made up.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::{FromRawFd as _, OwnedFd};
+use std::time::Duration;
+
+/// A rank's counts over the window, scaled where the kernel multiplexed the counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub loads: u64,
+    pub misses: u64,
+}
+
+impl Counts {
+    /// The share of loads served by a remote node (0 to 1); `None` without loads.
+    pub fn remote_share(&self) -> Option<f64> {
+        (self.loads > 0).then(|| self.misses.min(self.loads) as f64 / self.loads as f64)
+    }
+
+    /// One counter's reading (`value`, `time_enabled`, `time_running`, as `read(2)` returns
+    /// them with both times asked for) added in, scaled up for the time it was not counting.
+    fn add(&mut self, which: Event, reading: [u64; 3]) {
+        let [value, enabled, running] = reading;
+        let scaled = match running {
+            0 => 0,
+            r if r >= enabled => value,
+            r => (value as u128 * enabled as u128 / r as u128) as u64,
+        };
+        match which {
+            Event::Loads => self.loads += scaled,
+            Event::Misses => self.misses += scaled,
+        }
+    }
+}
+
+/// `verify --counters S`'s outcome: the window, and the counts per pid or why there are none.
+pub struct Counted {
+    pub seconds: f64,
+    pub counts: Result<BTreeMap<u32, Counts>, Unavailable>,
+}
+
+/// Why counters cannot be had here, said once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Event {
+    Loads,
+    Misses,
+}
+
+impl Event {
+    /// `PERF_COUNT_HW_CACHE_NODE | OP_READ << 8 | RESULT_{ACCESS,MISS} << 16`.
+    fn config(self) -> u64 {
+        const NODE: u64 = 6;
+        match self {
+            Event::Loads => NODE,
+            Event::Misses => NODE | (1 << 16),
+        }
+    }
+}
+
+/// Counts every rank (`(local rank, pid)`) for `window`: pid -> counts. A rank that exits
+/// meanwhile keeps what it counted.
+pub fn count(pids: &[(u32, u32)], window: Duration) -> Result<BTreeMap<u32, Counts>, Unavailable> {
+    let mut open: Vec<(u32, Event, OwnedFd)> = Vec::new();
+    for &(_, pid) in pids {
+        for tid in threads(pid) {
+            for event in [Event::Loads, Event::Misses] {
+                match perf_event_open(tid, event) {
+                    Ok(fd) => open.push((pid, event, fd)),
+                    // The thread ended in between: nothing to count.
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                    Err(e) => return Err(unavailable(&e, paranoid())),
+                }
+            }
+        }
+    }
+    std::thread::sleep(window);
+    let mut counts: BTreeMap<u32, Counts> =
+        pids.iter().map(|&(_, p)| (p, Counts::default())).collect();
+    for (pid, event, fd) in &open {
+        if let Some(reading) = read_counter(fd) {
+            counts.entry(*pid).or_default().add(*event, reading);
+        }
+    }
+    Ok(counts)
+}
+
+/// What a refusal of `perf_event_open` means here, in words (`paranoid`: the value of
+/// `/proc/sys/kernel/perf_event_paranoid`, when readable).
+pub fn unavailable(e: &io::Error, paranoid: Option<i32>) -> Unavailable {
+    let why = match e.raw_os_error() {
+        Some(libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV) => {
+            "this machine's CPU offers no node-load events to perf (a VM without a virtual PMU, or a driver without NUMA cache events)".to_string()
+        }
+        Some(libc::ENOSYS) => "the kernel has no perf_event_open".to_string(),
+        Some(libc::EACCES | libc::EPERM) => match paranoid {
+            Some(level) if level > 2 => format!(
+                "perf_event_open is not permitted (kernel.perf_event_paranoid is {level}; 2 lets users count their own processes)"
+            ),
+            _ => "perf_event_open is not permitted for these processes (another user's, or a container's seccomp profile refuses it)".to_string(),
+        },
+        _ => format!("perf_event_open failed: {e}"),
+    };
+    Unavailable(why)
+}
+
+fn paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn threads(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `struct perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes): every kernel
+/// since 2.6.31 takes it, and the fields after it are not needed here.
+#[repr(C)]
+#[derive(Default)]
+struct PerfEventAttr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+const PERF_TYPE_HW_CACHE: u32 = 3;
+const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+const FLAG_INHERIT: u64 = 1 << 1;
+const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
+const FLAG_EXCLUDE_HV: u64 = 1 << 6;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+
+/// A counter of `event` on thread `tid` and the threads it starts from now on, counting.
+fn perf_event_open(tid: u32, event: Event) -> io::Result<OwnedFd> {
+    let attr = PerfEventAttr {
+        kind: PERF_TYPE_HW_CACHE,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config: event.config(),
+        read_format: PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
+        flags: FLAG_INHERIT | FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV,
+        ..PerfEventAttr::default()
+    };
+    // SAFETY: the attribute is a valid, fully initialised perf_event_attr of the size it
+    // states; the kernel only reads it during the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            tid as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor, and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// `value`, `time_enabled`, `time_running` of a counter.
+fn read_counter(fd: &OwnedFd) -> Option<[u64; 3]> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::from(fd.try_clone().ok()?);
+    let mut raw = [0u8; 24];
+    file.read_exact(&mut raw).ok()?;
+    Some(decode(&raw))
+}
+
+/// Three native-endian u64s, as `read(2)` of a counter returns them.
+fn decode(raw: &[u8; 24]) -> [u64; 3] {
+    let word = |i: usize| u64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    [word(0), word(1), word(2)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(words: [u64; 3]) -> [u8; 24] {
+        let mut out = [0u8; 24];
+        for (i, w) in words.iter().enumerate() {
+            out[i * 8..i * 8 + 8].copy_from_slice(&w.to_ne_bytes());
+        }
+        out
+    }
+
+    /// Readings in the layout `read(2)` returns them (value, time enabled, time running; no
+    /// PMU machine was at hand to record node events, so the figures are made up to the
+    /// format): the main thread counted all along; a worker's counters were multiplexed for
+    /// half the window.
+    #[test]
+    fn recorded_readings_give_the_remote_share() {
+        let mut rank = Counts::default();
+        rank.add(
+            Event::Loads,
+            decode(&raw([1_204_331, 2_000_412_117, 2_000_412_117])),
+        );
+        rank.add(
+            Event::Misses,
+            decode(&raw([79_486, 2_000_409_803, 2_000_409_803])),
+        );
+        // Multiplexed: counted 1.0 s of 2.0 s, so scaled by two.
+        rank.add(
+            Event::Loads,
+            decode(&raw([300_000, 2_000_000_000, 1_000_000_000])),
+        );
+        rank.add(
+            Event::Misses,
+            decode(&raw([90_000, 2_000_000_000, 1_000_000_000])),
+        );
+        assert_eq!(
+            rank,
+            Counts {
+                loads: 1_804_331,
+                misses: 259_486
+            }
+        );
+        let share = rank.remote_share().unwrap();
+        assert!((share - 0.1438).abs() < 1e-4, "{share}");
+        // A counter that never ran counts nothing (not an infinite scale).
+        let mut idle = Counts::default();
+        idle.add(Event::Loads, [500, 1_000, 0]);
+        assert_eq!(idle, Counts::default());
+        assert_eq!(idle.remote_share(), None);
+    }
+
+    #[test]
+    fn refusals_say_why_in_words() {
+        let e = |errno| io::Error::from_raw_os_error(errno);
+        assert!(
+            unavailable(&e(libc::ENOENT), Some(2))
+                .0
+                .contains("no node-load events")
+        );
+        assert!(
+            unavailable(&e(libc::EACCES), Some(3))
+                .0
+                .contains("perf_event_paranoid is 3")
+        );
+        assert!(unavailable(&e(libc::EPERM), Some(1)).0.contains("seccomp"));
+        assert_eq!(
+            unavailable(&e(libc::EINVAL), None).0,
+            "perf_event_open failed: Invalid argument (os error 22)"
+        );
+    }
+
+    #[test]
+    fn the_events_are_the_kernels_generic_node_events() {
+        // perf list: node-loads = hw-cache NODE/READ/ACCESS, node-load-misses = .../MISS.
+        assert_eq!(Event::Loads.config(), 0x6);
+        assert_eq!(Event::Misses.config(), 0x10006);
+        assert_eq!(std::mem::size_of::<PerfEventAttr>(), 64);
+    }
+}

@@ -1,0 +1,502 @@
+//! `verify --watch` and `exec --verify --watch`: the ranks read again every interval, and one
+//! line per change, not per round: a thread that leaves its rank's CPUs (NCCL's and RCCL's
+//! proxy threads re-pin or release themselves after start) and one that returns, a rank whose
+//! memory share on its planned nodes falls under the threshold or comes back, a rank that
+//! exits. With `repin`, a thread that left is put back on its rank's CPUs, and the line says
+//! so; a thread pinned to a subset of them (OpenMP places) is inside, and left alone.
+//!
+//! `Watch::step` is the pure part (two readings in, the changes out); `run` reads, repins and
+//! hands each change to its caller, which prints it as text or JSON.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::affinity;
+use super::verify::{self, Row, Table, Thread};
+use crate::cpuset::CpuSet;
+use crate::ids::{NodeId, node_list};
+use crate::phrase::{plural, size};
+use crate::plan::Plan;
+
+/// How to watch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchOptions {
+    pub interval: Duration,
+    /// Readings after the first; `None`: until every rank has exited.
+    pub rounds: Option<u64>,
+    /// Put a thread that left its rank's CPUs back on them.
+    pub repin: bool,
+}
+
+/// A change between two readings of the ranks.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// A thread that may run outside its rank's CPUs; `repinned`: what putting it back did.
+    ThreadLeft {
+        rank: u32,
+        pid: u32,
+        thread: Thread,
+        planned: CpuSet,
+        repinned: Option<Result<(), String>>,
+    },
+    /// A thread that had left is back inside its rank's CPUs (`cpus`), or has ended (`None`).
+    ThreadBack {
+        rank: u32,
+        pid: u32,
+        tid: u32,
+        name: String,
+        cpus: Option<CpuSet>,
+    },
+    /// The rank's memory share on its planned nodes fell under the threshold (`back`: false),
+    /// or came back over it (`back`: true).
+    Memory {
+        rank: u32,
+        pid: u32,
+        share: f64,
+        bytes: u64,
+        nodes: Vec<NodeId>,
+        min: f64,
+        back: bool,
+    },
+    RankExited {
+        rank: u32,
+        pid: u32,
+    },
+}
+
+impl Change {
+    /// The change as one line: `rank 2 thread 4711 (nccl-proxy): CPUs 0-255, planned 32-47`.
+    pub fn text(&self) -> String {
+        match self {
+            Change::ThreadLeft {
+                rank,
+                thread,
+                planned,
+                repinned,
+                ..
+            } => {
+                let done = match repinned {
+                    None => String::new(),
+                    Some(Ok(())) => format!("; put back on {planned}"),
+                    Some(Err(e)) => format!("; could not put it back: {e}"),
+                };
+                format!(
+                    "rank {rank} thread {} ({}): CPUs {}, planned {planned}{done}",
+                    thread.tid, thread.name, thread.cpus
+                )
+            }
+            Change::ThreadBack {
+                rank,
+                tid,
+                name,
+                cpus,
+                ..
+            } => match cpus {
+                Some(cpus) => format!("rank {rank} thread {tid} ({name}): back on CPUs {cpus}"),
+                None => format!("rank {rank} thread {tid} ({name}): ended"),
+            },
+            Change::Memory {
+                rank,
+                share,
+                bytes,
+                nodes,
+                min,
+                back,
+                ..
+            } => format!(
+                "rank {rank}: {:.1}% of its memory ({}) on node {}, {}",
+                share * 100.0,
+                size(*bytes),
+                node_list(nodes),
+                match back {
+                    true => format!("{:.0}% or more again", min * 100.0),
+                    false => format!("under {:.0}%", min * 100.0),
+                }
+            ),
+            Change::RankExited { rank, pid } => format!("rank {rank} (pid {pid}) exited"),
+        }
+    }
+
+    /// Whether the change is a problem that stays one (not a return, not a thread put back).
+    pub fn is_problem(&self) -> bool {
+        match self {
+            Change::ThreadLeft { repinned, .. } => !matches!(repinned, Some(Ok(()))),
+            Change::Memory { back, .. } => !back,
+            Change::ThreadBack { .. } | Change::RankExited { .. } => false,
+        }
+    }
+}
+
+/// What the watch has seen of one rank.
+#[derive(Default)]
+struct Seen {
+    /// Threads outside the rank's CPUs: tid -> name.
+    outside: BTreeMap<u32, String>,
+    memory_low: bool,
+    exited: bool,
+}
+
+/// What a watch has seen so far.
+#[derive(Default)]
+pub struct Watch {
+    ranks: BTreeMap<u32, Seen>,
+    /// Ranks (pids) that had a problem that stayed one.
+    troubled: std::collections::BTreeSet<u32>,
+    /// Changes by kind, for the summary.
+    counts: BTreeMap<&'static str, usize>,
+    pub rounds: u64,
+}
+
+impl Watch {
+    /// The changes a reading shows against the last (the first reading: every thread outside
+    /// and every rank short of memory).
+    pub fn step(&mut self, table: &Table) -> Vec<Change> {
+        let mut changes = Vec::new();
+        for row in &table.rows {
+            let seen = self.ranks.entry(row.pid).or_default();
+            if seen.exited {
+                continue;
+            }
+            if row.threads == 0 || row.exited.is_some() {
+                seen.exited = true;
+                changes.push(Change::RankExited {
+                    rank: row.rank,
+                    pid: row.pid,
+                });
+                continue;
+            }
+            threads(row, seen, &mut changes);
+            memory(row, seen, &mut changes);
+        }
+        changes
+    }
+
+    /// Records changes as reported (after any repinning): the summary counts them, and a
+    /// problem that stays one marks its rank.
+    pub fn record(&mut self, changes: &[Change]) {
+        for c in changes {
+            let (kind, pid) = match c {
+                Change::ThreadLeft { pid, repinned, .. } => match repinned {
+                    Some(Ok(())) => ("repinned", *pid),
+                    _ => ("left", *pid),
+                },
+                Change::ThreadBack { pid, .. } => ("back", *pid),
+                Change::Memory { pid, back, .. } => {
+                    (if *back { "memory-back" } else { "memory-low" }, *pid)
+                }
+                Change::RankExited { pid, .. } => ("exited", *pid),
+            };
+            *self.counts.entry(kind).or_default() += 1;
+            if c.is_problem() {
+                self.troubled.insert(pid);
+            }
+            // A thread put back is inside again: its return is not news.
+            if let Change::ThreadLeft {
+                pid,
+                thread,
+                repinned: Some(Ok(())),
+                ..
+            } = c
+                && let Some(seen) = self.ranks.get_mut(pid)
+            {
+                seen.outside.remove(&thread.tid);
+            }
+        }
+    }
+
+    /// Ranks that had a problem that stayed one.
+    pub fn troubled(&self) -> usize {
+        self.troubled.len()
+    }
+
+    /// Their pids.
+    pub fn troubled_pids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.troubled.iter().copied()
+    }
+
+    /// Whether every rank watched has exited.
+    pub fn all_exited(&self) -> bool {
+        !self.ranks.is_empty() && self.ranks.values().all(|s| s.exited)
+    }
+
+    /// `watch: 12 readings; 1 thread left its CPUs (1 put back), 1 rank exited`.
+    pub fn summary(&self) -> String {
+        let n = |k: &str| self.counts.get(k).copied().unwrap_or(0);
+        let mut parts = Vec::new();
+        let left = n("left") + n("repinned");
+        if left > 0 {
+            let put_back = match n("repinned") {
+                0 => String::new(),
+                r => format!(" ({r} put back)"),
+            };
+            let who = plural(left, "thread left its", "threads left their");
+            parts.push(format!("{who} rank's CPUs{put_back}"));
+        }
+        if n("back") > 0 {
+            parts.push(format!(
+                "{} returned or ended",
+                plural(n("back"), "thread", "threads")
+            ));
+        }
+        if n("memory-low") > 0 {
+            parts.push(format!(
+                "{} short of local memory",
+                plural(n("memory-low"), "rank was", "ranks were")
+            ));
+        }
+        if n("exited") > 0 {
+            parts.push(format!("{} exited", plural(n("exited"), "rank", "ranks")));
+        }
+        let what = match parts.is_empty() {
+            true => "no change".to_string(),
+            false => parts.join(", "),
+        };
+        format!(
+            "watch: {}; {what}",
+            plural(self.rounds as usize, "reading", "readings")
+        )
+    }
+
+    /// The summary's counts by kind (`left`, `repinned`, `back`, `memory-low`, `memory-back`,
+    /// `exited`).
+    pub fn counts(&self) -> &BTreeMap<&'static str, usize> {
+        &self.counts
+    }
+}
+
+/// The threads of a rank that left its CPUs since the last reading, and those that returned.
+fn threads(row: &Row, seen: &mut Seen, changes: &mut Vec<Change>) {
+    let now: BTreeMap<u32, &Thread> = row.outside.iter().map(|t| (t.tid, t)).collect();
+    for (tid, thread) in &now {
+        if !seen.outside.contains_key(tid) {
+            seen.outside.insert(*tid, thread.name.clone());
+            changes.push(Change::ThreadLeft {
+                rank: row.rank,
+                pid: row.pid,
+                thread: (*thread).clone(),
+                planned: row.planned_cpus.clone(),
+                repinned: None,
+            });
+        }
+    }
+    let back: Vec<u32> = seen
+        .outside
+        .keys()
+        .filter(|tid| !now.contains_key(tid))
+        .copied()
+        .collect();
+    for tid in back {
+        let name = seen.outside.remove(&tid).unwrap_or_default();
+        let alive = std::path::Path::new(&format!("/proc/{}/task/{tid}", row.pid)).exists();
+        changes.push(Change::ThreadBack {
+            rank: row.rank,
+            pid: row.pid,
+            tid,
+            name,
+            cpus: alive.then(|| row.planned_cpus.clone()),
+        });
+    }
+}
+
+/// The rank's memory share crossing its threshold, either way.
+fn memory(row: &Row, seen: &mut Seen, changes: &mut Vec<Change>) {
+    let (Some(min), Some(share)) = (row.min_local, row.residence.share_on(&row.memory_nodes))
+    else {
+        return;
+    };
+    let low = share < min;
+    if low != seen.memory_low {
+        seen.memory_low = low;
+        changes.push(Change::Memory {
+            rank: row.rank,
+            pid: row.pid,
+            share,
+            bytes: row.residence.total(),
+            nodes: row.memory_nodes.clone(),
+            min,
+            back: !low,
+        });
+    }
+}
+
+/// Watches `pids` (`(local rank, pid)`) from the reading `first` on: every `interval`, reads
+/// them again (`min_local` as `verify::check` takes it) and hands each change to `report` with
+/// the time since the start, until `opts.rounds` readings, every rank's exit, or `stop()` (then
+/// after one last reading).
+/// Repins as `opts` says.
+pub fn run(
+    plan: &Plan,
+    pids: &[(u32, u32)],
+    first: &Table,
+    opts: &WatchOptions,
+    min_local: Option<f64>,
+    stop: &dyn Fn() -> bool,
+    report: &mut dyn FnMut(&Change, Duration),
+) -> Watch {
+    let start = Instant::now();
+    let mut watch = Watch::default();
+    let mut table_changes = watch.step(first);
+    let mut last = false;
+    loop {
+        repin(&mut table_changes, opts);
+        watch.record(&table_changes);
+        for c in &table_changes {
+            report(c, start.elapsed());
+        }
+        watch.rounds += 1;
+        let done = opts.rounds.is_some_and(|n| watch.rounds > n) || watch.all_exited();
+        if done || last {
+            break;
+        }
+        // Asked to stop (the job ended): one last reading, for the exits.
+        last = !pause(opts.interval, stop);
+        table_changes = watch.step(&verify::check(plan, pids, min_local));
+    }
+    watch
+}
+
+/// Sleeps `interval` in short steps; false when `stop()` asked to end meanwhile.
+fn pause(interval: Duration, stop: &dyn Fn() -> bool) -> bool {
+    let end = Instant::now() + interval;
+    loop {
+        if stop() {
+            return false;
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+/// Puts each thread that left back on its rank's CPUs, when asked to.
+fn repin(changes: &mut [Change], opts: &WatchOptions) {
+    if !opts.repin {
+        return;
+    }
+    for c in changes {
+        if let Change::ThreadLeft {
+            thread,
+            planned,
+            repinned,
+            ..
+        } = c
+        {
+            *repinned =
+                Some(affinity::set_thread_affinity(thread.tid, planned).map_err(|e| e.to_string()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::numa_maps::Residence;
+
+    fn row(pid: u32, threads: usize, outside: &[(u32, &str)], local: Option<(u64, u64)>) -> Row {
+        let mut residence = Residence::default();
+        if let Some((on, off)) = local {
+            residence.bytes.insert(NodeId(3), on);
+            residence.bytes.insert(NodeId(1), off);
+        }
+        Row {
+            rank: pid - 100,
+            pid,
+            threads,
+            planned_cpus: "32-47".parse().unwrap(),
+            actual_cpus: CpuSet::new(),
+            narrowed: 0,
+            outside: outside
+                .iter()
+                .map(|(tid, cpus)| Thread {
+                    tid: *tid,
+                    name: "nccl-proxy".into(),
+                    cpus: cpus.parse().unwrap(),
+                })
+                .collect(),
+            planned_memory: "bind:3".into(),
+            actual_memory: "bind:3".into(),
+            memory_nodes: vec![NodeId(3)],
+            residence,
+            min_local: Some(0.9),
+            problems: Vec::new(),
+            exited: None,
+        }
+    }
+
+    fn table(rows: Vec<Row>) -> Table {
+        Table { rows }
+    }
+
+    fn lines(changes: &[Change]) -> Vec<String> {
+        changes.iter().map(Change::text).collect()
+    }
+
+    #[test]
+    fn one_line_per_change_not_per_reading() {
+        let mut w = Watch::default();
+        assert!(
+            w.step(&table(vec![row(102, 3, &[], Some((99, 1)))]))
+                .is_empty()
+        );
+        // A proxy thread re-pins itself to every CPU: one line, then nothing while it stays.
+        let left = w.step(&table(vec![row(102, 3, &[(4711, "0-255")], Some((99, 1)))]));
+        assert_eq!(
+            lines(&left),
+            ["rank 2 thread 4711 (nccl-proxy): CPUs 0-255, planned 32-47"]
+        );
+        w.record(&left);
+        assert!(
+            w.step(&table(vec![row(102, 3, &[(4711, "0-255")], Some((99, 1)))]))
+                .is_empty()
+        );
+        // Memory falls under 90%, then the rank exits.
+        let low = w.step(&table(vec![row(
+            102,
+            3,
+            &[(4711, "0-255")],
+            Some((70, 30)),
+        )]));
+        assert_eq!(
+            lines(&low),
+            ["rank 2: 70.0% of its memory (0 KiB) on node 3, under 90%"]
+        );
+        w.record(&low);
+        let gone = w.step(&table(vec![row(102, 0, &[], None)]));
+        assert_eq!(lines(&gone), ["rank 2 (pid 102) exited"]);
+        w.record(&gone);
+        assert!(w.all_exited());
+        assert_eq!(w.troubled(), 1);
+        w.rounds = 5;
+        assert_eq!(
+            w.summary(),
+            "watch: 5 readings; 1 thread left its rank's CPUs, 1 rank was short of local memory, 1 rank exited"
+        );
+    }
+
+    #[test]
+    fn a_thread_put_back_is_no_problem_and_its_return_no_news() {
+        let mut w = Watch::default();
+        let mut left = w.step(&table(vec![row(101, 2, &[(77, "0-63")], None)]));
+        if let Change::ThreadLeft { repinned, .. } = &mut left[0] {
+            *repinned = Some(Ok(()));
+        }
+        assert_eq!(
+            lines(&left),
+            ["rank 1 thread 77 (nccl-proxy): CPUs 0-63, planned 32-47; put back on 32-47"]
+        );
+        w.record(&left);
+        assert!(w.step(&table(vec![row(101, 2, &[], None)])).is_empty());
+        assert_eq!(w.troubled(), 0);
+        // Memory that comes back over the threshold says so.
+        let mut w = Watch::default();
+        let low = w.step(&table(vec![row(101, 1, &[], Some((10, 90)))]));
+        w.record(&low);
+        let back = w.step(&table(vec![row(101, 1, &[], Some((100, 0)))]));
+        assert_eq!(
+            lines(&back),
+            ["rank 1: 100.0% of its memory (0 KiB) on node 3, 90% or more again"]
+        );
+    }
+}

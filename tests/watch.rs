@@ -1,0 +1,392 @@
+//! `verify --watch`, `--repin` and `exec --watch` on real processes of this machine: a rank
+//! whose proxy thread re-pins itself to every CPU a second after start (tests/watch/drift.c, as
+//! NCCL's proxy does) is reported within two intervals and, with `--repin`, put back (read back
+//! from /proc); a thread pinned inside its rank (an OpenMP place) is not reported; a rank that
+//! exits during the watch is a line, not an error. The 4-node guest (tests/vm.rs) does the same
+//! with more CPUs per rank, and checks where memory is.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+const INTERVAL: f64 = 0.3;
+
+/// Two ranks of the drift program started by `numaplan exec`, one CPU each; rank 1 exits after
+/// `short` seconds, rank 0 after `long`.
+struct Job {
+    dir: tempfile::TempDir,
+    exec: Child,
+}
+
+impl Job {
+    fn start(long: f64, short: f64) -> Job {
+        let dir = tempfile::tempdir().unwrap();
+        let drift = dir.path().join("drift");
+        common::cc(&["-O1", "-pthread"], "tests/watch/drift.c", &drift);
+        let job = format!(
+            "command: [sh, -c, 'if [ \"$LOCAL_RANK\" = 1 ]; then export DRIFT_SECONDS={short}; fi; exec ./drift']\n\
+             ranks_per_node: 2\ngpus: none\nmemory: {{policy: bind}}\nenv: {{DRIFT_SECONDS: '{long}'}}\n"
+        );
+        std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+        let exec = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+            .args(["exec", "job.yaml"])
+            .current_dir(dir.path())
+            .env("DRIFT_DIR", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let job = Job { dir, exec };
+        job.wait_for("ready-0");
+        job.wait_for("ready-1");
+        job
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn wait_for(&self, name: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(self.path(name)) {
+                return text;
+            }
+            assert!(Instant::now() < deadline, "no {name}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// `(pid, proxy tid, omp tid)` of a rank.
+    fn ids(&self, rank: u32) -> (u32, u32, u32) {
+        let text = self.wait_for(&format!("ready-{rank}"));
+        let ids: Vec<u32> = text
+            .split_whitespace()
+            .map(|w| w.parse().unwrap())
+            .collect();
+        (ids[0], ids[1], ids[2])
+    }
+
+    fn planned_cpus(&self, rank: usize) -> String {
+        let plan = common::numaplan_in(
+            self.dir.path(),
+            &["compile", "job.yaml", "--format", "json"],
+        );
+        let plan: Value = serde_json::from_str(&plan.ok()).unwrap();
+        plan["ranks"][rank]["cpus"].as_str().unwrap().to_string()
+    }
+
+    /// `verify` with `args`, its stdout read line by line as it comes: (line, ms since the
+    /// epoch when it arrived), and the exit code.
+    fn verify(&self, args: &[&str]) -> (Vec<(String, u128)>, Option<i32>, String) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+            .args(["verify", "job.yaml", "--pids"])
+            .args([self.ids(0).0.to_string(), self.ids(1).0.to_string()])
+            .args(args)
+            .current_dir(self.dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map(|l| (l.unwrap(), now_ms()))
+            .collect();
+        let out = child.wait_with_output().unwrap();
+        (
+            lines,
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// When the rank's proxy left its CPUs (ms since the epoch).
+    fn left_at(&self, rank: u32) -> u128 {
+        self.wait_for(&format!("left-{rank}"))
+            .trim()
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        let _ = self.exec.kill();
+        let _ = self.exec.wait();
+    }
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+fn cpus_allowed(pid: u32, tid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+fn all_cpus() -> String {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+fn needs_two_cpus() -> bool {
+    if all_cpus() == "0" {
+        eprintln!("skipped: needs a machine with 2 CPUs or more");
+        return false;
+    }
+    true
+}
+
+/// Without `--repin`: each proxy that leaves is one line within two intervals (not one per
+/// reading), the pinned OpenMP-style thread none, the rank that exits a line; the watch ends
+/// when both have exited, and exits 1 (E0416) because the threads stayed outside.
+#[test]
+fn watch_reports_a_thread_that_leaves_its_cpus() {
+    if !needs_two_cpus() {
+        return;
+    }
+    let job = Job::start(3.0, 2.0);
+    let interval = INTERVAL.to_string();
+    let (lines, code, stderr) = job.verify(&["--watch", "--interval", &interval]);
+    let text: Vec<&str> = lines.iter().map(|(l, _)| l.as_str()).collect();
+    let all = text.join("\n");
+    assert_eq!(code, Some(1), "{all}\n{stderr}");
+    assert!(
+        stderr.starts_with("error[E0416]: 2 rank(s) are not bound as planned"),
+        "{stderr}"
+    );
+    // The first reading, before the proxies leave: both ranks as planned.
+    assert_eq!(
+        text.iter().filter(|l| l.ends_with(" ok")).count(),
+        2,
+        "{all}"
+    );
+    for rank in 0..2 {
+        let (pid, proxy, omp) = job.ids(rank);
+        let planned = job.planned_cpus(rank as usize);
+        let want = format!(
+            "rank {rank} thread {proxy} (nccl-proxy): CPUs {}, planned {planned}",
+            all_cpus()
+        );
+        let found: Vec<&(String, u128)> =
+            lines.iter().filter(|(l, _)| l.ends_with(&want)).collect();
+        assert_eq!(found.len(), 1, "one line for `{want}`:\n{all}");
+        let late = found[0].1.saturating_sub(job.left_at(rank));
+        assert!(
+            late <= (2.0 * INTERVAL * 1000.0) as u128 + 200,
+            "reported {late} ms after it left:\n{all}"
+        );
+        assert!(
+            !all.contains(&format!("thread {omp} ")),
+            "the pinned thread: {all}"
+        );
+        assert!(
+            text.iter()
+                .any(|l| l.ends_with(&format!("rank {rank} (pid {pid}) exited"))),
+            "{all}"
+        );
+    }
+    let summary = text.last().unwrap();
+    assert!(
+        summary.ends_with("2 threads left their rank's CPUs, 2 ranks exited"),
+        "{summary}"
+    );
+}
+
+/// `--repin` puts each proxy back on its rank's CPUs (read back from /proc while the rank
+/// still runs), says so in the JSON Lines it writes, and the watch then ends in success.
+#[test]
+fn repin_puts_a_thread_back_on_its_ranks_cpus() {
+    if !needs_two_cpus() {
+        return;
+    }
+    let job = Job::start(4.0, 4.0);
+    let interval = INTERVAL.to_string();
+    let pids = [job.ids(0).0.to_string(), job.ids(1).0.to_string()];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+        .args([
+            "verify", "job.yaml", "--pids", &pids[0], &pids[1], "--watch", "--repin",
+        ])
+        .args(["--interval", &interval, "--format", "json"])
+        .current_dir(job.dir.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let report: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(report["numaplan_verify"], 1);
+    assert_eq!(report["ok"], true, "{report}");
+    let mut repinned = 0;
+    let mut events = Vec::new();
+    for line in lines {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        assert_eq!(event["numaplan_watch"], 1);
+        if event["event"] == "thread-left" {
+            let rank = event["rank"].as_u64().unwrap() as u32;
+            let (pid, proxy, _) = job.ids(rank);
+            assert_eq!(event["tid"], proxy, "{event}");
+            assert_eq!(event["repinned"], true, "{event}");
+            let planned = job.planned_cpus(rank as usize);
+            assert_eq!(event["planned_cpus"], planned.as_str());
+            // The rank runs on for seconds: read the thread's CPUs back now.
+            assert_eq!(cpus_allowed(pid, proxy), planned, "{event}");
+            assert!(
+                event["text"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("; put back on {planned}")),
+                "{event}"
+            );
+            repinned += 1;
+        }
+        events.push(event);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(repinned, 2, "{events:?}");
+    let summary = events.last().unwrap();
+    assert_eq!(summary["event"], "summary");
+    assert_eq!(summary["counts"]["repinned"], 2, "{summary}");
+    assert_eq!(summary["counts"]["troubled"], 0, "{summary}");
+    // A thread put back is not a lasting problem: the watch succeeds.
+    assert!(status.success(), "{events:?}");
+    // Every line is what schemas/watch.schema.json describes (its required fields).
+    let schema: Value = serde_json::from_str(&common::numaplan(&["schema", "watch"]).ok()).unwrap();
+    for event in &events {
+        for key in schema["required"].as_array().unwrap() {
+            assert!(
+                event.get(key.as_str().unwrap()).is_some(),
+                "{key} in {event}"
+            );
+        }
+    }
+}
+
+/// `exec --repin` watches the ranks it started for the whole run: the proxies are put back,
+/// each exit is a line, and the summary comes at the end; the job's own status is kept.
+#[test]
+fn exec_repin_watches_the_whole_run() {
+    if !needs_two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let drift = dir.path().join("drift");
+    common::cc(&["-O1", "-pthread"], "tests/watch/drift.c", &drift);
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [./drift]\nranks_per_node: 2\ngpus: none\nenv: {DRIFT_SECONDS: '2'}\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+        .args(["exec", "job.yaml", "--repin", "--interval", "0.2"])
+        .current_dir(dir.path())
+        .env("DRIFT_DIR", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // --repin implies --verify: the table first.
+    assert!(stderr.starts_with("rank  pid"), "{stderr}");
+    for rank in 0..2 {
+        let ids = std::fs::read_to_string(dir.path().join(format!("ready-{rank}"))).unwrap();
+        let proxy = ids.split_whitespace().nth(1).unwrap();
+        assert!(
+            stderr.lines().any(|l| l.starts_with("numaplan: +")
+                && l.contains(&format!("rank {rank} thread {proxy} (nccl-proxy): CPUs"))
+                && l.contains("; put back on")),
+            "{stderr}"
+        );
+    }
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("numaplan: watch: ")
+            && stderr
+                .trim_end()
+                .ends_with("2 threads left their rank's CPUs (2 put back), 2 ranks exited"),
+        "{stderr}"
+    );
+}
+
+/// A rank that exits at once (before the first reading of the watch, or right after it) is a
+/// line or an exited row, never an error of the watch itself.
+#[test]
+fn a_rank_that_exits_at_once_is_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [sh, -c, 'sleep 0.$((LOCAL_RANK * 5))']\nranks_per_node: 1\ngpus: none\n",
+    )
+    .unwrap();
+    let out = common::numaplan_in(
+        dir.path(),
+        &["exec", "job.yaml", "--watch", "--interval", "0.1"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("exited") && out.stderr.contains("numaplan: watch: "),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("MISMATCH"), "{}", out.stderr);
+}
+
+/// `--counters` counts node loads where the machine offers the events; where it does not (this
+/// VM, containers), it says so once, reports pages only, and exits as the same check without.
+#[test]
+fn counters_say_when_the_machine_has_none() {
+    let job = Job::start(3.0, 3.0);
+    let (plain, plain_code, _) = job.verify(&[]);
+    let (counted, code, stderr) = job.verify(&["--counters", "0.2"]);
+    let text: Vec<&str> = counted.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(code, plain_code, "{text:?}\n{stderr}");
+    assert_eq!(&text[..plain.len()], plain.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>());
+    let extra = &text[plain.len()..];
+    match extra.first() {
+        Some(line) if line.starts_with("counters: unavailable: ") => {
+            assert_eq!(extra.len(), 1, "said once: {extra:?}");
+            assert!(line.ends_with("; pages only"), "{line}");
+        }
+        Some(line) if line.starts_with("counters over 0.2 s") => {
+            assert_eq!(extra.len(), 3, "{extra:?}");
+            for (rank, l) in extra[1..].iter().enumerate() {
+                assert!(l.starts_with(&format!("  rank {rank}: ")), "{l}");
+            }
+        }
+        _ => panic!("no counters line: {text:?}"),
+    }
+}
+
+/// Out-of-range values are refused before anything is read.
+#[test]
+fn watch_options_are_checked() {
+    for (args, why) in [
+        (&["--min-local", "150"][..], "must be between 0 and 100"),
+        (&["--watch", "--interval", "0"][..], "must be more than 0"),
+        (&["--counters", "soon"][..], "`soon` is not a number of seconds"),
+        (&["--count", "3"][..], "--watch"),
+    ] {
+        let mut all = vec!["verify", "examples/dgx-a100.yaml", "--pids", "1"];
+        all.extend_from_slice(args);
+        let run = common::numaplan(&all);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(why), "{args:?}: {}", run.stderr);
+    }
+}
