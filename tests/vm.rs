@@ -610,3 +610,142 @@ fn python_binds_ranks_on_a_four_node_guest() {
         }
     }
 }
+
+/// Where ranks' memory really is, and threads that drift, in the 4-node guest
+/// (tests/vm/watch-guest.sh): a rank that touched 256 MiB on node 2 before taking rank 3's
+/// binding without migration has the planned policy and CPUs, yet `verify` fails on its pages;
+/// `verify --watch` says when `numaplan.bind(migrate=True)` moved them; the same program started
+/// by `numaplan bind` has all its pages on its node. Four drift ranks under `exec --repin`: each
+/// proxy thread that re-pins itself to every CPU is reported and put back on its node's two
+/// CPUs (read back from /proc), the thread pinned to one of them is not reported.
+#[test]
+fn memory_and_drift_on_a_four_node_guest() {
+    if std::env::var_os("NUMAPLAN_QEMU").is_none() {
+        eprintln!("skipped: set NUMAPLAN_QEMU=1 (as root) to boot the multi-NUMA guests");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let drift = work.path().join("drift");
+    common::cc(
+        &["-static", "-O1", "-pthread"],
+        "tests/watch/drift.c",
+        &drift,
+    );
+    let stage = tempfile::tempdir().unwrap();
+    let staged = common::succeed(
+        Command::new("bash")
+            .arg(common::repo().join("tests/vm/python-root.sh"))
+            .arg(stage.path()),
+    );
+    let python = String::from_utf8(staged.stdout).unwrap();
+    let Some((guest, log)) = boot(
+        "tests/vm/watch-guest.sh",
+        &[
+            ("QEMU_NUMA_NODES", "4"),
+            ("QEMU_NUMA_CPUS", "8"),
+            ("QEMU_NUMA_MEM_MB", "512"),
+            ("QEMU_NUMA_TREE", stage.path().to_str().unwrap()),
+            ("QEMU_GUEST_PYTHON", python.trim()),
+        ],
+        &[&common::repo().join("tests/vm/py-memory.py"), &drift],
+    ) else {
+        return;
+    };
+    let guest: Vec<&str> = guest.iter().map(String::as_str).collect();
+    let memory_line = |lines: &[&str], rank: u32| -> String {
+        lines
+            .iter()
+            .find(|l| l.starts_with(&format!("  rank {rank}: ")))
+            .unwrap_or_else(|| panic!("no memory line for rank {rank}:\n{log}"))
+            .trim()
+            .to_string()
+    };
+    // Late binding: policy and CPUs as planned, pages on node 2.
+    let late = between(&guest, "LATE");
+    assert_eq!(late.last(), Some(&"exit 1"), "{log}");
+    let row = late.iter().find(|l| l.starts_with("3 ")).unwrap();
+    assert!(row.contains("6-7") && row.contains("bind:3  "), "{row}");
+    assert!(
+        row.contains("MISMATCH: ") && row.contains("is on node 3, under 90%"),
+        "{row}"
+    );
+    let line = memory_line(&late, 3);
+    let share: f64 = line
+        .split(", ")
+        .nth(1)
+        .unwrap()
+        .strip_suffix("% on node 3 (planned)")
+        .unwrap_or_else(|| panic!("{line}"))
+        .parse()
+        .unwrap();
+    assert!(share < 10.0, "{line}");
+    assert!(line.contains(" MiB on node 2"), "{line}");
+    // The watch: low at first, then back once migrated, then the exit.
+    let watch = between(&guest, "WATCH");
+    let events: Vec<Value> = watch
+        .iter()
+        .skip(1)
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["memory-low", "memory-back", "rank-exited", "summary"],
+        "{log}"
+    );
+    assert!(
+        events[1]["local_share"].as_f64().unwrap() > 0.9,
+        "{}",
+        events[1]
+    );
+    assert!(
+        events[1]["text"]
+            .as_str()
+            .unwrap()
+            .ends_with("on node 3, 90% or more again"),
+        "{}",
+        events[1]
+    );
+    // Bound before it touched anything: all on node 1.
+    let bound = between(&guest, "BOUND");
+    assert_eq!(bound.last(), Some(&"exit 0"), "{log}");
+    let line = memory_line(&bound, 1);
+    assert!(line.contains(" MiB, 100.0% on node 1 (planned)"), "{line}");
+    assert!(
+        !line.contains("on node 0") && !line.contains("on node 2"),
+        "{line}"
+    );
+    // Drift ranks under exec --repin, read by verify while they run: each on its node.
+    let verify = between(&guest, "DRIFT_VERIFY");
+    for rank in 0..4u32 {
+        let line = memory_line(&verify, rank);
+        assert!(
+            line.contains(&format!(", 100.0% on node {rank} (planned)")),
+            "{line}"
+        );
+    }
+    for (rank, line) in between(&guest, "DRIFT_READBACK").iter().enumerate() {
+        let cpus = format!("{}-{}", 2 * rank, 2 * rank + 1);
+        assert_eq!(
+            *line,
+            format!("rank {rank} proxy {cpus} omp {}", 2 * rank),
+            "put back on its node's CPUs, the pinned thread untouched:\n{log}"
+        );
+    }
+    let exec = between(&guest, "DRIFT_EXEC");
+    assert_eq!(exec.last(), Some(&"exit 0"), "{log}");
+    let repinned = exec
+        .iter()
+        .filter(|l| l.contains("(nccl-proxy): CPUs 0-7, planned ") && l.contains("; put back on"))
+        .count();
+    assert_eq!(repinned, 4, "{log}");
+    assert!(!exec.iter().any(|l| l.contains("omp-worker")), "{log}");
+    assert!(
+        exec.iter()
+            .any(|l| l.ends_with("4 threads left their rank's CPUs (4 put back), 4 ranks exited")),
+        "{log}"
+    );
+}

@@ -357,7 +357,10 @@ fn counters_say_when_the_machine_has_none() {
     let (counted, code, stderr) = job.verify(&["--counters", "0.2"]);
     let text: Vec<&str> = counted.iter().map(|(l, _)| l.as_str()).collect();
     assert_eq!(code, plain_code, "{text:?}\n{stderr}");
-    assert_eq!(&text[..plain.len()], plain.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>());
+    assert_eq!(
+        &text[..plain.len()],
+        plain.iter().map(|(l, _)| l.as_str()).collect::<Vec<_>>()
+    );
     let extra = &text[plain.len()..];
     match extra.first() {
         Some(line) if line.starts_with("counters: unavailable: ") => {
@@ -380,7 +383,10 @@ fn watch_options_are_checked() {
     for (args, why) in [
         (&["--min-local", "150"][..], "must be between 0 and 100"),
         (&["--watch", "--interval", "0"][..], "must be more than 0"),
-        (&["--counters", "soon"][..], "`soon` is not a number of seconds"),
+        (
+            &["--counters", "soon"][..],
+            "`soon` is not a number of seconds",
+        ),
         (&["--count", "3"][..], "--watch"),
     ] {
         let mut all = vec!["verify", "examples/dgx-a100.yaml", "--pids", "1"];

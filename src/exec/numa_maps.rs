@@ -84,10 +84,13 @@ pub fn parse(text: impl BufRead) -> Residence {
 }
 
 /// A file mapping that is the process's own memory rather than a file's page cache: shared
-/// memory (`/dev/shm`, memfd, System V), which a process allocates as it allocates anonymous
-/// memory.
+/// memory (`/dev/shm`, memfd, System V, and shared anonymous mappings, which the kernel backs
+/// with a deleted `/dev/zero`: Python's `mmap.mmap(-1, n)`, multiprocessing's heaps), which a
+/// process allocates as it allocates anonymous memory.
 fn is_own_memory_file(file: &str) -> bool {
-    file.starts_with("/dev/shm/") || file.starts_with("/memfd:") || file.starts_with("/SYSV")
+    ["/dev/shm/", "/memfd:", "/SYSV", "/dev/zero"]
+        .iter()
+        .any(|prefix| file.starts_with(prefix))
 }
 
 #[cfg(test)]
@@ -101,6 +104,7 @@ mod tests {
 7f1b27b4b000 bind:3 file=/usr/lib/x86_64-linux-gnu/libc.so.6 mapped=38 mapmax=3 N0=38 kernelpagesize_kB=4
 7f0000000000 bind:3 file=/anon_hugepage\\040(deleted) huge anon=3 dirty=3 N3=3 kernelpagesize_kB=2048
 7e0000000000 bind:3 file=/dev/shm/torch_123 dirty=10 N1=10 kernelpagesize_kB=4
+7d0000000000 bind:3 file=/dev/zero\\040(deleted) dirty=5 N3=5 kernelpagesize_kB=4
 7ffd0a0c1000 bind:3 stack anon=33 dirty=33 N3=33 kernelpagesize_kB=4
 7ffd0a1d4000 bind:3
 ";
@@ -110,8 +114,9 @@ mod tests {
         let r = parse(MAPS.as_bytes());
         assert_eq!(r.policy.as_deref(), Some("bind:3"));
         let kib = |node: u32| r.bytes.get(&NodeId(node)).copied().unwrap_or(0) / 1024;
-        // Heap, anonymous mapping, 3 huge pages of 2 MiB, stack: node 3.
-        assert_eq!(kib(3), (4 + 16000 + 33) * 4 + 3 * 2048);
+        // Heap, anonymous mapping, shared anonymous mapping, 3 huge pages of 2 MiB, stack:
+        // node 3.
+        assert_eq!(kib(3), (4 + 16000 + 5 + 33) * 4 + 3 * 2048);
         // The anonymous mapping's 384 pages and the shared-memory segment: node 1.
         assert_eq!(kib(1), (384 + 10) * 4);
         // Page cache of files (the binary, libc) is not the process's own memory.

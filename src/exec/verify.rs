@@ -9,7 +9,7 @@ use std::path::Path;
 use super::numa_maps::{self, Residence};
 use crate::cpuset::CpuSet;
 use crate::ids::{NodeId, node_list};
-use crate::phrase::size;
+use crate::phrase::{plural, size};
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
 
@@ -171,7 +171,12 @@ impl Row {
             return None;
         }
         let mut parts = vec![format!("rank {}: {}", self.rank, size(total))];
-        let mut nodes: Vec<(&NodeId, &u64)> = self.residence.bytes.iter().collect();
+        // Every planned node, if only to say that none of the memory is there.
+        let mut bytes = self.residence.bytes.clone();
+        for n in &self.memory_nodes {
+            bytes.entry(*n).or_default();
+        }
+        let mut nodes: Vec<(&NodeId, &u64)> = bytes.iter().collect();
         // The planned nodes first, then the largest share.
         nodes.sort_by_key(|(n, b)| (!self.memory_nodes.contains(n), std::cmp::Reverse(**b)));
         for (node, bytes) in nodes {
@@ -294,7 +299,9 @@ impl Table {
                     format!("exited ({how}) before the check")
                 } else if r.problems.is_empty() {
                     if r.narrowed > 0 {
-                        format!("ok ({} threads narrowed their CPUs)", r.narrowed)
+                        let who =
+                            plural(r.narrowed, "thread narrowed its", "threads narrowed their");
+                        format!("ok ({who} CPUs)")
                     } else {
                         "ok".into()
                     }
@@ -372,6 +379,48 @@ mod tests {
             },
             openmp: None,
         }
+    }
+
+    #[test]
+    fn the_memory_line_names_the_planned_nodes_even_when_empty() {
+        let mut residence = Residence::default();
+        residence.bytes.insert(NodeId(2), 256 << 20);
+        residence.bytes.insert(NodeId(3), 1 << 20);
+        let row = |nodes: Vec<NodeId>| Row {
+            rank: 3,
+            pid: 1,
+            threads: 1,
+            planned_cpus: CpuSet::new(),
+            actual_cpus: CpuSet::new(),
+            narrowed: 0,
+            outside: Vec::new(),
+            planned_memory: String::new(),
+            actual_memory: String::new(),
+            memory_nodes: nodes,
+            residence: residence.clone(),
+            min_local: Some(0.9),
+            problems: Vec::new(),
+            exited: None,
+        };
+        assert_eq!(
+            row(vec![NodeId(3)]).memory_line().unwrap(),
+            "rank 3: 257.0 MiB, 0.4% on node 3 (planned), 256.0 MiB on node 2"
+        );
+        assert_eq!(
+            row(vec![NodeId(1)]).memory_line().unwrap(),
+            "rank 3: 257.0 MiB, 0.0% on node 1 (planned), 256.0 MiB on node 2, 1.0 MiB on node 3"
+        );
+        // Without a memory policy: the spread, in shares.
+        assert_eq!(
+            row(Vec::new()).memory_line().unwrap(),
+            "rank 3: 257.0 MiB, 99.6% on node 2, 0.4% on node 3"
+        );
+        assert_eq!(
+            memory_short(&residence, &[NodeId(3)], Some(0.9)).unwrap(),
+            "0.4% of its memory (257.0 MiB) is on node 3, under 90%"
+        );
+        assert_eq!(memory_short(&residence, &[NodeId(2)], Some(0.9)), None);
+        assert_eq!(memory_short(&residence, &[NodeId(3)], None), None);
     }
 
     #[test]

@@ -6,8 +6,9 @@
  *   - "nccl-proxy" re-pins itself to every CPU after DRIFT_LEAVE_MS (default 1000), as NCCL's
  *     proxy thread does, and writes the time it did so (ms since the epoch) to
  *     $DRIFT_DIR/left-$LOCAL_RANK;
- *   - the process writes "PID PROXY_TID OMP_TID" to $DRIFT_DIR/ready-$LOCAL_RANK once both
- *     threads run, and exits after DRIFT_SECONDS (default 5; fractions allowed).
+ *   - the process touches DRIFT_TOUCH_MB MiB (default 0) first, writes "PID PROXY_TID
+ *     OMP_TID" to $DRIFT_DIR/ready-$LOCAL_RANK once both threads run, and exits after
+ *     DRIFT_SECONDS (default 5; fractions allowed).
  *
  * Its command line holds `drift`, for `verify --match`. Built static for the guest. */
 #define _GNU_SOURCE
@@ -79,6 +80,9 @@ static void *proxy(void *arg) {
 }
 
 int main(void) {
+    size_t touch = (size_t)env_num("DRIFT_TOUCH_MB", 0) << 20;
+    char *memory = touch ? malloc(touch) : NULL;
+    if (memory) memset(memory, 1, touch);
     sched_getaffinity(0, sizeof rank_cpus, &rank_cpus);
     pthread_t a, b;
     pthread_create(&a, NULL, omp_worker, NULL);
@@ -88,5 +92,5 @@ int main(void) {
     snprintf(text, sizeof text, "%d %d %d\n", (int)getpid(), (int)proxy_tid, (int)omp_tid);
     write_file("ready", text);
     sleep_s(env_num("DRIFT_SECONDS", 5));
-    return 0;
+    return memory && memory[touch - 1] != 1;
 }
