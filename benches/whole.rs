@@ -9,7 +9,8 @@
 //! L3 groups of 8 cores, one GPU per 32 CPUs behind a PCIe switch) are written both as hwloc
 //! 2.x XML and as numaplan fixtures into a scratch directory.
 //!
-//! Usage: cargo bench --bench whole -- [--runs N] [--sizes 256,1024] [--only compile|topo|exec|bind]
+//! Usage: cargo bench --bench whole -- [--runs N] [--sizes 256,1024]
+//! [--only compile|topo|exec|bind|verify]
 //! [--dir DIR] (keeps the machines and plans there, for profiling one command)
 
 use std::fmt::Write as _;
@@ -641,6 +642,9 @@ fn main() {
     if args.get(1).is_some_and(|a| a == "--spawn") {
         spawn_and_measure(&args[2..]);
     }
+    if args.get(1).is_some_and(|a| a == "--hold") {
+        hold(&args[2], &args[3]);
+    }
     let o = options();
     let scratch = std::env::temp_dir().join(format!("numaplan-bench-{}", std::process::id()));
     let dir = o.dir.clone().unwrap_or_else(|| scratch.clone());
@@ -651,8 +655,188 @@ fn main() {
     );
     machines(&o, &dir, &mut out);
     launches(&o, &dir, &mut out);
+    verifies(&o, &dir, &mut out);
     if o.dir.is_none() {
         let _ = std::fs::remove_dir_all(&scratch);
     }
     print!("{out}");
+}
+
+/// `--hold MIB MAPS`: a stand-in for a running rank. Maps MIB MiB of anonymous memory and
+/// touches every page, then MAPS one-page mappings (each touched, with alternating protections
+/// so that the kernel cannot merge them: a PyTorch rank has thousands, one per library
+/// segment); prints `ready` and holds them until its stdin closes.
+fn hold(mib: &str, maps: &str) -> ! {
+    let mib: usize = mib.parse().expect("--hold MIB MAPS");
+    let maps: usize = maps.parse().expect("--hold MIB MAPS");
+    let page = 4096;
+    let map = |len: usize, prot: libc::c_int| {
+        // SAFETY: a fresh anonymous private mapping; nothing else refers to the range.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED, "mmap of {len} bytes");
+        // SAFETY: `p` is `len` writable bytes just mapped.
+        unsafe {
+            for off in (0..len).step_by(page) {
+                *(p as *mut u8).add(off) = 1;
+            }
+            libc::mprotect(p, len, prot);
+        }
+    };
+    if mib > 0 {
+        map(mib << 20, libc::PROT_READ | libc::PROT_WRITE);
+    }
+    for i in 0..maps {
+        let prot = if i % 2 == 0 {
+            libc::PROT_READ
+        } else {
+            libc::PROT_READ | libc::PROT_WRITE
+        };
+        map(page, prot);
+    }
+    println!("ready");
+    let _ = std::io::Read::read(&mut std::io::stdin(), &mut [0u8; 1]);
+    std::process::exit(0)
+}
+
+/// A held rank (`hold`), running until dropped.
+struct Held(std::process::Child);
+
+impl Held {
+    fn start(mib: usize, maps: usize) -> Held {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--hold", &mib.to_string(), &maps.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "ready");
+        Held(child)
+    }
+
+    fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let _ = self.0.wait();
+    }
+}
+
+/// `verify` of one large rank against `numastat -p` (what a user reads numa_maps with), by
+/// resident size; and the CPU that `verify --watch` costs on 64 ranks.
+fn verifies(o: &Options, dir: &Path, out: &mut String) {
+    if !wants(o, "verify") {
+        return;
+    }
+    let compile = |name: &str, job: &str| {
+        let (job_path, plan) = (
+            dir.join(format!("{name}.job.yaml")),
+            dir.join(format!("{name}.yaml")),
+        );
+        std::fs::write(&job_path, job).unwrap();
+        let ok = Command::new(NUMAPLAN)
+            .args(["-q", "compile"])
+            .arg(&job_path)
+            .arg("-o")
+            .arg(&plan)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        path(&plan)
+    };
+    out.push_str("\n### verify: one rank's numa_maps vs numastat -p\n\n");
+    out.push_str(HEADER);
+    let one = compile(
+        "verify1",
+        "gpus: none\nranks_per_node: 1\ncpu: {policy: node}\n",
+    );
+    for gib in [1usize, 2, 4, 8] {
+        let rank = Held::start(gib << 10, 0);
+        out.push_str(&pair(
+            &format!(
+                "a rank with {gib} GiB resident: `verify plan.yaml --pids PID` vs `numastat -p PID`"
+            ),
+            &argv(&[NUMAPLAN, "-q", "verify", &one, "--pids", &rank.pid()]),
+            &argv(&["numastat", "-p", &rank.pid()]),
+            o.runs,
+        ));
+    }
+    let rank = Held::start(64, 20_000);
+    out.push_str(&pair(
+        "a rank with 20,000 mappings: `verify plan.yaml --pids PID` vs `numastat -p PID`",
+        &argv(&[NUMAPLAN, "-q", "verify", &one, "--pids", &rank.pid()]),
+        &argv(&["numastat", "-p", &rank.pid()]),
+        o.runs,
+    ));
+    drop(rank);
+
+    out.push_str("\n### verify --watch: CPU per second of watching\n\n");
+    out.push_str("| what | wall | CPU (user + sys) | share of one CPU |\n|---|---|---|---|\n");
+    let many = compile(
+        "verify64",
+        "gpus: none\nranks_per_node: 64\ncpu: {policy: node}\n",
+    );
+    let ranks: Vec<Held> = (0..64).map(|_| Held::start(16, 3000)).collect();
+    let mut args = argv(&[
+        NUMAPLAN,
+        "-q",
+        "verify",
+        &many,
+        "--watch",
+        "--interval",
+        "0.2",
+        "--count",
+        "150",
+        "--pids",
+    ]);
+    args.extend(ranks.iter().map(Held::pid));
+    let mut samples: Vec<(f64, f64)> = (0..3.min(o.runs.max(1)))
+        .map(|_| {
+            let start = Instant::now();
+            let child = Command::new(&args[0])
+                .args(&args[1..])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut status = 0;
+            // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: waiting for our own child, with valid pointers; wait4 reaps it.
+            unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+            std::mem::forget(child);
+            let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+            (
+                start.elapsed().as_secs_f64(),
+                secs(usage.ru_utime) + secs(usage.ru_stime),
+            )
+        })
+        .collect();
+    samples.sort_by(|a, b| (a.1 / a.0).total_cmp(&(b.1 / b.0)));
+    let (wall, cpu) = samples[samples.len() / 2];
+    writeln!(
+        out,
+        "| 64 ranks (16 MiB, 3,000 mappings each), `verify --watch --interval 0.2 --count 150` (median of {}) | {wall:.2} s | {cpu:.3} s | **{:.1}%** |",
+        samples.len(),
+        cpu / wall * 100.0
+    )
+    .unwrap();
 }

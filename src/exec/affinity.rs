@@ -106,17 +106,38 @@ pub fn set_thread_affinity(tid: u32, cpus: &CpuSet) -> io::Result<()> {
 
 /// The CPUs this process may run on (its affinity: cgroup cpuset, taskset, a Slurm step).
 pub fn own_affinity() -> io::Result<CpuSet> {
-    // SAFETY: a zeroed cpu_set_t is valid; the size passed is its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(io::Error::last_os_error());
+    thread_affinity(0)
+}
+
+/// The CPUs thread `tid` may run on (0: the calling thread), as `Cpus_allowed_list` shows them
+/// but with one syscall instead of the kernel formatting a whole status file: what `verify
+/// --watch` reads every interval. The mask grows until it holds every CPU the kernel has.
+pub fn thread_affinity(tid: u32) -> io::Result<CpuSet> {
+    let mut words = 16; // 1024 CPUs, glibc's cpu_set_t
+    loop {
+        let mut mask = vec![0 as libc::c_ulong; words];
+        let bytes = words * std::mem::size_of::<libc::c_ulong>();
+        // SAFETY: the kernel writes at most `bytes` bytes into `mask`, which has that many.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_sched_getaffinity,
+                tid as libc::pid_t,
+                bytes,
+                mask.as_mut_ptr(),
+            )
+        };
+        if done >= 0 {
+            let bits = libc::c_ulong::BITS as usize;
+            return Ok((0..words * bits)
+                .filter(|&c| mask[c / bits] & (1 << (c % bits)) != 0)
+                .map(|c| c as u32)
+                .collect());
         }
-        let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
-        Ok((0..max)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .map(|c| c as u32)
-            .collect())
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINVAL) || words >= 1024 {
+            return Err(e);
+        }
+        words *= 4;
     }
 }
 

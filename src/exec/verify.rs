@@ -4,8 +4,7 @@
 //! rank's memory is (`numa_maps`' pages per node): under the plan's threshold on its planned
 //! nodes, a rank is a mismatch however its policy reads.
 
-use std::path::Path;
-
+use super::affinity;
 use super::numa_maps::{self, Residence};
 use crate::cpuset::CpuSet;
 use crate::ids::{NodeId, node_list};
@@ -74,78 +73,113 @@ pub fn min_local(memory: &MemoryBinding, asked: Option<f64>) -> Option<f64> {
     }
 }
 
+/// Whether a reading includes where the memory is: `numa_maps` costs the kernel a walk of the
+/// rank's page tables (milliseconds for a large rank), so a watch reads it less often than the
+/// threads' CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pages {
+    Read,
+    Skip,
+}
+
 /// Checks each `(local rank, pid)` against the plan (`min_local`: `--min-local`, 0 to 1).
 pub fn check(plan: &Plan, pids: &[(u32, u32)], asked_min_local: Option<f64>) -> Table {
+    check_with(plan, pids, asked_min_local, Pages::Read)
+}
+
+/// `check`, reading `numa_maps` or not.
+pub fn check_with(
+    plan: &Plan,
+    pids: &[(u32, u32)],
+    asked_min_local: Option<f64>,
+    pages: Pages,
+) -> Table {
     let rows = pids
         .iter()
         .map(|&(rank, pid)| {
             let planned = plan.ranks.get(rank as usize);
-            let planned_cpus = planned.map(|r| r.cpus.clone()).unwrap_or_default();
-            let planned_memory = planned.map_or("-".into(), |r| numa_maps_policy(&r.memory));
-            let mut problems = Vec::new();
-            if planned.is_none() {
-                problems.push(format!("the plan has no local rank {rank}"));
-            }
-            let proc_dir = Path::new("/proc").join(pid.to_string());
-            let threads = thread_cpus(&proc_dir);
-            if threads.is_empty() {
-                problems.push(format!("process {pid} is gone"));
-            }
-            let mut actual_cpus = CpuSet::new();
-            let mut narrowed = 0;
-            let mut outside = Vec::new();
-            for (tid, name, cpus) in &threads {
-                actual_cpus = actual_cpus.union(cpus);
-                if !cpus.is_subset(&planned_cpus) {
-                    outside.push(Thread {
-                        tid: *tid,
-                        name: name.clone(),
-                        cpus: cpus.clone(),
-                    });
-                    problems.push(format!(
-                        "thread {tid} ({name}) may run on CPUs {} outside the plan",
-                        cpus.difference(&planned_cpus)
-                    ));
-                } else if *cpus != planned_cpus {
-                    narrowed += 1;
-                    if let Some(problem) = planned.and_then(|r| outside_its_places(r, cpus)) {
-                        problems.push(format!("thread {tid} ({name}) {problem}"));
-                    }
-                }
-            }
-            let residence = numa_maps::read(pid).unwrap_or_default();
-            let actual_memory = residence.policy.clone().unwrap_or_else(|| "-".into());
-            let memory_nodes = planned.map(|r| r.memory.nodes.clone()).unwrap_or_default();
-            let min_local = planned.and_then(|r| min_local(&r.memory, asked_min_local));
-            if actual_memory == "-" {
-                if !threads.is_empty() {
-                    problems.push("numa_maps is empty (the rank has exited)".into());
-                }
-            } else if actual_memory != planned_memory {
-                problems.push(format!(
-                    "memory policy is {actual_memory}, planned {planned_memory}"
-                ));
-            }
-            problems.extend(memory_short(&residence, &memory_nodes, min_local));
-            Row {
+            let mut row = Row {
                 rank,
                 pid,
-                threads: threads.len(),
-                planned_cpus,
-                actual_cpus,
-                narrowed,
-                outside,
-                planned_memory,
-                actual_memory,
-                memory_nodes,
-                residence,
-                min_local,
-                problems,
+                threads: 0,
+                planned_cpus: planned.map(|r| r.cpus.clone()).unwrap_or_default(),
+                actual_cpus: CpuSet::new(),
+                narrowed: 0,
+                outside: Vec::new(),
+                planned_memory: planned.map_or("-".into(), |r| numa_maps_policy(&r.memory)),
+                actual_memory: "-".into(),
+                memory_nodes: planned.map(|r| r.memory.nodes.clone()).unwrap_or_default(),
+                residence: Residence::default(),
+                min_local: planned.and_then(|r| min_local(&r.memory, asked_min_local)),
+                problems: Vec::new(),
                 exited: None,
+            };
+            if planned.is_none() {
+                row.problems
+                    .push(format!("the plan has no local rank {rank}"));
             }
+            read_threads(&mut row, planned);
+            if pages == Pages::Read {
+                read_memory(&mut row);
+            }
+            row
         })
         .collect();
     Table { rows }
+}
+
+/// The rank's threads against its planned CPUs (and its places, when it has any).
+fn read_threads(row: &mut Row, planned: Option<&RankBinding>) {
+    let pid = row.pid;
+    let threads = thread_cpus(pid);
+    row.threads = threads.len();
+    if threads.is_empty() {
+        row.problems.push(format!("process {pid} is gone"));
+    }
+    for (tid, cpus) in &threads {
+        row.actual_cpus = row.actual_cpus.union(cpus);
+        if !cpus.is_subset(&row.planned_cpus) {
+            let name = thread_name(pid, *tid);
+            row.problems.push(format!(
+                "thread {tid} ({name}) may run on CPUs {} outside the plan",
+                cpus.difference(&row.planned_cpus)
+            ));
+            row.outside.push(Thread {
+                tid: *tid,
+                name,
+                cpus: cpus.clone(),
+            });
+        } else if *cpus != row.planned_cpus {
+            row.narrowed += 1;
+            if let Some(problem) = planned.and_then(|r| outside_its_places(r, cpus)) {
+                let name = thread_name(pid, *tid);
+                row.problems
+                    .push(format!("thread {tid} ({name}) {problem}"));
+            }
+        }
+    }
+}
+
+/// The rank's memory policy and where its memory is, from `numa_maps`.
+fn read_memory(row: &mut Row) {
+    row.residence = numa_maps::read(row.pid).unwrap_or_default();
+    row.actual_memory = row.residence.policy.clone().unwrap_or_else(|| "-".into());
+    if row.actual_memory == "-" {
+        if row.threads > 0 {
+            row.problems
+                .push("numa_maps is empty (the rank has exited)".into());
+        }
+    } else if row.actual_memory != row.planned_memory {
+        row.problems.push(format!(
+            "memory policy is {}, planned {}",
+            row.actual_memory, row.planned_memory
+        ));
+    }
+    row.problems.extend(memory_short(
+        &row.residence,
+        &row.memory_nodes,
+        row.min_local,
+    ));
 }
 
 /// The problem of a rank whose memory is short of `min_local` on its planned nodes.
@@ -217,31 +251,38 @@ pub fn outside_its_places(rank: &RankBinding, cpus: &CpuSet) -> Option<String> {
     ))
 }
 
-/// `(tid, name, CPUs)` of every live thread of a process: a zombie (a rank that exited and
-/// that its parent has not reaped yet, as `exec` keeps its ranks until the end) has none.
-fn thread_cpus(proc_dir: &Path) -> Vec<(u32, String, CpuSet)> {
-    let Ok(entries) = std::fs::read_dir(proc_dir.join("task")) else {
+/// `(tid, CPUs)` of every live thread of process `pid`, each read with one syscall. A zombie
+/// leader (a rank that exited and that its parent has not reaped yet, as `exec` keeps its ranks
+/// until the end) is no live thread: a rank whose threads are all gone has none.
+fn thread_cpus(pid: u32) -> Vec<(u32, CpuSet)> {
+    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
-    let mut out: Vec<(u32, String, CpuSet)> = entries
+    let leader_gone = process_state(pid).is_none_or(|state| matches!(state, 'Z' | 'X'));
+    let mut out: Vec<(u32, CpuSet)> = entries
         .filter_map(|e| {
-            let e = e.ok()?;
-            let tid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let status = std::fs::read_to_string(e.path().join("status")).ok()?;
-            let field = |key: &str| {
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
-            };
-            if field("State:").is_some_and(|state| state.starts_with(['Z', 'X'])) {
+            let tid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+            if tid == pid && leader_gone {
                 return None;
             }
-            let cpus = field("Cpus_allowed_list:")?.parse().ok()?;
-            Some((tid, field("Name:").unwrap_or_default(), cpus))
+            Some((tid, affinity::thread_affinity(tid).ok()?))
         })
         .collect();
     out.sort_by_key(|t| t.0);
     out
+}
+
+/// The state letter of `/proc/PID/stat` (`R`, `S`, `Z`...).
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// A thread's name (`comm`), read only for threads a report names.
+fn thread_name(pid: u32, tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+        .map(|n| n.trim_end().to_string())
+        .unwrap_or_default()
 }
 
 impl Row {

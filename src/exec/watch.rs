@@ -145,6 +145,9 @@ pub struct Watch {
     /// Changes by kind, for the summary.
     counts: BTreeMap<&'static str, usize>,
     pub rounds: u64,
+    /// The longest time between two readings of the ranks' memory, when reading it had to be
+    /// spaced out further than the interval.
+    pub pages_every: Option<Duration>,
 }
 
 impl Watch {
@@ -251,8 +254,15 @@ impl Watch {
             true => "no change".to_string(),
             false => parts.join(", "),
         };
+        let spaced = match self.pages_every {
+            Some(gap) => format!(
+                " (memory re-read up to {:.1} s apart, to keep numa_maps under 1% of a CPU)",
+                gap.as_secs_f64()
+            ),
+            None => String::new(),
+        };
         format!(
-            "watch: {}; {what}",
+            "watch: {}{spaced}; {what}",
             plural(self.rounds as usize, "reading", "readings")
         )
     }
@@ -337,6 +347,8 @@ pub fn run(
     let mut watch = Watch::default();
     let mut table_changes = watch.step(first);
     let mut last = false;
+    let mut pages = PageSchedule::new(opts.interval);
+    let mut round = start;
     loop {
         repin(&mut table_changes, opts);
         watch.record(&table_changes);
@@ -348,11 +360,65 @@ pub fn run(
         if done || last {
             break;
         }
-        // Asked to stop (the job ended): one last reading, for the exits.
-        last = !pause(opts.interval, stop);
-        table_changes = watch.step(&verify::check(plan, pids, min_local));
+        // Every interval from the start of the last reading; asked to stop (the job ended):
+        // one last reading, for the exits.
+        last = !pause(opts.interval.saturating_sub(round.elapsed()), stop);
+        let began = Instant::now();
+        round = began;
+        let read = pages.due(began);
+        let table = verify::check_with(plan, pids, min_local, read);
+        pages.read(read, began);
+        table_changes = watch.step(&table);
     }
+    watch.pages_every = pages.longest_gap;
     watch
+}
+
+/// When a watch reads `numa_maps` again: every interval, unless reading it costs more than
+/// 1% of one CPU at that pace (64 ranks with thousands of mappings take a quarter of a second
+/// each time); then as often as that budget allows.
+struct PageSchedule {
+    interval: Duration,
+    next: Instant,
+    last: Instant,
+    /// The longest time between two readings of the pages, once longer than the interval.
+    longest_gap: Option<Duration>,
+}
+
+/// Reading pages may take 1/100 of one CPU (1%).
+const PAGES_BUDGET: u32 = 100;
+
+impl PageSchedule {
+    fn new(interval: Duration) -> PageSchedule {
+        let now = Instant::now();
+        PageSchedule {
+            interval,
+            next: now,
+            last: now,
+            longest_gap: None,
+        }
+    }
+
+    fn due(&self, now: Instant) -> verify::Pages {
+        match now >= self.next {
+            true => verify::Pages::Read,
+            false => verify::Pages::Skip,
+        }
+    }
+
+    /// After a reading that began at `began`: when the next may read pages.
+    fn read(&mut self, pages: verify::Pages, began: Instant) {
+        if pages == verify::Pages::Skip {
+            return;
+        }
+        let cost = began.elapsed();
+        let gap = began - self.last;
+        if gap > self.interval + self.interval / 2 {
+            self.longest_gap = Some(self.longest_gap.map_or(gap, |g| g.max(gap)));
+        }
+        self.last = began;
+        self.next = began + cost * PAGES_BUDGET;
+    }
 }
 
 /// Sleeps `interval` in short steps; false when `stop()` asked to end meanwhile.
@@ -473,6 +539,30 @@ mod tests {
             w.summary(),
             "watch: 5 readings; 1 thread left its rank's CPUs, 1 rank was short of local memory, 1 rank exited"
         );
+    }
+
+    #[test]
+    fn costly_pages_are_read_less_often() {
+        let interval = Duration::from_millis(200);
+        let mut pages = PageSchedule::new(interval);
+        let now = Instant::now();
+        // A reading that took 10 ms: the next may read pages 1 s later (1% of a CPU).
+        let began = now - Duration::from_millis(10);
+        pages.read(verify::Pages::Read, began);
+        assert_eq!(
+            pages.due(began + Duration::from_millis(500)),
+            verify::Pages::Skip
+        );
+        assert_eq!(
+            pages.due(began + Duration::from_millis(1100)),
+            verify::Pages::Read
+        );
+        // A cheap reading: every interval, and no gap worth a word in the summary.
+        let mut cheap = PageSchedule::new(interval);
+        let began = Instant::now();
+        cheap.read(verify::Pages::Read, began);
+        assert_eq!(cheap.due(began + interval), verify::Pages::Read);
+        assert_eq!(cheap.longest_gap, None);
     }
 
     #[test]
