@@ -228,8 +228,12 @@ fn exec(e: &ExecError) -> Diagnostic {
             .help("the rank's own output above says why"),
         ExecError::Interrupted { .. } => Diagnostic::error(E0415_INTERRUPTED, message)
             .note("the signal was forwarded to every rank's process group"),
-        ExecError::NoProcesses { .. } => Diagnostic::error(E0417_NO_PROCESSES, message)
-            .help("`--match` looks for NAME in the processes' command lines; `--pids` names them"),
+        ExecError::NoProcesses { skipped, .. } => skipped
+            .iter()
+            .fold(Diagnostic::error(E0417_NO_PROCESSES, message), |d, line| {
+                d.note(line.trim_end().to_string())
+            })
+            .help("`--match` looks for NAME in the command lines of processes that say which local rank they are (NUMAPLAN_LOCAL_RANK, set by exec and bind, or a launcher's variable); `--pids` names them"),
         ExecError::Verify { .. } => Diagnostic::error(E0416_VERIFY, message)
             .help("the table above shows planned and actual bindings per rank"),
         ExecError::NoLocalRank { looked } => Diagnostic::error(E0419_LOCAL_RANK, message)

@@ -396,3 +396,136 @@ fn watch_options_are_checked() {
         assert!(run.stderr.contains(why), "{args:?}: {}", run.stderr);
     }
 }
+
+/// `verify --match` under the real MPICH: `mpiexec.mpich` and its proxy hold the marker in their
+/// command lines too, but say no local rank, so they are skipped with a reason and the two ranks
+/// (bound by `numaplan bind`, which sets NUMAPLAN_LOCAL_RANK) are found, each once.
+#[test]
+fn match_skips_the_launcher_under_mpich() {
+    if !needs_two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 2\nmemory: {policy: bind}\n",
+    )
+    .unwrap();
+    common::numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
+    let marker = format!("numaplan-match-{}", std::process::id());
+    let mut mpi = Command::new("mpiexec.mpich")
+        .args([
+            "-bind-to",
+            "none",
+            "-n",
+            "2",
+            env!("CARGO_BIN_EXE_numaplan"),
+            "bind",
+            "plan.yaml",
+        ])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "touch $OUT/up-$MPI_LOCALRANKID; sleep 30 & wait",
+        ])
+        .arg(&marker)
+        .current_dir(dir.path())
+        .env("OUT", dir.path())
+        .env_remove("LOCAL_RANK")
+        .env_remove("SLURM_LOCALID")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(dir.path().join("up-0").exists() && dir.path().join("up-1").exists()) {
+        assert!(Instant::now() < deadline, "MPICH did not start both ranks");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let run = common::numaplan_in(dir.path(), &["verify", "plan.yaml", "--match", &marker]);
+    let json = common::numaplan_in(
+        dir.path(),
+        &[
+            "verify",
+            "plan.yaml",
+            "--match",
+            &marker,
+            "--format",
+            "json",
+        ],
+    );
+    let _ = Command::new("pkill").args(["-f", &marker]).status();
+    let _ = mpi.wait();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let skipped: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("skipped process "))
+        .collect();
+    assert!(
+        skipped.iter().any(|l| l.contains("(mpiexec.mpich -bind-to none")
+            && l.ends_with("it says no local rank (no NUMAPLAN_LOCAL_RANK or launcher variable): a launcher or a helper")),
+        "{}",
+        run.stdout
+    );
+    let report: Value = serde_json::from_str(&json.stdout).unwrap();
+    let ranks: Vec<u64> = report["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ranks, [0, 1], "{report}");
+    assert_eq!(report["missing"], serde_json::json!([]));
+    assert!(
+        !report["skipped"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
+}
+
+/// Two processes that both claim local rank 0 are flagged, and the rank nobody claims is
+/// missing: both are mismatches.
+#[test]
+fn match_flags_duplicate_and_missing_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 2\n",
+    )
+    .unwrap();
+    let marker = format!("numaplan-twice-{}", std::process::id());
+    let start = || {
+        Command::new("sh")
+            .args(["-c", "sleep 30 & wait", &marker])
+            .env("NUMAPLAN_LOCAL_RANK", "0")
+            .spawn()
+            .unwrap()
+    };
+    let (mut a, mut b) = (start(), start());
+    std::thread::sleep(Duration::from_millis(100));
+    let run = common::numaplan_in(dir.path(), &["verify", "job.yaml", "--match", &marker]);
+    for c in [&mut a, &mut b] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let claim = format!(
+        "processes {}, {} all claim local rank 0",
+        a.id().min(b.id()),
+        a.id().max(b.id())
+    );
+    assert_eq!(run.stdout.matches(&claim).count(), 2, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("1  MISMATCH: no process claims local rank 1"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr
+            .starts_with("error[E0416]: 3 rank(s) are not bound as planned"),
+        "{}",
+        run.stderr
+    );
+}

@@ -17,6 +17,7 @@ use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
 use crate::error::Error;
 use crate::exec::counters::{self, Counted, Unavailable};
+use crate::exec::matching::{self, Candidate, Found};
 use crate::exec::{
     self, ExecError, ExecOptions, Force, NodePlace, OutputMode, hostlist, launcher, verify, watch,
 };
@@ -87,39 +88,48 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         &[],
     )?
     .plan;
-    let pids: Vec<u32> = match &args.match_name {
-        Some(name) => find_processes(name),
-        None => args.pids.clone(),
+    let found = match &args.match_name {
+        Some(name) => matching::select(&find_processes(name), plan.ranks_per_node),
+        None => given_pids(&args.pids),
     };
-    let mut ranked: Vec<(u32, u32)> = pids
-        .iter()
-        .enumerate()
-        .map(|(i, &pid)| (local_rank_of(pid).unwrap_or(i as u32), pid))
-        .collect();
-    ranked.sort();
+    let ranked = found.ranks.clone();
     if ranked.is_empty() {
         let pattern = args.match_name.clone().unwrap_or_default();
-        return Err(ExecError::NoProcesses { pattern }.into());
+        return Err(ExecError::NoProcesses {
+            pattern,
+            skipped: skipped_lines(&found),
+        }
+        .into());
     }
     let min_local = args.watch.min_local;
-    let table = verify::check(&plan, &ranked, min_local);
+    let mut table = verify::check(&plan, &ranked, min_local);
+    for (rank, pids) in &found.duplicates {
+        table.claimed_twice(*rank, pids);
+    }
+    table.missing = found.missing.clone();
     let counted = args.counters.map(|seconds| Counted {
         seconds,
         counts: counters::count(&ranked, Duration::from_secs_f64(seconds)),
     });
     let watching = args.watch.watch || args.watch.repin;
     let text = match args.format {
-        ReportFormat::Text => table.render() + &counters_text(&table, counted.as_ref()),
+        ReportFormat::Text => {
+            skipped_lines(&found).join("")
+                + &table.render()
+                + &counters_text(&table, counted.as_ref())
+        }
         // JSON Lines under --watch: the report on one line, the events after it.
         ReportFormat::Json if watching => {
-            serde_json::to_string(&VerifyReport::new(&table, counted.as_ref()))
+            serde_json::to_string(&VerifyReport::new(&table, &found, counted.as_ref()))
                 .expect("invariant: reports serialize")
                 + "\n"
         }
-        ReportFormat::Json => json(&VerifyReport::new(&table, counted.as_ref())),
+        ReportFormat::Json => json(&VerifyReport::new(&table, &found, counted.as_ref())),
     };
     emit(stdout, None, &text)?;
     let mut mismatched: BTreeSet<u32> = table.mismatched_pids().collect();
+    // A rank no process was found for counts once each (no pid to name it by).
+    let missing = table.missing.len();
     if watching {
         // Without --watch, --repin puts back what this one reading found.
         let mut opts = watch_options(&args.watch);
@@ -143,7 +153,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         emit(stdout, None, &summary)?;
         mismatched.extend(seen.troubled_pids());
     }
-    match mismatched.len() {
+    match mismatched.len() + missing {
         0 => Ok(()),
         mismatches => Err(ExecError::Verify { mismatches }.into()),
     }
@@ -297,6 +307,10 @@ pub(crate) struct VerifyReport {
     ok: bool,
     mismatches: usize,
     ranks: Vec<VerifyRank>,
+    /// `--match`: local ranks of the plan that no process claims (each a mismatch).
+    missing: Vec<u32>,
+    /// `--match`: processes whose command line matched but that are no rank, and why.
+    skipped: Vec<SkippedProcess>,
     /// `--counters`: what the node-load counters showed, or why there are none.
     #[serde(skip_serializing_if = "Option::is_none")]
     counters: Option<CountersReport>,
@@ -331,6 +345,14 @@ struct VerifyRank {
 }
 
 #[derive(Serialize, JsonSchema)]
+struct SkippedProcess {
+    pid: u32,
+    /// Its command line, shortened.
+    command: String,
+    why: String,
+}
+
+#[derive(Serialize, JsonSchema)]
 struct CountersReport {
     seconds: f64,
     /// Why the machine offers no counters (then `ranks` is empty).
@@ -349,7 +371,7 @@ struct CountedRank {
 }
 
 impl VerifyReport {
-    fn new(table: &verify::Table, counted: Option<&Counted>) -> VerifyReport {
+    fn new(table: &verify::Table, found: &Found, counted: Option<&Counted>) -> VerifyReport {
         let counters = counted.map(|Counted { seconds, counts }| CountersReport {
             seconds: *seconds,
             unavailable: counts.as_ref().err().map(|u| u.0.clone()),
@@ -401,6 +423,16 @@ impl VerifyReport {
                     min_local: r.min_local,
                     problems: r.problems.clone(),
                     exited: r.exited.clone(),
+                })
+                .collect(),
+            missing: table.missing.clone(),
+            skipped: found
+                .skipped
+                .iter()
+                .map(|(pid, command, why)| SkippedProcess {
+                    pid: *pid,
+                    command: command.clone(),
+                    why: why.clone(),
                 })
                 .collect(),
             counters,
@@ -559,8 +591,24 @@ impl WatchEvent {
     }
 }
 
-/// `LOCAL_RANK` from a process's environment.
-fn local_rank_of(pid: u32) -> Option<u32> {
+/// `--pids`: each process the local rank it claims, else its place in the list; two that claim
+/// one rank are flagged as under `--match`.
+fn given_pids(pids: &[u32]) -> Found {
+    let mut found = Found::default();
+    let mut claims: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for (i, &pid) in pids.iter().enumerate() {
+        let rank = claim_of(pid).map_or(i as u32, |(rank, _)| rank);
+        claims.entry(rank).or_default().push(pid);
+        found.ranks.push((rank, pid));
+    }
+    found.ranks.sort();
+    found.duplicates = claims.into_iter().filter(|(_, p)| p.len() > 1).collect();
+    found
+}
+
+/// The local rank a process claims and the variable that says so: `NUMAPLAN_LOCAL_RANK`
+/// (set by exec and bind), else the first launcher variable `bind` reads.
+fn claim_of(pid: u32) -> Option<(u32, String)> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     let vars: BTreeMap<&[u8], &[u8]> = environ
         .split(|&b| b == 0)
@@ -569,15 +617,30 @@ fn local_rank_of(pid: u32) -> Option<u32> {
             Some((&kv[..eq], &kv[eq + 1..]))
         })
         .collect();
-    std::str::from_utf8(vars.get(&b"LOCAL_RANK"[..])?)
-        .ok()?
-        .parse()
-        .ok()
+    std::iter::once(matching::OWN_VARIABLE)
+        .chain(launcher::local_rank_variables())
+        .find_map(|var| {
+            let rank = std::str::from_utf8(vars.get(var.as_bytes())?)
+                .ok()?
+                .parse()
+                .ok()?;
+            Some((rank, var.to_string()))
+        })
+}
+
+/// `skipped process 4711 (mpiexec -n 2 ...): why`, one line each.
+fn skipped_lines(found: &Found) -> Vec<String> {
+    found
+        .skipped
+        .iter()
+        .map(|(pid, command, why)| format!("skipped process {pid} ({command}): {why}\n"))
+        .collect()
 }
 
 /// Processes whose command line contains `name`, other than numaplan's own (this `verify`, an
-/// `exec` supervisor whose arguments name the program): those are not ranks.
-fn find_processes(name: &str) -> Vec<u32> {
+/// `exec` supervisor whose arguments name the program): those are not ranks. Each with its
+/// parent, its command line (shortened) and the local rank it claims.
+fn find_processes(name: &str) -> Vec<Candidate> {
     let numaplan = std::fs::read_link("/proc/self/exe").ok();
     let is_numaplan = |pid: u32| {
         numaplan.is_some() && std::fs::read_link(format!("/proc/{pid}/exe")).ok() == numaplan
@@ -585,16 +648,41 @@ fn find_processes(name: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let mut pids: Vec<u32> = entries
+    let mut found: Vec<Candidate> = entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .filter(|&pid: &u32| !is_numaplan(pid))
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
-                let c: Vec<u8> = c.iter().map(|&b| if b == 0 { b' ' } else { b }).collect();
-                String::from_utf8_lossy(&c).contains(name)
+        .filter_map(|pid| {
+            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let command: String = String::from_utf8_lossy(&raw)
+                .trim_end_matches('\0')
+                .replace('\0', " ");
+            if !command.contains(name) {
+                return None;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some(Candidate {
+                pid,
+                ppid,
+                command: shorten(&command),
+                claim: claim_of(pid),
             })
         })
         .collect();
-    pids.sort();
-    pids
+    found.sort_by_key(|c| c.pid);
+    found
+}
+
+/// A command line cut to 60 characters for a message.
+fn shorten(command: &str) -> String {
+    match command.char_indices().nth(60) {
+        Some((at, _)) => format!("{}...", &command[..at]),
+        None => command.to_string(),
+    }
 }

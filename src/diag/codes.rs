@@ -343,9 +343,12 @@ pub const ALL: &[(Code, &str)] = &[
     (
         E0416_VERIFY,
         "`--verify` or `numaplan verify` found live ranks whose real CPUs (of any thread) or \
-         memory policy, read from /proc, differ from the plan. A thread may narrow its CPUs \
-         within the rank's set (NCCL and OpenMP runtimes do); CPUs outside the set are a \
-         mismatch. A rank that already exited successfully is reported, not counted.",
+         memory policy, read from /proc, differ from the plan, or whose memory is less than \
+         `--min-local` on its planned nodes (90% under `memory.policy: bind`). A thread may \
+         narrow its CPUs within the rank's set (NCCL and OpenMP runtimes do); CPUs outside the \
+         set are a mismatch. With `--watch`, a rank counts if it was off its plan at any \
+         reading, except for threads `--repin` put back. A rank that already exited \
+         successfully is reported, not counted.",
     ),
     (
         E0417_NO_PROCESSES,

@@ -45,7 +45,11 @@ pub enum ExecError {
     #[error("numaplan received {}; the ranks were stopped", crate::exec::affinity::signal_name(*signal))]
     Interrupted { signal: i32 },
     #[error("no running process matches `{pattern}`")]
-    NoProcesses { pattern: String },
+    NoProcesses {
+        pattern: String,
+        /// The processes that matched but are no rank, one line each, and why.
+        skipped: Vec<String>,
+    },
     #[error("{mismatches} rank(s) are not bound as planned")]
     Verify { mismatches: usize },
     #[error("no launcher variable says which local rank this process is")]

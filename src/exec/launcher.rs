@@ -344,6 +344,8 @@ pub fn rank_environment(
         ("MASTER_PORT", None),
     ]);
     let mut out = BTreeMap::new();
+    // Which rank it is, for `verify --match` and a nested `numaplan bind`.
+    out.insert(NUMAPLAN_LOCAL_RANK.to_string(), rank.local_rank.to_string());
     for (k, v) in &rank.env {
         let keeps_own = local.by_gpu && VISIBILITY.contains(&k.as_str());
         if !NUMBERING.contains(&k.as_str()) && !keeps_own {

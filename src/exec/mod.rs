@@ -7,6 +7,7 @@ pub mod counters;
 pub mod error;
 pub mod hostlist;
 pub mod launcher;
+pub mod matching;
 pub mod numa_maps;
 pub mod process;
 pub mod relay;
@@ -98,6 +99,8 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
         .iter()
         .map(|r| {
             let mut env = r.env.clone();
+            // Which rank it is, for `verify --match` and a nested `numaplan bind`.
+            env.insert(matching::OWN_VARIABLE.into(), r.local_rank.to_string());
             let node = opts.place.node_rank;
             let rank = node * plan.ranks_per_node + r.local_rank;
             if plan.nodes > 1 {

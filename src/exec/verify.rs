@@ -14,6 +14,8 @@ use crate::spec::MemPolicy;
 
 pub struct Table {
     pub rows: Vec<Row>,
+    /// Local ranks of the plan that no process was found for (`verify --match`).
+    pub missing: Vec<u32>,
 }
 
 pub struct Row {
@@ -125,7 +127,10 @@ pub fn check_with(
             row
         })
         .collect();
-    Table { rows }
+    Table {
+        rows,
+        missing: Vec::new(),
+    }
 }
 
 /// The rank's threads against its planned CPUs (and its places, when it has any).
@@ -294,11 +299,25 @@ impl Row {
 
 impl Table {
     pub fn ok(&self) -> bool {
-        !self.rows.iter().any(Row::mismatch)
+        self.mismatches() == 0
     }
 
+    /// Ranks that differ from the plan, or that no process was found for.
     pub fn mismatches(&self) -> usize {
-        self.rows.iter().filter(|r| r.mismatch()).count()
+        self.rows.iter().filter(|r| r.mismatch()).count() + self.missing.len()
+    }
+
+    /// Flags every row of a rank that several processes claim.
+    pub fn claimed_twice(&mut self, rank: u32, pids: &[u32]) {
+        let list = pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        for row in self.rows.iter_mut().filter(|r| r.rank == rank) {
+            row.problems
+                .push(format!("processes {list} all claim local rank {rank}"));
+        }
     }
 
     /// The pids of the ranks that differ from the plan.
@@ -383,6 +402,11 @@ impl Table {
         let mut out = line(&header.map(String::from));
         for c in &cells {
             out.push_str(&line(c));
+        }
+        for rank in &self.missing {
+            out.push_str(&format!(
+                "{rank}  MISMATCH: no process claims local rank {rank}\n"
+            ));
         }
         let memory: Vec<String> = self.rows.iter().filter_map(Row::memory_line).collect();
         if !memory.is_empty() {

@@ -492,7 +492,10 @@ mod tests {
     }
 
     fn table(rows: Vec<Row>) -> Table {
-        Table { rows }
+        Table {
+            rows,
+            missing: Vec::new(),
+        }
     }
 
     fn lines(changes: &[Change]) -> Vec<String> {
