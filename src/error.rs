@@ -517,6 +517,7 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         ResolveErrorKind::PreferredManyNodes { .. } => E0210_PREFERRED_MANY_NODES,
         ResolveErrorKind::UnplacedGpu { .. } => E0211_UNPLACED_GPU,
         ResolveErrorKind::VisibleDevices { .. } => E0212_VISIBLE_DEVICES,
+        ResolveErrorKind::NoGpus { .. } => E0201_NOT_ENOUGH_GPUS,
         ResolveErrorKind::UnknownLocality { .. } => E0213_UNKNOWN_LOCALITY,
         ResolveErrorKind::TooManyRanks { .. } => E0215_TOO_MANY_RANKS,
         ResolveErrorKind::HelpersTakeAllCores { .. } => E0216_HELPERS_TAKE_ALL,

@@ -196,3 +196,52 @@ fn failed_compile_leaves_the_previous_plan() {
     );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+/// On a machine where discovery finds no GPU (this CI runner, a login node, a container without
+/// the devices), a spec that asks for GPUs outright fails and says why none were found; one
+/// that does not (no `gpus:`) still compiles CPU-only ranks.
+#[test]
+fn gpus_asked_for_on_a_machine_without_any() {
+    let topo: serde_json::Value =
+        serde_json::from_str(&common::numaplan(&["topo", "--format", "json"]).ok()).unwrap();
+    if topo["gpus"].as_array().is_some_and(|g| !g.is_empty()) {
+        eprintln!("skipped: this machine has GPUs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (spec, asked) in [
+        ("gpus: all\n", "`gpus: all` asks for GPUs"),
+        ("gpus: visible\n", "`gpus: visible` asks for GPUs"),
+        (
+            "ranks_per_node: 1\ngpus_per_rank: 1\n",
+            "`gpus_per_rank: 1` asks for GPUs",
+        ),
+    ] {
+        std::fs::write(dir.path().join("job.yaml"), spec).unwrap();
+        let run = common::numaplan_in(dir.path(), &["compile", "job.yaml"]);
+        assert_eq!(run.code, 1, "{spec}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with(&format!("error[E0201]: {asked}")),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(
+                "was discovered with hwloc on this machine: hwloc found no GPU on its PCI bus"
+            ),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("write `gpus: none` for CPU-only ranks"),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stdout.is_empty(), "no plan: {}", run.stdout);
+    }
+    std::fs::write(dir.path().join("job.yaml"), "ranks_per_node: 1\n").unwrap();
+    let run = common::numaplan_in(dir.path(), &["compile", "job.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = common::numaplan_in(dir.path(), &["compile", "job.yaml", "--set", "gpus=none"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}

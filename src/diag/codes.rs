@@ -108,7 +108,9 @@ pub const ALL: &[(Code, &str)] = &[
         E0201_NOT_ENOUGH_GPUS,
         "The ranks need more GPUs than are selected: ranks_per_node x gpus_per_rank exceeds the \
          GPUs that `gpus:` selects on this topology, or `gpus: N` asks for more GPUs than the \
-         topology has.",
+         topology has, or the spec asks for GPUs outright (`gpus: all`, `gpus: visible`, \
+         `gpus_per_rank`) and the machine has none: then the note says why discovery found \
+         none; `gpus: none` (or no `gpus:` key) plans CPU-only ranks.",
     ),
     (
         E0202_UNKNOWN_GPU,

@@ -70,6 +70,9 @@ pub enum ResolveErrorKind {
     /// `detail` starts with the setting: `CUDA_VISIBLE_DEVICES=9: there is no GPU 9`.
     #[error("{detail}")]
     VisibleDevices { detail: String },
+    /// `asked`: `gpus: all`, `gpus: visible`, `gpus_per_rank: 2`.
+    #[error("`{asked}` asks for GPUs, and topology `{topology}` has none")]
+    NoGpus { asked: Box<str>, topology: Box<str> },
 }
 
 impl ResolveError {

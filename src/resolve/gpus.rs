@@ -11,6 +11,9 @@ use crate::topology::model::Gpu;
 /// The selected GPUs, in the order ranks take them.
 pub fn select_gpus<'t>(spec: &Spec, topo: &'t Topology) -> Result<Vec<&'t Gpu>, ResolveError> {
     let all: Vec<&Gpu> = topo.gpus().iter().collect();
+    if let (Some(key), true) = (spec.gpus_asked, all.is_empty()) {
+        return Err(no_gpus(spec, key, topo));
+    }
     Ok(match &spec.gpus {
         GpuChoice::All | GpuChoice::Visible(None) => all,
         GpuChoice::None => Vec::new(),
@@ -52,6 +55,46 @@ pub fn select_gpus<'t>(spec: &Spec, topo: &'t Topology) -> Result<Vec<&'t Gpu>, 
             out
         }
     })
+}
+
+/// A spec that asks for GPUs outright on a machine without any: an error that says why none
+/// were found, never a CPU-only plan made in silence (a login node, a CI runner, a container
+/// without the devices).
+fn no_gpus(spec: &Spec, key: &'static str, topo: &Topology) -> ResolveError {
+    let asked = match key {
+        "gpus_per_rank" => format!("gpus_per_rank: {}", spec.gpus_per_rank),
+        _ => match spec.gpus {
+            GpuChoice::Visible(_) => "gpus: visible".to_string(),
+            _ => "gpus: all".to_string(),
+        },
+    };
+    let why = match topo.provenance().starts_with("discovered") {
+        true => format!(
+            "`{}` was {}: hwloc found no GPU on its PCI bus (no NVIDIA, AMD or Intel compute \
+             device; a container must be given the host's devices and /sys/bus/pci)",
+            topo.name(),
+            topo.provenance()
+        ),
+        false => format!("the topology file of `{}` lists no GPU", topo.name()),
+    };
+    let mut error = ResolveError::new(
+        ResolveErrorKind::NoGpus {
+            asked: asked.into(),
+            topology: topo.name().into(),
+        },
+        key,
+        "write `gpus: none` for CPU-only ranks, or compile against the GPU machine's topology \
+         file (`--topology FILE`)",
+    )
+    .note(why);
+    for left_out in topo
+        .notes()
+        .iter()
+        .filter(|n| n.contains("not counted as a GPU"))
+    {
+        error = error.note(left_out.clone());
+    }
+    error
 }
 
 /// The plan's note about `gpus: visible`, when a variable chose the GPUs.

@@ -23,6 +23,9 @@ pub struct Spec {
     pub nodes: u32,
     pub ranks_per_node: Option<u32>,
     pub gpus: GpuChoice,
+    /// The key with which the spec asked for GPUs outright (`gpus: all`, `gpus: visible`,
+    /// `gpus_per_rank`), where it did: then finding none is an error, not a CPU-only plan.
+    pub gpus_asked: Option<&'static str>,
     pub gpus_per_rank: u32,
     pub visible: Visibility,
     pub cpu: CpuSpec,

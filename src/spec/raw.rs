@@ -38,7 +38,8 @@ pub struct JobSpec {
     #[schemars(range(min = 1))]
     pub ranks_per_node: Option<u32>,
     /// Which GPUs to use: `all` (default), `none` (CPU-only ranks), a count, or a list of
-    /// indices.
+    /// indices. Written out, `all` and `visible` require GPUs: on a machine without any they
+    /// are an error, where the default plans CPU-only ranks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "all"))]
     pub gpus: Option<GpuSelection>,

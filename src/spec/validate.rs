@@ -50,6 +50,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         topology: raw.topology.clone(),
         nodes: counts.nodes,
         ranks_per_node: raw.ranks_per_node,
+        gpus_asked: gpus_asked(raw),
         gpus,
         gpus_per_rank: counts.gpus_per_rank,
         visible: match raw.gpu.as_ref().and_then(|g| g.visible) {
@@ -171,6 +172,17 @@ fn counts(raw: &JobSpec, p: &mut Problems) -> Counts {
     Counts {
         nodes,
         gpus_per_rank,
+    }
+}
+
+/// The key that asks for GPUs outright: `gpus: all` or `gpus: visible` written out, or
+/// `gpus_per_rank` (a count or a list asks for its own GPUs, and fails on its own).
+fn gpus_asked(raw: &JobSpec) -> Option<&'static str> {
+    use raw::{GpuKeyword, GpuSelection};
+    match &raw.gpus {
+        Some(GpuSelection::Keyword(GpuKeyword::All | GpuKeyword::Visible)) => Some("gpus"),
+        Some(GpuSelection::Keyword(GpuKeyword::None)) | Some(GpuSelection::Count(0)) => None,
+        _ => raw.gpus_per_rank.map(|_| "gpus_per_rank"),
     }
 }
 
