@@ -530,6 +530,7 @@ fn options_a_policy_ignores_are_warnings() {
         [
             "cpu.smt is ignored by policy node (`torchrun --numa-binding=node` has no such setting); use policy auto, which honours it",
             "cpu.reserve_per_l3 is ignored by policy node (PyTorch's node has no reserved cores); use policy auto, which honours it",
+            "ranks 0-7 share their CPUs, 2 ranks to 16 cores: OMP_NUM_THREADS is 8 in each, their fair share rather than one per core (set `env: {OMP_NUM_THREADS: N}` to choose)",
         ]
     );
     let p = plan(&t, "cpu: {policy: unique-contiguous, reserve_cores: 1}");
@@ -540,7 +541,12 @@ fn options_a_policy_ignores_are_warnings() {
         ]
     );
     let p = plan(&t, "cpu: {policy: all, balanced: false}");
-    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    let ignored: Vec<&String> = p
+        .warnings
+        .iter()
+        .filter(|w| w.contains(" is ignored "))
+        .collect();
+    assert_eq!(ignored.len(), 1, "{:?}", p.warnings);
     // `auto` uses every option: no warning.
     let p = plan(
         &t,
@@ -643,5 +649,44 @@ fn cpu_only_ranks_spanning_nodes_keep_the_default_memory_policy() {
     assert_eq!(
         e.to_string(),
         "`preferred` memory takes one node, but 2 are listed"
+    );
+}
+
+/// Ranks that share CPUs get their fair share of threads (cores / ranks sharing them, at least
+/// 1), as torchrun sets 1 when it oversubscribes, and the plan says so; ranks of their own keep
+/// one thread per core, and `env: {OMP_NUM_THREADS}` still wins.
+#[test]
+fn ranks_sharing_cores_get_their_fair_share_of_threads() {
+    let t = machine("nvidia-dgx-a100");
+    let threads = |p: &numaplan::plan::Plan| -> Vec<String> {
+        p.ranks
+            .iter()
+            .map(|r| r.env["OMP_NUM_THREADS"].clone())
+            .collect()
+    };
+    let shared = |p: &numaplan::plan::Plan| {
+        p.warnings
+            .iter()
+            .filter(|w| w.contains("fair share"))
+            .count()
+    };
+    // node: two ranks on each node's 16 cores.
+    let node = plan(&t, "cpu: {policy: node}");
+    assert_eq!(threads(&node), vec!["8"; 8]);
+    assert_eq!(shared(&node), 1, "{:?}", node.warnings);
+    // exclusive: 8 cores each, nothing shared.
+    let exclusive = plan(&t, "cpu: {policy: exclusive}");
+    assert_eq!(threads(&exclusive), vec!["8"; 8]);
+    assert_eq!(shared(&exclusive), 0, "{:?}", exclusive.warnings);
+    // The user's own count wins, and then there is nothing to say.
+    let own = plan(&t, "cpu: {policy: node}\nenv: {OMP_NUM_THREADS: '16'}");
+    assert_eq!(threads(&own), vec!["16"; 8]);
+    assert_eq!(shared(&own), 0, "{:?}", own.warnings);
+    // More ranks than cores: at least one thread each.
+    let many = plan(&t, "gpus: none\nranks_per_node: 300\ncpu: {policy: node}");
+    assert!(
+        threads(&many).iter().all(|n| n == "1"),
+        "{:?}",
+        threads(&many)
     );
 }

@@ -24,11 +24,14 @@ pub struct Inside {
     pub env: Vec<(&'static str, String)>,
 }
 
+/// `sharers`: how many ranks (this one included) may run on some of its CPUs, for its fair
+/// share of threads.
 pub fn inside(
     spec: &Spec,
     topo: &Topology,
     local_rank: u32,
     cpus: &CpuSet,
+    sharers: u32,
 ) -> Result<Inside, ResolveError> {
     let helpers = helper_pool(topo, local_rank, cpus, spec.cpu.helpers)?;
     let compute = cpus.difference(&helpers);
@@ -39,7 +42,10 @@ pub fn inside(
         env.push(("NUMAPLAN_COMPUTE_CPUS", compute.to_string()));
     }
     let Some(omp) = spec.openmp else {
-        env.push(("OMP_NUM_THREADS", compute_cores.to_string()));
+        env.push((
+            "OMP_NUM_THREADS",
+            fair_share(compute_cores, sharers).to_string(),
+        ));
         return Ok(Inside {
             helpers,
             openmp: None,
@@ -143,6 +149,12 @@ fn places(topo: &Topology, compute: &CpuSet, kind: Places) -> Vec<CpuSet> {
 }
 
 /// Step 3: the number of OpenMP threads.
+/// Step 3 without `openmp:`: one thread per compute core, divided among the ranks that share
+/// the cores (at least 1), as torchrun sets 1 when it oversubscribes the machine.
+pub fn fair_share(compute_cores: u32, sharers: u32) -> u32 {
+    (compute_cores / sharers.max(1)).max(1)
+}
+
 fn thread_count(threads: Threads, compute_cores: u32, compute_cpus: u32) -> u32 {
     match threads {
         Threads::Count(n) | Threads::FromEnv(n) => n,

@@ -41,11 +41,14 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     every_rank_has_cpus(&units, &placements)?;
     let memory = memory::memory_bindings(spec, topo, &placements, &mut warnings)?;
     let chosen = choose_nics(spec, &ctx, &units, &placements);
+    let sharers = sharers(&placements);
     let insides = units
         .iter()
         .zip(&placements)
-        .map(|(u, p)| inside::inside(spec, topo, u.local_rank, &p.cpus))
+        .zip(&sharers)
+        .map(|((u, p), &n)| inside::inside(spec, topo, u.local_rank, &p.cpus, n))
         .collect::<Result<Vec<_>, _>>()?;
+    warnings.extend(shared_threads(spec, topo, &placements, &sharers, &insides));
     let rpn = units.len() as u32;
     let ranks: Vec<RankBinding> = units
         .iter()
@@ -74,6 +77,63 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         port: spec.port,
         slurm: spec.slurm.clone(),
     })
+}
+
+/// For each rank, how many ranks (itself included) may run on some of its CPUs.
+fn sharers(placements: &[Placement]) -> Vec<u32> {
+    placements
+        .iter()
+        .map(|p| {
+            placements
+                .iter()
+                .filter(|q| !q.cpus.intersection(&p.cpus).is_empty())
+                .count() as u32
+        })
+        .collect()
+}
+
+/// The plan's word on ranks that share CPUs and so got a fair share of threads each
+/// (`OMP_NUM_THREADS`, where numaplan sets it: not under `openmp:`, nor when `env:` sets it):
+/// one line per kind of sharing, `ranks 0-7 share their CPUs, 2 ranks to 16 cores: ...`.
+fn shared_threads(
+    spec: &Spec,
+    topo: &Topology,
+    placements: &[Placement],
+    sharers: &[u32],
+    insides: &[inside::Inside],
+) -> Vec<String> {
+    if spec.openmp.is_some() || spec.env.contains_key("OMP_NUM_THREADS") {
+        return Vec::new();
+    }
+    // (ranks sharing, cores, threads) -> ranks
+    let mut kinds: std::collections::BTreeMap<(u32, usize, String), CpuSet> = Default::default();
+    for (i, p) in placements
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| sharers[*i] > 1)
+    {
+        let threads = insides[i]
+            .env
+            .iter()
+            .find(|(k, _)| *k == "OMP_NUM_THREADS")
+            .map_or_else(String::new, |(_, v)| v.clone());
+        let cores = topo.cores_touching(&p.cpus).len();
+        kinds
+            .entry((sharers[i], cores, threads))
+            .or_default()
+            .insert(i as u32);
+    }
+    kinds
+        .into_iter()
+        .map(|((sharing, cores, threads), ranks)| {
+            let cores = crate::phrase::plural(cores, "core", "cores");
+            format!(
+                "ranks {ranks} share their CPUs, {sharing} ranks to {cores}: \
+                 OMP_NUM_THREADS is {threads} in each, their fair share rather than one per \
+                 core (set `env: {{OMP_NUM_THREADS: N}}` to choose)"
+            )
+        })
+        .collect()
 }
 
 /// The job's ranks can be numbered: `WORLD_SIZE` (nodes x ranks per node) fits 32 bits. The spec's
