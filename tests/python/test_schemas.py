@@ -72,7 +72,7 @@ def run_json(*args: str, ok: bool = True) -> Any:
 def test_every_schema_is_a_valid_schema():
     kinds = sorted(p.name.split(".")[0] for p in SCHEMAS.glob("*.schema.json"))
     assert kinds == ["bind", "codes", "diff", "exec", "explain", "job", "plan", "topology",
-                     "verify"]
+                     "verify", "watch"]
     for kind in kinds:
         jsonschema.Draft202012Validator.check_schema(schema(kind))
 
@@ -109,6 +109,16 @@ def test_the_reports_validate(tmp_path: Path):
                       ok=False)
     validate("verify", verify)
     assert verify["numaplan_verify"] == 1 and verify["ranks"][0]["pid"] == os.getpid()
+    # --watch: JSON Lines, the report first, then the events and the summary (this process is
+    # bound otherwise, so its memory and CPUs are reported at once).
+    out = subprocess.run([numaplan.executable(), "--quiet", "verify", str(plan.path), "--pids",
+                          str(os.getpid()), "--watch", "--count", "1", "--interval", "0.1",
+                          "--format", "json"], cwd=REPO, capture_output=True, text=True)
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    validate("verify", lines[0])
+    assert [e["event"] for e in lines[1:]][-1] == "summary", out.stdout
+    for event in lines[1:]:
+        validate("watch", event)
 
 
 def keys(value: Any, path: Tuple[str, ...] = ()) -> Iterator[Tuple[str, ...]]:
