@@ -22,6 +22,8 @@ pub struct Row {
     pub rank: u32,
     pub pid: u32,
     pub threads: usize,
+    /// The live threads' ids.
+    pub tids: Vec<u32>,
     pub planned_cpus: CpuSet,
     /// The union of the threads' CPUs.
     pub actual_cpus: CpuSet,
@@ -104,6 +106,7 @@ pub fn check_with(
                 rank,
                 pid,
                 threads: 0,
+                tids: Vec::new(),
                 planned_cpus: planned.map(|r| r.cpus.clone()).unwrap_or_default(),
                 actual_cpus: CpuSet::new(),
                 narrowed: 0,
@@ -138,6 +141,7 @@ fn read_threads(row: &mut Row, planned: Option<&RankBinding>) {
     let pid = row.pid;
     let threads = thread_cpus(pid);
     row.threads = threads.len();
+    row.tids = threads.iter().map(|t| t.0).collect();
     if threads.is_empty() {
         row.problems.push(format!("process {pid} is gone"));
     }
@@ -455,6 +459,7 @@ mod tests {
             rank: 3,
             pid: 1,
             threads: 1,
+            tids: vec![1],
             planned_cpus: CpuSet::new(),
             actual_cpus: CpuSet::new(),
             narrowed: 0,

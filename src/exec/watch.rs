@@ -92,7 +92,7 @@ impl Change {
                 cpus,
                 ..
             } => match cpus {
-                Some(cpus) => format!("rank {rank} thread {tid} ({name}): back on CPUs {cpus}"),
+                Some(cpus) => format!("rank {rank} thread {tid} ({name}): back inside CPUs {cpus}"),
                 None => format!("rank {rank} thread {tid} ({name}): ended"),
             },
             Change::Memory {
@@ -297,7 +297,7 @@ fn threads(row: &Row, seen: &mut Seen, changes: &mut Vec<Change>) {
         .collect();
     for tid in back {
         let name = seen.outside.remove(&tid).unwrap_or_default();
-        let alive = std::path::Path::new(&format!("/proc/{}/task/{tid}", row.pid)).exists();
+        let alive = row.tids.contains(&tid);
         changes.push(Change::ThreadBack {
             rank: row.rank,
             pid: row.pid,
@@ -470,6 +470,7 @@ mod tests {
             rank: pid - 100,
             pid,
             threads,
+            tids: outside.iter().map(|(tid, _)| *tid).collect(),
             planned_cpus: "32-47".parse().unwrap(),
             actual_cpus: CpuSet::new(),
             narrowed: 0,
@@ -541,6 +542,29 @@ mod tests {
         assert_eq!(
             w.summary(),
             "watch: 5 readings; 1 thread left its rank's CPUs, 1 rank was short of local memory, 1 rank exited"
+        );
+    }
+
+    #[test]
+    fn a_thread_that_returns_or_ends_is_one_line() {
+        let mut w = Watch::default();
+        let left = w.step(&table(vec![row(
+            102,
+            3,
+            &[(4711, "0-255"), (4712, "0-255")],
+            None,
+        )]));
+        w.record(&left);
+        // 4711 is back inside (still alive), 4712 has ended.
+        let mut now = row(102, 2, &[], None);
+        now.tids = vec![102, 4711];
+        let back = w.step(&table(vec![now]));
+        assert_eq!(
+            lines(&back),
+            [
+                "rank 2 thread 4711 (nccl-proxy): back inside CPUs 32-47",
+                "rank 2 thread 4712 (nccl-proxy): ended"
+            ]
         );
     }
 
