@@ -203,8 +203,10 @@ impl Error {
 fn exec(e: &ExecError) -> Diagnostic {
     let message = e.to_string();
     match e {
-        ExecError::NoCommand => Diagnostic::error(E0402_MISSING_COMMAND, message)
-            .help("add the program each rank runs to the job spec, e.g. `command: [python, train.py]`"),
+        ExecError::NoCommand { spec: true } => Diagnostic::error(E0402_MISSING_COMMAND, message)
+            .help("add the program each rank runs to the job spec, e.g. `command: [python, train.py]`, or give it after `--`"),
+        ExecError::NoCommand { spec: false } => Diagnostic::error(E0402_MISSING_COMMAND, message)
+            .help("give the program each rank runs after `--`, e.g. `numaplan exec --nproc-per-node 2 -- python train.py`"),
         ExecError::NodeCount { .. } | ExecError::NodeRank { .. } | ExecError::NoNodePlace { .. } => {
             Diagnostic::error(E0410_NODE_PLACE, message).help(
                 "run one `numaplan exec` per node under Slurm (`srun --ntasks-per-node=1`), or pass `--node-rank K --nodes N --master-addr HOST`",
@@ -260,14 +262,31 @@ fn exec(e: &ExecError) -> Diagnostic {
             .help(format!("start {ranks} ranks per node, as the plan has, or recompile the plan for more")),
         ExecError::LocalSizeMismatch { launcher, plan, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
             .help(format!("start the launcher with {plan} ranks per node (`--nproc-per-node {plan}`, `--ntasks-per-node={plan}`), or recompile the plan with `--set ranks_per_node={launcher}`")),
-        ExecError::WorldSizeMismatch { launcher, ranks_per_node, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
-            .help(format!(
-                "start as many ranks as the plan has, or recompile it for the job: `--set nodes={}`",
-                launcher / u64::from((*ranks_per_node).max(1))
-            )),
+        ExecError::WorldSizeMismatch { launcher, nodes, ranks_per_node, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
+            .help(world_size_help(*launcher, *nodes, *ranks_per_node)),
         ExecError::BindExec { .. } => Diagnostic::error(E0413_SPAWN, message)
             .note("the binding was applied; the program could not replace numaplan"),
     }
+}
+
+/// What to do when the launcher's world size is not the plan's: start the plan's count, or
+/// recompile for the launcher's, by the node count or the ranks per node that give it (never a
+/// value the plan already has, never zero).
+fn world_size_help(launcher: u64, nodes: u32, ranks_per_node: u32) -> String {
+    let planned = u64::from(nodes) * u64::from(ranks_per_node);
+    let fits = |total: u64, by: u32| {
+        (by > 0 && total > 0 && total % u64::from(by) == 0).then(|| total / u64::from(by))
+    };
+    let recompile = match (fits(launcher, ranks_per_node), fits(launcher, nodes)) {
+        (Some(n), _) if n != u64::from(nodes) => {
+            format!(", or recompile the plan for the job with `--set nodes={n}`")
+        }
+        (_, Some(r)) if r != u64::from(ranks_per_node) => {
+            format!(", or recompile the plan for the job with `--set ranks_per_node={r}`")
+        }
+        _ => String::new(),
+    };
+    format!("start {planned} ranks in all ({nodes} x {ranks_per_node}), as the plan has{recompile}")
 }
 
 /// `numaplan codes E302`: the nearest code, when one is near.

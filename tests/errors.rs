@@ -245,3 +245,153 @@ fn gpus_asked_for_on_a_machine_without_any() {
     let run = common::numaplan_in(dir.path(), &["compile", "job.yaml", "--set", "gpus=none"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
+
+/// The `--set` a help line suggests, run on the case at hand, works.
+fn suggested_set(stderr: &str) -> String {
+    let help = stderr
+        .lines()
+        .find(|l| l.contains("= help:"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let at = help
+        .find("`--set ")
+        .unwrap_or_else(|| panic!("no --set in {help}"));
+    help[at + 1..]
+        .split('`')
+        .next()
+        .unwrap()
+        .trim_start_matches("--set ")
+        .to_string()
+}
+
+/// More ranks than this machine has cores: the help offers sharing the cores (no idle node to
+/// borrow here), and `exec` with that `--set` runs.
+#[test]
+fn help_for_too_many_ranks_is_a_command_that_works() {
+    let cpus = std::thread::available_parallelism().unwrap().get() * 4;
+    let dir = tempfile::tempdir().unwrap();
+    let n = cpus.to_string();
+    let run = numaplan_in(
+        dir.path(),
+        &["exec", "--nproc-per-node", &n, "--dry-run", "--", "true"],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.starts_with("error[E0205]"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("cpu.scope"),
+        "every node runs ranks: {}",
+        run.stderr
+    );
+    let set = suggested_set(&run.stderr);
+    assert_eq!(set, "cpu.policy=node");
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "exec",
+            "--nproc-per-node",
+            &n,
+            "--set",
+            &set,
+            "--dry-run",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // A node short of `min_cores` beside idle nodes: borrowing one is offered, and works.
+    let topo = repo().join("examples/topologies/nvidia-dgx-a100.yaml");
+    let topo = topo.to_str().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: [0]\ncpu: {min_cores: 40}\n",
+    )
+    .unwrap();
+    let run = numaplan_in(dir.path(), &["compile", "job.yaml", "--topology", topo]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("ask for fewer cores per rank (`cpu.min_cores`)"),
+        "{}",
+        run.stderr
+    );
+    let set = suggested_set(&run.stderr);
+    assert_eq!(set, "cpu.scope=socket");
+    let run = numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "--topology", topo, "--set", &set],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// A launcher whose world size is not the plan's: the recompile the help suggests makes `bind`
+/// accept the same launcher; a local size that differs is named first.
+#[test]
+fn help_for_a_launcher_of_another_size_is_a_command_that_works() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 2\ncpu: {policy: node}\n",
+    )
+    .unwrap();
+    let bind = |plan: &str, env: &[(&str, &str)]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_numaplan"))
+            .args(["bind", plan, "--", "true"])
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("LOCAL_WORLD_SIZE")
+            .env_remove("SLURM_LOCALID")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for world in ["1", "4"] {
+        let env = [("LOCAL_RANK", "0"), ("WORLD_SIZE", world)];
+        let (code, stderr) = bind("job.yaml", &env);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(stderr.starts_with("error[E0420]"), "{stderr}");
+        assert!(!stderr.contains("nodes=0"), "{stderr}");
+        let set = suggested_set(&stderr);
+        numaplan_in(
+            dir.path(),
+            &["compile", "job.yaml", "--set", &set, "-o", "fixed.yaml"],
+        )
+        .ok();
+        let (code, stderr) = bind("fixed.yaml", &env);
+        assert_eq!(code, Some(0), "WORLD_SIZE={world}, `--set {set}`: {stderr}");
+    }
+    let (code, stderr) = bind(
+        "job.yaml",
+        &[
+            ("LOCAL_RANK", "0"),
+            ("LOCAL_WORLD_SIZE", "4"),
+            ("WORLD_SIZE", "4"),
+        ],
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("the launcher runs 4 local ranks (LOCAL_WORLD_SIZE)"),
+        "{stderr}"
+    );
+    assert_eq!(suggested_set(&stderr), "ranks_per_node=4");
+}
+
+/// `exec` with neither a spec nor a program says where the program goes: after `--`.
+#[test]
+fn exec_without_a_program_says_where_it_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = numaplan_in(dir.path(), &["exec", "--nproc-per-node", "1"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.starts_with("error[E0402]"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("give the program each rank runs after `--`"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("job spec"), "{}", run.stderr);
+    let run = numaplan_in(dir.path(), &["exec", "--nproc-per-node", "1", "--", "true"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}

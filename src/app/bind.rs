@@ -72,7 +72,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     }
     checked?;
     if argv.is_empty() {
-        return Err(ExecError::NoCommand.into());
+        return Err(ExecError::NoCommand { spec: true }.into());
     }
     if args.verbose {
         warnings.info(&report.verbose_line());

@@ -44,6 +44,11 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         &overrides,
     )?;
     let plan = subject.plan;
+    if plan.command.is_empty() && args.extra.is_empty() {
+        // Without a spec, the program can only come after `--`: say that, not "the spec".
+        let spec = args.input.is_some();
+        return Err(ExecError::NoCommand { spec }.into());
+    }
     let shown = launcher::warnings(&plan, &plan.ranks, &environment());
     warnings.plan_warnings(&subject.input, &shown)?;
     let opts = ExecOptions {

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
     #[error("the plan has no `command` for the ranks to run")]
-    NoCommand,
+    /// `spec`: whether a job spec or plan was given (where the command could go).
+    NoCommand { spec: bool },
     #[error("the plan is for {plan} node(s), but this job has {job}")]
     NodeCount { plan: u32, job: u32 },
     #[error("node rank {node_rank} is not below the node count {nodes}")]

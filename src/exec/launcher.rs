@@ -248,6 +248,17 @@ pub fn rank_of<'p>(
     local: &LocalRank,
     env: &Env,
 ) -> Result<&'p RankBinding, ExecError> {
+    // The local size first: where it differs, it is what to change (a world size that differs
+    // too follows from it).
+    if let Some((n, var)) = &local.size
+        && *n != plan.ranks_per_node
+    {
+        return Err(ExecError::LocalSizeMismatch {
+            var: var.clone(),
+            launcher: *n,
+            plan: plan.ranks_per_node,
+        });
+    }
     if let Some((var, value)) = WORLD_SIZE
         .iter()
         .filter(|_| !local.by_gpu)
@@ -269,15 +280,6 @@ pub fn rank_of<'p>(
                 ranks_per_node: plan.ranks_per_node,
             });
         }
-    }
-    if let Some((n, var)) = &local.size
-        && *n != plan.ranks_per_node
-    {
-        return Err(ExecError::LocalSizeMismatch {
-            var: var.clone(),
-            launcher: *n,
-            plan: plan.ranks_per_node,
-        });
     }
     plan.ranks
         .get(local.rank as usize)

@@ -218,8 +218,12 @@ fn share<'s>(
                 got: share(site),
                 min,
             },
-            if ctx.cpu.min_cores > 1 { "cpu.min_cores" } else { "ranks_per_node" },
-            "run fewer ranks per node, reserve fewer cores, or use `scope: socket` to borrow idle nodes",
+            if ctx.cpu.min_cores > 1 {
+                "cpu.min_cores"
+            } else {
+                "ranks_per_node"
+            },
+            short_help(ctx, sites),
         )
         .note(format!(
             "node {node} has {} usable cores for {} ranks (allowed CPUs {})",
@@ -233,6 +237,37 @@ fn share<'s>(
         return Err(e);
     }
     Ok(share)
+}
+
+/// What to do when a node's ranks get too few cores. More ranks than cores: let them share
+/// the node's cores (policy `node`, each with its fair share of threads) or run fewer. Fewer
+/// cores than `min_cores` asks: ask fewer. Either way, borrow a node of the same package where
+/// one with allowed CPUs runs no rank (`scope: socket`).
+fn short_help(ctx: &Ctx, sites: &[Site]) -> String {
+    let busy: Vec<NodeId> = sites
+        .iter()
+        .filter(|s| !s.ranks.is_empty())
+        .flat_map(|s| s.nodes.clone())
+        .collect();
+    let idle = ctx
+        .topo
+        .nodes()
+        .iter()
+        .any(|n| !busy.contains(&n.id) && !ctx.node_allowed(n.id).is_empty());
+    let mut ways = vec![match ctx.cpu.min_cores > 1 {
+        true => "ask for fewer cores per rank (`cpu.min_cores`)",
+        false => "let the ranks share their node's cores with `--set cpu.policy=node`",
+    }];
+    ways.push("run fewer ranks per node");
+    let cpu = ctx.cpu;
+    if !cpu.reserve_cpus.is_empty() || cpu.reserve_cores > 0 || cpu.reserve_per_l3 > 0 {
+        ways.push("reserve fewer cores (`cpu.reserve_*`)");
+    }
+    if idle {
+        ways.push("borrow an idle node of the same package with `--set cpu.scope=socket`");
+    }
+    let last = ways.pop().expect("two ways at least");
+    format!("{}, or {last}", ways.join(", "))
 }
 
 /// Step 4: whole L3 groups in contiguous runs when that leaves every rank `share` cores (the
