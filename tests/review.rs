@@ -636,3 +636,155 @@ fn explain_draws_nodes_inside_their_packages_for_hwloc1_exports() {
     }
     assert!(run.contains("┌─ package 0 ──") && run.contains("┌─ node 0 · 127 GiB · rank 0"));
 }
+
+/// A plan's header names its paths relative to the plan, so `--check` passes whatever the
+/// spelling or the working directory (`./job.yaml`, absolute paths, another directory), the
+/// committed file holds no absolute path, and the command in its header, run in the plan's
+/// directory, writes the file byte for byte (`--schema-ref` and `--emit` included).
+#[test]
+fn check_compares_plans_not_spellings() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("jobs")).unwrap();
+    std::fs::create_dir_all(root.join("plans")).unwrap();
+    std::fs::copy(repo().join(DGX), root.join("jobs/dgx.yaml")).unwrap();
+    std::fs::write(
+        root.join("jobs/job.yaml"),
+        "topology: dgx.yaml\ncommand: [python, train.py]\n",
+    )
+    .unwrap();
+    let abs = |p: &str| root.join(p).display().to_string();
+    numaplan_in(
+        root,
+        &[
+            "compile",
+            "./jobs/job.yaml",
+            "--schema-ref",
+            "../schema.json",
+            "-o",
+            &abs("plans/job.yaml"),
+        ],
+    )
+    .ok();
+    let written = std::fs::read_to_string(root.join("plans/job.yaml")).unwrap();
+    assert!(
+        !written.contains(&root.display().to_string()),
+        "an absolute path: {written}"
+    );
+    let header: Vec<&str> = written.lines().take(4).collect();
+    assert_eq!(
+        header[2], "#   numaplan compile ../jobs/job.yaml --schema-ref ../schema.json -o job.yaml",
+        "{written}"
+    );
+    assert_eq!(header[3], "# spec: ../jobs/job.yaml");
+    // --check from the root, from the plans directory, with absolute paths: up to date.
+    for (cwd, spec, out) in [
+        (
+            root.to_path_buf(),
+            "jobs/job.yaml".to_string(),
+            "plans/job.yaml".to_string(),
+        ),
+        (
+            root.join("plans"),
+            "../jobs/job.yaml".to_string(),
+            "job.yaml".to_string(),
+        ),
+        (
+            std::env::temp_dir(),
+            abs("jobs/job.yaml"),
+            abs("plans/job.yaml"),
+        ),
+    ] {
+        let run = numaplan_in(
+            &cwd,
+            &[
+                "compile",
+                &spec,
+                "--schema-ref",
+                "../schema.json",
+                "-o",
+                &out,
+                "--check",
+            ],
+        );
+        assert_eq!(
+            run.code,
+            0,
+            "from {}: {}{}",
+            cwd.display(),
+            run.stdout,
+            run.stderr
+        );
+    }
+    // The header's command, run where the plan is, writes the same bytes.
+    for emit in [None, Some("bash")] {
+        let name = if emit.is_some() {
+            "plans/launch.sh"
+        } else {
+            "plans/job.yaml"
+        };
+        let mut args = vec![
+            "compile",
+            "./jobs/job.yaml",
+            "--schema-ref",
+            "../schema.json",
+        ];
+        if let Some(kind) = emit {
+            args.extend(["--emit", kind]);
+        }
+        args.extend(["-o", name]);
+        numaplan_in(root, &args).ok();
+        let first = std::fs::read(root.join(name)).unwrap();
+        let text = String::from_utf8_lossy(&first).into_owned();
+        let line = text
+            .lines()
+            .skip_while(|l| !l.ends_with("regenerate with"))
+            .nth(1)
+            .unwrap()
+            .trim_start_matches("#   ")
+            .to_string();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .current_dir(root.join("plans"))
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    Path::new(env!("CARGO_BIN_EXE_numaplan"))
+                        .parent()
+                        .unwrap()
+                        .display(),
+                    std::env::var("PATH").unwrap()
+                ),
+            )
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "`{line}`: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read(root.join(name)).unwrap(),
+            first,
+            "`{line}` in plans/"
+        );
+    }
+    // A change of content still fails the check.
+    let run = numaplan_in(
+        root,
+        &[
+            "compile",
+            "jobs/job.yaml",
+            "--schema-ref",
+            "../schema.json",
+            "--set",
+            "cpu.policy=node",
+            "-o",
+            "plans/job.yaml",
+            "--check",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+}

@@ -139,27 +139,22 @@ fn compile(
         ..
     } = compile_loaded(&loaded, &spec_dir, args.topology.as_deref())?;
     warnings.plan_warnings(&spec_file, &plan.warnings)?;
-    let mut regenerate = format!("numaplan compile {}", args.spec.display());
-    for o in &args.overrides.set {
-        regenerate.push_str(&format!(" --set {}", sh(o.text())));
-    }
-    if let Some(t) = &args.topology {
-        regenerate.push_str(&format!(" --topology {t}"));
-    }
-    if let Some(kind) = args.emit {
-        regenerate.push_str(&format!(" --emit {}", kind.name()));
-    }
-    if let Some(o) = &args.output {
-        regenerate.push_str(&format!(" -o {}", o.display()));
-    }
-    // Readers of the plan find its topology relative to the plan file.
+    // Readers of the plan find its topology relative to the plan file, and so are the paths
+    // of its header: the same plan compiled from another directory, or with `./` or an
+    // absolute `-o`, is the same file.
     let plan_dir = match &args.output {
-        Some(o) if o != Path::new("-") => o.parent().unwrap_or(Path::new("")),
-        _ => Path::new(""),
+        Some(o) if o != Path::new("-") => Some(o.parent().unwrap_or(Path::new(""))),
+        _ => None,
     };
-    let topology_file = topology_file.map(|t| relative_to(&t, plan_dir));
+    let regenerate = regenerate_command(args, plan_dir);
+    let spec_shown = match args.spec.as_path() == Path::new("-") {
+        true => spec_file.clone(),
+        false => seen_from(&args.spec, plan_dir),
+    };
+    let spec_file = &spec_shown;
+    let topology_file = topology_file.map(|t| relative_to(&t, plan_dir.unwrap_or(Path::new(""))));
     let provenance = Provenance {
-        spec_file: &spec_file,
+        spec_file,
         topology_fingerprint: &fingerprint,
         topology_file: topology_file.as_deref(),
         regenerate: &regenerate,
@@ -170,7 +165,7 @@ fn compile(
         (Some(kind), _) => {
             let plan_file = plan_yaml();
             let origin = emit::Origin {
-                spec_file: &spec_file,
+                spec_file,
                 fingerprint: &fingerprint,
                 regenerate: &regenerate,
                 plan_file: &plan_file,
@@ -181,7 +176,7 @@ fn compile(
         (None, PlanFormat::Yaml) => plan_yaml(),
     };
     match (args.check, &args.output) {
-        (true, Some(path)) => check(stdout, path, &text, regenerate),
+        (true, Some(path)) => check(stdout, path, &text, regenerate_command(args, None)),
         _ => {
             let mode = match args.emit {
                 Some(_) => FileMode::Executable,
@@ -190,6 +185,49 @@ fn compile(
             emit_as(stdout, args.output.as_deref(), &text, mode)
         }
     }
+}
+
+/// A path as a generated file names it: relative to the file's directory `dir` when it has
+/// one, else as typed (without a leading `./`).
+fn seen_from(p: &Path, dir: Option<&Path>) -> String {
+    match dir {
+        Some(dir) => relative_to(p, dir),
+        None => p.to_string_lossy().trim_start_matches("./").to_string(),
+    }
+}
+
+/// The `numaplan compile` command that writes this output, every path `seen_from` `dir` (the
+/// plan's directory for its header; `None` for standard output and for a message, as typed):
+/// every option that changes the output, none that does not (`--check`, `-q`).
+fn regenerate_command(args: &CompileArgs, dir: Option<&Path>) -> String {
+    let path = |p: &Path| match p == Path::new("-") {
+        true => "-".to_string(),
+        false => seen_from(p, dir),
+    };
+    let mut words = vec!["numaplan compile".to_string(), path(&args.spec)];
+    for o in &args.overrides.set {
+        words.push(format!("--set {}", sh(o.text())));
+    }
+    if let Some(t) = &args.topology {
+        let t = match t.as_str() {
+            "discover" => t.clone(),
+            _ => path(Path::new(t)),
+        };
+        words.push(format!("--topology {t}"));
+    }
+    if let Some(kind) = args.emit {
+        words.push(format!("--emit {}", kind.name()));
+    }
+    if args.format == PlanFormat::Json {
+        words.push("--format json".into());
+    }
+    if let Some(r) = &args.schema_ref {
+        words.push(format!("--schema-ref {}", sh(r.clone())));
+    }
+    if let Some(o) = args.output.as_deref().filter(|o| *o != Path::new("-")) {
+        words.push(format!("-o {}", path(o)));
+    }
+    words.join(" ")
 }
 
 /// A job spec's name (for messages), text and directory (for its relative `topology:`); `-` is
@@ -241,6 +279,23 @@ fn relative_to(target: &Path, dir: &Path) -> String {
     out.join("/")
 }
 
+/// A generated file without its provenance (the command that regenerates it, where its spec
+/// was): what `--check` compares, so that the same plan made from another directory or with
+/// another spelling of a path is the same.
+fn content(text: &str) -> String {
+    let mut out = String::new();
+    let mut after_regenerate = false;
+    for line in text.lines() {
+        let skip = (after_regenerate && line.starts_with("#   ")) || line.starts_with("# spec: ");
+        after_regenerate = line.ends_with("regenerate with");
+        if !skip {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// `--check`: compares `text` with the file at `path`, writing nothing; prints a unified diff
 /// (old file -> what would be written) on a difference.
 fn check(stdout: &mut dyn Write, path: &Path, text: &str, regenerate: String) -> Result<(), Error> {
@@ -255,7 +310,7 @@ fn check(stdout: &mut dyn Write, path: &Path, text: &str, regenerate: String) ->
         }
     };
     if let Some(old) = &on_disk {
-        if old == text {
+        if content(old) == content(text) {
             return Ok(());
         }
         let name = path.display().to_string();
