@@ -788,3 +788,45 @@ fn check_compares_plans_not_spellings() {
     );
     assert_eq!(run.code, 1, "{}", run.stderr);
 }
+
+/// `diff` names the `--set`s of its new side in its header, and a change of threads per core
+/// shows the CPUs as well as the cores (`smt: one` -> `all`: 7 -> 16 CPUs is one core added).
+#[test]
+fn diff_shows_its_overrides_and_counts_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = repo().join(DGX);
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        format!(
+            "topology: {}\ncpu: {{smt: one, reserve_cores: 1}}\n",
+            topo.display()
+        ),
+    )
+    .unwrap();
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "diff",
+            "job.yaml",
+            "job.yaml",
+            "--set",
+            "cpu.smt=all",
+            "--set",
+            "cpu.reserve_cores=0",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines[0], "--- job.yaml on nvidia-dgx-a100");
+    assert_eq!(
+        lines[1],
+        "+++ job.yaml on nvidia-dgx-a100 --set cpu.smt=all --set cpu.reserve_cores=0"
+    );
+    let rank0 = lines.iter().find(|l| l.starts_with("rank 0: ")).unwrap();
+    assert_eq!(
+        *rank0,
+        "rank 0: CPUs 48-54 -> 48-55,176-183 (1 core added in L3 group 13, 7 -> 16 CPUs), env OMP_NUM_THREADS 7 -> 8",
+        "{}",
+        run.stdout
+    );
+}

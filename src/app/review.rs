@@ -20,7 +20,17 @@ pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         PlanMachine::Lenient,
         &args.overrides.set,
     )?;
-    let report = plan_diff::diff(&side(&old), &side(&new));
+    // The new side's label says what `--set` changed on it.
+    let new_label = args
+        .overrides
+        .set
+        .iter()
+        .fold(new.label.clone(), |label, o| {
+            format!("{label} --set {}", o.text())
+        });
+    let mut new_side = side(&new);
+    new_side.label = &new_label;
+    let report = plan_diff::diff(&side(&old), &new_side);
     let text = match args.format {
         ReportFormat::Text => {
             let mut t = String::new();

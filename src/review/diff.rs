@@ -334,6 +334,15 @@ fn cpu_detail(ta: &Topology, a: &RankBinding, tb: &Topology, b: &RankBinding) ->
             groups(&gained)
         ),
     };
+    // Cores alone understate a change of threads per core (`smt: one` -> `all`: 7 -> 16 CPUs
+    // is "1 core added"): then the CPUs too.
+    let per_core = |r: &RankBinding| (r.cpus.len(), r.cores.max(1) as usize);
+    let ((ca, na), (cb, nb)) = (per_core(a), per_core(b));
+    let text = match (lost.len(), gained.len()) {
+        (0, 0) => text,
+        _ if ca * nb != cb * na => format!("{text}, {ca} -> {cb} CPUs"),
+        _ => text,
+    };
     (text, moved)
 }
 
