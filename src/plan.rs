@@ -21,6 +21,9 @@ pub struct Plan {
     pub ranks: Vec<RankBinding>,
     /// CPUs the spec set aside (`cpu.reserve`, `cpu.reserve_per_l3`) that no rank may use.
     pub reserved: CpuSet,
+    /// CPUs the machine allows that the spec's `cpu.allowed` leaves out (no rank may use them;
+    /// `explain` draws them as not allowed). Empty without `cpu.allowed`.
+    pub excluded: CpuSet,
     /// Facts the reader should know (fallbacks, restrictions), in a stable order.
     pub warnings: Vec<String>,
     /// MASTER_PORT, for launchers that set the rendezvous per node.

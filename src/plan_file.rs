@@ -38,6 +38,9 @@ pub struct PlanFile {
     /// CPUs the spec reserved (`cpu.reserve`, `cpu.reserve_per_l3`), which no rank uses.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reserved_cpus: String,
+    /// CPUs of the machine that the spec's `cpu.allowed` leaves out, which no rank uses.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub excluded_cpus: String,
     /// One entry per local rank.
     pub ranks: Vec<RankEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -148,6 +151,7 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
         nodes: plan.nodes,
         ranks_per_node: plan.ranks_per_node,
         reserved_cpus: plan.reserved.to_string(),
+        excluded_cpus: plan.excluded.to_string(),
         ranks: plan
             .ranks
             .iter()
@@ -404,6 +408,7 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
             )
         })?;
     let reserved = cpus("reserved_cpus".into(), &f.reserved_cpus)?;
+    let excluded = cpus("excluded_cpus".into(), &f.excluded_cpus)?;
     let ranks = f
         .ranks
         .iter()
@@ -429,6 +434,7 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
         ranks_per_node: f.ranks_per_node,
         ranks,
         reserved,
+        excluded,
         warnings: f.warnings.clone(),
         port,
         slurm: SlurmSpec::default(),

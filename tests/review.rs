@@ -830,3 +830,78 @@ fn diff_shows_its_overrides_and_counts_cpus() {
         run.stdout
     );
 }
+
+/// `explain` draws the cores `cpu.allowed` leaves out as not allowed (`×`), as it draws a
+/// cgroup's, from a spec and from its plan file alike; idle cores stay `·`.
+#[test]
+fn explain_marks_cores_the_spec_excludes() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = repo().join("examples/topologies/lumi-g.yaml");
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        format!(
+            "topology: {}\ncpu: {{allowed: \"0-31\"}}\ngpus: [4, 5]\n",
+            topo.display()
+        ),
+    )
+    .unwrap();
+    numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
+    for input in ["job.yaml", "plan.yaml"] {
+        let run = numaplan_in(dir.path(), &["explain", input, "--color", "never"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let row = |first: &str| {
+            run.stdout
+                .lines()
+                .find(|l| l.contains(&format!(" {first} [")))
+                .unwrap_or_else(|| panic!("no row {first}: {}", run.stdout))
+                .to_string()
+        };
+        assert!(
+            row("16").contains("[· · · · · · · ·]"),
+            "idle: {}",
+            row("16")
+        );
+        for excluded in ["32", "48"] {
+            assert!(
+                row(excluded).contains("[× × × × × × × ×]"),
+                "{input}: {}",
+                row(excluded)
+            );
+        }
+    }
+}
+
+/// A plan compiled on this machine (discovered here, no topology file) is explained on this
+/// machine without `--topology discover`.
+#[test]
+fn explain_a_plan_made_here_needs_no_topology() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 1\n",
+    )
+    .unwrap();
+    numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
+    let run = numaplan_in(dir.path(), &["explain", "plan.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with("plan: 1 rank per node on "),
+        "{}",
+        run.stdout
+    );
+    // A plan of another machine without its file still needs one (E0409).
+    let other = std::fs::read_to_string(dir.path().join("plan.yaml"))
+        .unwrap()
+        .replace(&format!("name: {}", hostname()), "name: elsewhere");
+    std::fs::write(dir.path().join("other.yaml"), other).unwrap();
+    let run = numaplan_in(dir.path(), &["explain", "other.yaml"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stderr.starts_with("error[E0409]"), "{}", run.stderr);
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}

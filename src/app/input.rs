@@ -124,7 +124,9 @@ pub(crate) fn load_subject(
 }
 
 /// Where a plan's topology comes from: `--topology`, else the file the plan names (relative to
-/// the plan), when it is there (a note when it is not); none when the command does not need it.
+/// the plan), when it is there (a note when it is not), else this machine when the plan was
+/// discovered here (it names no file and bears this host's name); none when the command does
+/// not need it.
 fn plan_topology_source(
     loaded: &plan_file::LoadedPlan,
     input_dir: &Path,
@@ -147,8 +149,11 @@ fn plan_topology_source(
                     "the plan names topology file `{f}`, which is not at `{}`",
                     input_dir.join(f).display()
                 ));
+                return None;
             }
-            None
+            // Made on this machine (discovered, named after this host): this machine it is;
+            // its fingerprint is checked like a file's.
+            (loaded.plan.topology == crate::topology::hostname()).then(|| "discover".to_string())
         }
     }
 }

@@ -73,6 +73,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         ranks_per_node: rpn,
         ranks,
         reserved: reserved_cpus(spec, &ctx),
+        excluded: topo.allowed().difference(&ctx.allowed),
         warnings,
         port: spec.port,
         slurm: spec.slurm.clone(),

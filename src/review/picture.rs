@@ -67,12 +67,14 @@ pub fn legend(p: &Picture) -> String {
 
 pub fn build(plan: &Plan, topo: &Topology) -> Picture {
     let owners = core_owners(plan, topo);
+    // What the job may use: the machine's allowed CPUs less what `cpu.allowed` leaves out.
+    let allowed = topo.allowed().difference(&plan.excluded);
     let marks: Vec<Mark> = topo
         .cores()
         .iter()
         .zip(&owners)
         .map(|(core, o)| match o.len() {
-            0 if !core.cpus.intersects(topo.allowed()) => Mark::NotAllowed,
+            0 if !core.cpus.intersects(&allowed) => Mark::NotAllowed,
             0 if core.cpus.intersects(&plan.reserved) => Mark::Reserved,
             0 => Mark::Idle,
             1 => {
