@@ -112,6 +112,12 @@ kernel_path() {
 copy_with_libs() { # copy_with_libs SRC ROOT DEST: binary plus its ldd libraries
   local src=$1 root=$2 dest=$3 lib
   cp -L "$src" "$root$dest"
+  # The initramfs lives in the guest's RAM, mostly on node 0: a debug build's 130 MB of
+  # debug info would leave node 0's bound ranks short of memory (the OOM killer). Code and
+  # behaviour are unchanged by dropping it.
+  if [ -f "$root$dest" ] && head -c 4 "$root$dest" | grep -q ELF; then
+    strip --strip-debug "$root$dest" 2>/dev/null || true
+  fi
   if ldd "$src" >/dev/null 2>&1; then
     for lib in $(ldd "$src" | grep -oE '/[^ ]+'); do
       mkdir -p "$root$(dirname "$lib")"; cp -Ln "$lib" "$root$lib" 2>/dev/null || true
