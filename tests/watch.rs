@@ -529,3 +529,58 @@ fn match_flags_duplicate_and_missing_ranks() {
         run.stderr
     );
 }
+
+/// `--repin` alone (no `--watch`) puts back what one reading finds and, everything put back,
+/// succeeds; the next `verify` finds the rank as planned.
+#[test]
+fn repin_once_corrects_and_succeeds() {
+    if !needs_two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let drift = dir.path().join("drift");
+    common::cc(&["-O1", "-pthread"], "tests/watch/drift.c", &drift);
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [./drift]\nranks_per_node: 2\ngpus: none\nenv: {DRIFT_SECONDS: '10', DRIFT_LEAVE_MS: '0'}\n",
+    )
+    .unwrap();
+    let mut exec = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+        .args(["exec", "job.yaml"])
+        .current_dir(dir.path())
+        .env("DRIFT_DIR", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(dir.path().join("left-0").exists() && dir.path().join("left-1").exists()) {
+        assert!(Instant::now() < deadline, "the proxies never left");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pids: Vec<String> = (0..2)
+        .map(|r| {
+            let ids = std::fs::read_to_string(dir.path().join(format!("ready-{r}"))).unwrap();
+            ids.split_whitespace().next().unwrap().to_string()
+        })
+        .collect();
+    let verify = |extra: &[&str]| {
+        let mut args = vec!["verify", "job.yaml", "--pids", &pids[0], &pids[1]];
+        args.extend_from_slice(extra);
+        common::numaplan_in(dir.path(), &args)
+    };
+    let before = verify(&[]);
+    let fixed = verify(&["--repin"]);
+    let after = verify(&[]);
+    let _ = exec.kill();
+    let _ = exec.wait();
+    assert_eq!(before.code, 1, "the proxies are outside: {}", before.stdout);
+    assert_eq!(fixed.code, 0, "{}{}", fixed.stdout, fixed.stderr);
+    assert_eq!(
+        fixed.stdout.matches("; put back on ").count(),
+        2,
+        "{}",
+        fixed.stdout
+    );
+    assert_eq!(after.code, 0, "{}{}", after.stdout, after.stderr);
+}

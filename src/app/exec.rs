@@ -132,7 +132,11 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         ReportFormat::Json => json(&VerifyReport::new(&table, &found, counted.as_ref())),
     };
     emit(stdout, None, &text)?;
-    let mut mismatched: BTreeSet<u32> = table.mismatched_pids().collect();
+    let mut mismatched: BTreeSet<u32> = match watching {
+        // The watch follows threads and memory from this reading on, repins included.
+        true => table.mismatched_beyond_watch().collect(),
+        false => table.mismatched_pids().collect(),
+    };
     // A rank no process was found for counts once each (no pid to name it by).
     let missing = table.missing.len();
     if watching {

@@ -329,6 +329,20 @@ impl Table {
         self.rows.iter().filter(|r| r.mismatch()).map(|r| r.pid)
     }
 
+    /// The pids of the ranks that differ from the plan in ways a watch does not follow (its
+    /// memory policy, a thread across its places, a rank claimed twice): what a watch, which
+    /// follows threads outside the rank and memory under the threshold, adds to its own.
+    pub fn mismatched_beyond_watch(&self) -> impl Iterator<Item = u32> + '_ {
+        self.rows
+            .iter()
+            .filter(|r| r.mismatch())
+            .filter(|r| {
+                let short = memory_short(&r.residence, &r.memory_nodes, r.min_local).is_some();
+                r.problems.len() > r.outside.len() + usize::from(short)
+            })
+            .map(|r| r.pid)
+    }
+
     /// Whether the rank with this pid was found differing from the plan.
     pub fn has_problems(&self, pid: u32) -> bool {
         self.rows
