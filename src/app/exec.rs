@@ -140,32 +140,45 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     // A rank no process was found for counts once each (no pid to name it by).
     let missing = table.missing.len();
     if watching {
-        // Without --watch, --repin puts back what this one reading found.
-        let mut opts = watch_options(&args.watch);
-        if !args.watch.watch {
-            opts.rounds = Some(0);
-        }
-        let mut line = |c: &watch::Change, at: Duration| {
-            let text = match args.format {
-                ReportFormat::Text => format!("+{:.1}s {}\n", at.as_secs_f64(), c.text()),
-                ReportFormat::Json => WatchEvent::of(c, at).line(),
-            };
-            let _ = stdout.write_all(text.as_bytes());
-            let _ = stdout.flush();
-        };
-        let never = || false;
-        let seen = watch::run(&plan, &ranked, &table, &opts, min_local, &never, &mut line);
-        let summary = match args.format {
-            ReportFormat::Text => seen.summary() + "\n",
-            ReportFormat::Json => WatchEvent::summary(&seen).line(),
-        };
-        emit(stdout, None, &summary)?;
-        mismatched.extend(seen.troubled_pids());
+        mismatched.extend(watch_after(args, &plan, &ranked, &table, stdout)?);
     }
     match mismatched.len() + missing {
         0 => Ok(()),
         mismatches => Err(ExecError::Verify { mismatches }.into()),
     }
+}
+
+/// `--watch` or `--repin` after the first reading (`first`): each change as it comes, the
+/// summary at the end; returns the pids of the ranks with a problem that stayed one.
+fn watch_after(
+    args: &VerifyArgs,
+    plan: &Plan,
+    ranked: &[(u32, u32)],
+    first: &verify::Table,
+    stdout: &mut dyn Write,
+) -> Result<Vec<u32>, Error> {
+    // Without --watch, --repin puts back what this one reading found.
+    let mut opts = watch_options(&args.watch);
+    if !args.watch.watch {
+        opts.rounds = Some(0);
+    }
+    let mut line = |c: &watch::Change, at: Duration| {
+        let text = match args.format {
+            ReportFormat::Text => format!("+{:.1}s {}\n", at.as_secs_f64(), c.text()),
+            ReportFormat::Json => WatchEvent::of(c, at).line(),
+        };
+        let _ = stdout.write_all(text.as_bytes());
+        let _ = stdout.flush();
+    };
+    let never = || false;
+    let min_local = args.watch.min_local;
+    let seen = watch::run(plan, ranked, first, &opts, min_local, &never, &mut line);
+    let summary = match args.format {
+        ReportFormat::Text => seen.summary() + "\n",
+        ReportFormat::Json => WatchEvent::summary(&seen).line(),
+    };
+    emit(stdout, None, &summary)?;
+    Ok(seen.troubled_pids().collect())
 }
 
 fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
