@@ -425,7 +425,7 @@ impl VerifyReport {
                 .map(|r| VerifyRank {
                     rank: r.rank,
                     pid: r.pid,
-                    threads: r.threads,
+                    threads: r.tids.len(),
                     planned_cpus: r.planned_cpus.to_string(),
                     actual_cpus: r.actual_cpus.to_string(),
                     narrowed: r.narrowed,
@@ -481,7 +481,7 @@ pub(crate) struct WatchEvent {
     pid: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tid: Option<u32>,
-    /// The thread's name (`Name:` in `/proc/PID/task/TID/status`).
+    /// The thread's name (`/proc/PID/task/TID/comm`).
     #[serde(skip_serializing_if = "Option::is_none")]
     thread: Option<String>,
     /// The CPUs the thread may run on.
@@ -681,14 +681,7 @@ fn find_processes(name: &str) -> Vec<Candidate> {
             if !command.contains(name) {
                 return None;
             }
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let ppid = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
+            let (_, ppid) = verify::stat(pid)?;
             Some(Candidate {
                 pid,
                 ppid,

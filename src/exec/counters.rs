@@ -74,7 +74,7 @@ impl Event {
 pub fn count(pids: &[(u32, u32)], window: Duration) -> Result<BTreeMap<u32, Counts>, Unavailable> {
     let mut open: Vec<(u32, Event, OwnedFd)> = Vec::new();
     for &(_, pid) in pids {
-        for tid in threads(pid) {
+        for tid in super::verify::task_ids(pid) {
             for event in [Event::Loads, Event::Misses] {
                 match perf_event_open(tid, event) {
                     Ok(fd) => open.push((pid, event, fd)),
@@ -121,15 +121,6 @@ fn paranoid() -> Option<i32> {
         .trim()
         .parse()
         .ok()
-}
-
-fn threads(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|dir| {
-            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `struct perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes): every kernel

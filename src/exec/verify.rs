@@ -21,8 +21,7 @@ pub struct Table {
 pub struct Row {
     pub rank: u32,
     pub pid: u32,
-    pub threads: usize,
-    /// The live threads' ids.
+    /// The live threads' ids (none: the rank has exited).
     pub tids: Vec<u32>,
     pub planned_cpus: CpuSet,
     /// The union of the threads' CPUs.
@@ -105,7 +104,6 @@ pub fn check_with(
             let mut row = Row {
                 rank,
                 pid,
-                threads: 0,
                 tids: Vec::new(),
                 planned_cpus: planned.map(|r| r.cpus.clone()).unwrap_or_default(),
                 actual_cpus: CpuSet::new(),
@@ -140,7 +138,6 @@ pub fn check_with(
 fn read_threads(row: &mut Row, planned: Option<&RankBinding>) {
     let pid = row.pid;
     let threads = thread_cpus(pid);
-    row.threads = threads.len();
     row.tids = threads.iter().map(|t| t.0).collect();
     if threads.is_empty() {
         row.problems.push(format!("process {pid} is gone"));
@@ -174,7 +171,7 @@ fn read_memory(row: &mut Row) {
     row.residence = numa_maps::read(row.pid).unwrap_or_default();
     row.actual_memory = row.residence.policy.clone().unwrap_or_else(|| "-".into());
     if row.actual_memory == "-" {
-        if row.threads > 0 {
+        if !row.tids.is_empty() {
             row.problems
                 .push("numa_maps is empty (the rank has exited)".into());
         }
@@ -264,27 +261,36 @@ pub fn outside_its_places(rank: &RankBinding, cpus: &CpuSet) -> Option<String> {
 /// leader (a rank that exited and that its parent has not reaped yet, as `exec` keeps its ranks
 /// until the end) is no live thread: a rank whose threads are all gone has none.
 fn thread_cpus(pid: u32) -> Vec<(u32, CpuSet)> {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+    let tids = task_ids(pid);
+    if tids.is_empty() {
         return Vec::new();
-    };
-    let leader_gone = process_state(pid).is_none_or(|state| matches!(state, 'Z' | 'X'));
-    let mut out: Vec<(u32, CpuSet)> = entries
-        .filter_map(|e| {
-            let tid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-            if tid == pid && leader_gone {
-                return None;
-            }
-            Some((tid, affinity::thread_affinity(tid).ok()?))
-        })
-        .collect();
-    out.sort_by_key(|t| t.0);
-    out
+    }
+    let leader_gone = stat(pid).is_none_or(|(state, _)| matches!(state, 'Z' | 'X'));
+    tids.into_iter()
+        .filter(|&tid| !(tid == pid && leader_gone))
+        .filter_map(|tid| Some((tid, affinity::thread_affinity(tid).ok()?)))
+        .collect()
 }
 
-/// The state letter of `/proc/PID/stat` (`R`, `S`, `Z`...).
-fn process_state(pid: u32) -> Option<char> {
+/// The ids of a process's threads (`/proc/PID/task`), sorted; none when it is gone.
+pub fn task_ids(pid: u32) -> Vec<u32> {
+    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    tids.sort();
+    tids
+}
+
+/// The state letter (`R`, `S`, `Z`...) and parent of a process, from `/proc/PID/stat` (read
+/// after the command name, which may hold spaces and parentheses).
+pub fn stat(pid: u32) -> Option<(char, u32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    Some((state, fields.next()?.parse().ok()?))
 }
 
 /// A thread's name (`comm`), read only for threads a report names.
@@ -389,7 +395,7 @@ impl Table {
                 [
                     r.rank.to_string(),
                     r.pid.to_string(),
-                    r.threads.to_string(),
+                    r.tids.len().to_string(),
                     r.planned_cpus.to_string(),
                     r.actual_cpus.to_string(),
                     r.planned_memory.clone(),
@@ -472,7 +478,6 @@ mod tests {
         let row = |nodes: Vec<NodeId>| Row {
             rank: 3,
             pid: 1,
-            threads: 1,
             tids: vec![1],
             planned_cpus: CpuSet::new(),
             actual_cpus: CpuSet::new(),

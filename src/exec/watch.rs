@@ -160,7 +160,7 @@ impl Watch {
             if seen.exited {
                 continue;
             }
-            if row.threads == 0 || row.exited.is_some() {
+            if row.tids.is_empty() || row.exited.is_some() {
                 seen.exited = true;
                 changes.push(Change::RankExited {
                     rank: row.rank,
@@ -469,8 +469,13 @@ mod tests {
         Row {
             rank: pid - 100,
             pid,
-            threads,
-            tids: outside.iter().map(|(tid, _)| *tid).collect(),
+            // Alive: the main thread and those outside; `threads` 0: exited.
+            tids: match threads {
+                0 => Vec::new(),
+                _ => std::iter::once(pid)
+                    .chain(outside.iter().map(|(tid, _)| *tid))
+                    .collect(),
+            },
             planned_cpus: "32-47".parse().unwrap(),
             actual_cpus: CpuSet::new(),
             narrowed: 0,
