@@ -519,6 +519,19 @@ fn openmp_in_the_guest(guest: &[&str], log: &str) {
     assert_eq!(spread, [0, 1, 2, 3], "spread:\n{log}");
 }
 
+/// This machine's Python and numaplan's package staged for a guest (tests/vm/python-root.sh):
+/// the tree for QEMU_NUMA_TREE and the interpreter's path in it.
+fn stage_python() -> (tempfile::TempDir, String) {
+    let stage = tempfile::tempdir().unwrap();
+    let staged = common::succeed(
+        Command::new("bash")
+            .arg(common::repo().join("tests/vm/python-root.sh"))
+            .arg(stage.path()),
+    );
+    let python = String::from_utf8(staged.stdout).unwrap().trim().to_string();
+    (stage, python)
+}
+
 /// The guest's lines between `TAG_BEGIN` and `TAG_END`.
 fn between<'a>(guest: &[&'a str], tag: &str) -> Vec<&'a str> {
     let begin = guest
@@ -561,13 +574,7 @@ fn python_binds_ranks_on_a_four_node_guest() {
         eprintln!("skipped: set NUMAPLAN_QEMU=1 (as root) to boot the multi-NUMA guests");
         return;
     }
-    let stage = tempfile::tempdir().unwrap();
-    let staged = common::succeed(
-        Command::new("bash")
-            .arg(common::repo().join("tests/vm/python-root.sh"))
-            .arg(stage.path()),
-    );
-    let python = String::from_utf8(staged.stdout).unwrap();
+    let (stage, python) = stage_python();
     let Some((guest, log)) = boot(
         "tests/vm/python-guest.sh",
         &[
@@ -577,7 +584,7 @@ fn python_binds_ranks_on_a_four_node_guest() {
             // to it must still find memory there.
             ("QEMU_NUMA_MEM_MB", "512"),
             ("QEMU_NUMA_TREE", stage.path().to_str().unwrap()),
-            ("QEMU_GUEST_PYTHON", python.trim()),
+            ("QEMU_GUEST_PYTHON", &python),
         ],
         &[&common::repo().join("tests/vm/py-rank.py")],
     ) else {
@@ -631,13 +638,7 @@ fn memory_and_drift_on_a_four_node_guest() {
         "tests/watch/drift.c",
         &drift,
     );
-    let stage = tempfile::tempdir().unwrap();
-    let staged = common::succeed(
-        Command::new("bash")
-            .arg(common::repo().join("tests/vm/python-root.sh"))
-            .arg(stage.path()),
-    );
-    let python = String::from_utf8(staged.stdout).unwrap();
+    let (stage, python) = stage_python();
     let Some((guest, log)) = boot(
         "tests/vm/watch-guest.sh",
         &[
@@ -645,7 +646,7 @@ fn memory_and_drift_on_a_four_node_guest() {
             ("QEMU_NUMA_CPUS", "8"),
             ("QEMU_NUMA_MEM_MB", "512"),
             ("QEMU_NUMA_TREE", stage.path().to_str().unwrap()),
-            ("QEMU_GUEST_PYTHON", python.trim()),
+            ("QEMU_GUEST_PYTHON", &python),
         ],
         &[&common::repo().join("tests/vm/py-memory.py"), &drift],
     ) else {

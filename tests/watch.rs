@@ -23,16 +23,29 @@ struct Job {
     exec: Child,
 }
 
+/// A scratch directory with the drift program built in it and `job` as its job.yaml.
+fn drift_job(job: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    common::cc(
+        &["-O1", "-pthread"],
+        "tests/watch/drift.c",
+        &dir.path().join("drift"),
+    );
+    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+    dir
+}
+
 impl Job {
     fn start(long: f64, short: f64) -> Job {
-        let dir = tempfile::tempdir().unwrap();
-        let drift = dir.path().join("drift");
-        common::cc(&["-O1", "-pthread"], "tests/watch/drift.c", &drift);
-        let job = format!(
+        Job::with(&format!(
             "command: [sh, -c, 'if [ \"$LOCAL_RANK\" = 1 ]; then export DRIFT_SECONDS={short}; fi; exec ./drift']\n\
              ranks_per_node: 2\ngpus: none\nmemory: {{policy: bind}}\nenv: {{DRIFT_SECONDS: '{long}'}}\n"
-        );
-        std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+        ))
+    }
+
+    /// `numaplan exec` of `job` (two ranks of drift), once both ranks are ready.
+    fn with(job: &str) -> Job {
+        let dir = drift_job(job);
         let exec = Command::new(env!("CARGO_BIN_EXE_numaplan"))
             .args(["exec", "job.yaml"])
             .current_dir(dir.path())
@@ -284,14 +297,8 @@ fn exec_repin_watches_the_whole_run() {
     if !needs_two_cpus() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let drift = dir.path().join("drift");
-    common::cc(&["-O1", "-pthread"], "tests/watch/drift.c", &drift);
-    std::fs::write(
-        dir.path().join("job.yaml"),
-        "command: [./drift]\nranks_per_node: 2\ngpus: none\nenv: {DRIFT_SECONDS: '2'}\n",
-    )
-    .unwrap();
+    let dir =
+        drift_job("command: [./drift]\nranks_per_node: 2\ngpus: none\nenv: {DRIFT_SECONDS: '2'}\n");
     let out = Command::new(env!("CARGO_BIN_EXE_numaplan"))
         .args(["exec", "job.yaml", "--repin", "--interval", "0.2"])
         .current_dir(dir.path())
@@ -537,43 +544,23 @@ fn repin_once_corrects_and_succeeds() {
     if !needs_two_cpus() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let drift = dir.path().join("drift");
-    common::cc(&["-O1", "-pthread"], "tests/watch/drift.c", &drift);
-    std::fs::write(
-        dir.path().join("job.yaml"),
+    let job = Job::with(
         "command: [./drift]\nranks_per_node: 2\ngpus: none\nenv: {DRIFT_SECONDS: '10', DRIFT_LEAVE_MS: '0'}\n",
-    )
-    .unwrap();
-    let mut exec = Command::new(env!("CARGO_BIN_EXE_numaplan"))
-        .args(["exec", "job.yaml"])
-        .current_dir(dir.path())
-        .env("DRIFT_DIR", dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !(dir.path().join("left-0").exists() && dir.path().join("left-1").exists()) {
-        assert!(Instant::now() < deadline, "the proxies never left");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let pids: Vec<String> = (0..2)
-        .map(|r| {
-            let ids = std::fs::read_to_string(dir.path().join(format!("ready-{r}"))).unwrap();
-            ids.split_whitespace().next().unwrap().to_string()
-        })
-        .collect();
+    );
+    job.wait_for("left-0");
+    job.wait_for("left-1");
     let verify = |extra: &[&str]| {
-        let mut args = vec!["verify", "job.yaml", "--pids", &pids[0], &pids[1]];
-        args.extend_from_slice(extra);
-        common::numaplan_in(dir.path(), &args)
+        let (lines, code, stderr) = job.verify(extra);
+        let stdout: String = lines.iter().map(|(l, _)| format!("{l}\n")).collect();
+        common::Run {
+            code: code.unwrap_or(-1),
+            stdout,
+            stderr,
+        }
     };
     let before = verify(&[]);
     let fixed = verify(&["--repin"]);
     let after = verify(&[]);
-    let _ = exec.kill();
-    let _ = exec.wait();
     assert_eq!(before.code, 1, "the proxies are outside: {}", before.stdout);
     assert_eq!(fixed.code, 0, "{}{}", fixed.stdout, fixed.stderr);
     assert_eq!(

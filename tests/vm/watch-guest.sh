@@ -27,14 +27,19 @@ wait_for() {
   done
 }
 
+# verify_section TAG PID: `numaplan verify` of one rank between TAG_BEGIN and TAG_END, then its
+# exit status.
+verify_section() {
+  echo "$1_BEGIN"
+  status=0
+  numaplan verify plan.yaml --pids "$2" || status=$?
+  echo "exit $status"
+  echo "$1_END"
+}
 LOCAL_RANK=3 numactl --membind=2 "$QEMU_GUEST_PYTHON" -S /opt/py-memory.py late &
 late=$!
 wait_for /tmp/ready-3
-echo "LATE_BEGIN"
-status=0
-numaplan verify plan.yaml --pids "$late" || status=$?
-echo "exit $status"
-echo "LATE_END"
+verify_section LATE "$late"
 numaplan verify plan.yaml --pids "$late" --watch --interval 0.5 --format json > watch.jsonl &
 watch=$!
 while [ ! -s watch.jsonl ]; do sleep 0.1; done
@@ -56,11 +61,7 @@ rm -f /tmp/stop
 LOCAL_RANK=1 numaplan bind plan.yaml -- "$QEMU_GUEST_PYTHON" -S /opt/py-memory.py bound &
 bound=$!
 wait_for /tmp/ready-1
-echo "BOUND_BEGIN"
-status=0
-numaplan verify plan.yaml --pids "$bound" || status=$?
-echo "exit $status"
-echo "BOUND_END"
+verify_section BOUND "$bound"
 touch /tmp/stop
 wait "$bound"
 
