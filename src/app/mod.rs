@@ -7,6 +7,7 @@ mod exec;
 mod input;
 mod node;
 mod review;
+mod verify;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -43,7 +44,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<
         Command::Compile(args) => compile(&args, stdout, warnings),
         Command::Exec(args) => exec::exec(&args, stdout, warnings),
         Command::Bind(args) => bind::bind(&args, stdout, warnings),
-        Command::Verify(args) => exec::verify(&args, stdout),
+        Command::Verify(args) => verify::verify(&args, stdout),
         Command::Diff(args) => review::diff(&args, stdout),
         Command::Explain(args) => review::explain(&args, stdout),
         Command::Topo(args) => topo(&args, stdout),
@@ -352,8 +353,8 @@ pub fn schema(which: SchemaKind) -> String {
         SchemaKind::Diff => schemars::schema_for!(crate::review::diff::Report),
         SchemaKind::Bind => schemars::schema_for!(bind::Report),
         SchemaKind::Exec => schemars::schema_for!(exec::DryRun),
-        SchemaKind::Verify => schemars::schema_for!(exec::VerifyReport),
-        SchemaKind::Watch => schemars::schema_for!(exec::WatchEvent),
+        SchemaKind::Verify => schemars::schema_for!(verify::VerifyReport),
+        SchemaKind::Watch => schemars::schema_for!(verify::WatchEvent),
         SchemaKind::Codes => schemars::schema_for!(CodesReport),
     };
     let mut s = serde_json::to_string_pretty(&schema).expect("invariant: schemas serialize");
