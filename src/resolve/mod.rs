@@ -87,7 +87,7 @@ fn sharers(placements: &[Placement]) -> Vec<u32> {
         .map(|p| {
             placements
                 .iter()
-                .filter(|q| !q.cpus.intersection(&p.cpus).is_empty())
+                .filter(|q| q.cpus.intersects(&p.cpus))
                 .count() as u32
         })
         .collect()
