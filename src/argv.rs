@@ -6,7 +6,7 @@
 //! tree (every subcommand, every argument and its help) before it reads one argument: 0.28 ms
 //! of the 1.7 ms `bind` takes (BENCHMARKS.md). `fast_bind` reads the arguments a launcher
 //! passes (the plan, `--local-rank`, `--topology`, `--set`, `--force`, `--verbose`,
-//! `--dry-run`, `--format`, the global `-q`/`--quiet`, `--deny-warnings`,
+//! `--dry-run`, `--format`, the global `-q`/`--quiet`, `--deny-warnings`, `--allow`,
 //! `--message-format`, then `--` and the command) and declines anything else (help, an unknown
 //! or repeated flag, a value clap would refuse), which clap then parses and reports exactly as
 //! before. A test compares both on every form and on random command lines.
@@ -39,6 +39,7 @@ pub fn fast_bind(args: &[OsString]) -> Option<Cli> {
         }
         globals.take(word, &mut rest)?;
     }
+    globals.allowed_before_bind = !globals.allow.is_empty();
     let mut bind = BindWords::default();
     while let Some(word) = rest.next() {
         let word = word.to_str()?;
@@ -58,6 +59,7 @@ pub fn fast_bind(args: &[OsString]) -> Option<Cli> {
         message_format: globals.message_format.unwrap_or(MessageFormat::Human),
         quiet: globals.quiet,
         deny_warnings: globals.deny_warnings,
+        allow: globals.allow,
         command: Some(Command::Bind(args)),
     })
 }
@@ -85,7 +87,11 @@ fn value<'a>(
 struct Globals {
     quiet: bool,
     deny_warnings: bool,
+    allow: Vec<crate::diag::Code>,
     message_format: Option<MessageFormat>,
+    /// `--allow` came before the word `bind`: clap lets one given after the subcommand replace
+    /// those values, which the fast path leaves to clap.
+    allowed_before_bind: bool,
 }
 
 impl Globals {
@@ -99,6 +105,11 @@ impl Globals {
         match word {
             "-q" | "--quiet" if !self.quiet => self.quiet = true,
             "--deny-warnings" if !self.deny_warnings => self.deny_warnings = true,
+            w if w.starts_with("--allow") && !self.allowed_before_bind => {
+                let code = value(w, "--allow", rest)??;
+                self.allow
+                    .push(crate::diag::codes::warning_code(code).ok()?);
+            }
             _ if self.message_format.is_none() => {
                 let format = value(word, "--message-format", rest)??;
                 self.message_format = Some(match format {
@@ -231,6 +242,8 @@ mod tests {
                 "--deny-warnings",
                 "--message-format",
                 "json",
+                "--allow",
+                "w0203",
                 "bind",
                 "p.yaml",
                 "--dry-run",
@@ -254,6 +267,7 @@ mod tests {
                 "--verbose",
                 "--dry-run",
             ],
+            &["bind", "p.yaml", "--allow=W0215", "--allow", "w0204"],
             &["bind", "--", "p.yaml"],
         ] {
             let fast = fast_bind(&words(line)).is_some();
@@ -285,6 +299,9 @@ mod tests {
             &["bind", "p.yaml", "--message-format", "xml"],
             &["bind", "p.yaml", "--dry-run", "--format", "yaml"],
             &["bind", "p.yaml", "--unknown"],
+            &["bind", "p.yaml", "--allow", "E0201"],
+            &["--allow", "W0203", "bind", "p.yaml", "--allow", "W0204"],
+            &["bind", "p.yaml", "--allow", "W9999"],
             &["--version"],
         ] {
             assert!(fast_bind(&words(line)).is_none(), "{line:?}");
@@ -298,12 +315,12 @@ mod tests {
         /// Random command lines from bind's words: whenever the fast path takes one, clap
         /// parses it to the same `Cli`.
         #[test]
-        fn random_lines_agree_with_clap(picks in proptest::collection::vec(0usize..24, 0..9)) {
-            const WORDS: [&str; 24] = [
+        fn random_lines_agree_with_clap(picks in proptest::collection::vec(0usize..26, 0..9)) {
+            const WORDS: [&str; 26] = [
                 "bind", "plan.yaml", "other.yaml", "--local-rank", "2", "gpu", "--local-rank=1",
                 "--topology", "t.yaml", "--set", "a=b", "--set=c=d", "--force", "-v", "--verbose",
                 "--dry-run", "--format", "json", "--format=text", "-q", "--quiet",
-                "--deny-warnings", "--message-format=json", "--",
+                "--deny-warnings", "--message-format=json", "--allow", "W0215", "--",
             ];
             let mut line = vec!["bind"];
             line.extend(picks.iter().map(|&i| WORDS[i]));

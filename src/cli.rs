@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::diag::Code;
+use crate::diag::codes::warning_code;
 use crate::diag::render::MessageFormat;
 use crate::yaml::Override;
 
@@ -31,13 +33,19 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = MessageFormat::Human)]
     pub message_format: MessageFormat,
 
-    /// Do not print the plan's warnings on standard error.
+    /// Do not print the plan's warnings on standard error (compile, exec, bind).
     #[arg(long, short, global = true)]
     pub quiet: bool,
 
-    /// Make the plan's warnings an error (exit 1; for CI): nothing is written or started.
+    /// Make the plan's warnings an error (exit 1; for CI): nothing is written or started
+    /// (compile, exec, bind).
     #[arg(long, global = true)]
     pub deny_warnings: bool,
+
+    /// Accept the warnings of kind CODE after review (`W0203`, repeatable; `numaplan codes`
+    /// lists them): not printed, and not fatal under `--deny-warnings` (compile, exec, bind).
+    #[arg(long, global = true, value_name = "CODE", value_parser = warning_code)]
+    pub allow: Vec<Code>,
 
     /// `None` only with `--version` (main refuses it otherwise).
     #[command(subcommand)]

@@ -194,7 +194,7 @@ impl Error {
             Error::Differs => unreachable!("`diagnostics` renders no diagnostic for it"),
             Error::WarningsDenied { .. } => Diagnostic::error(E0214_WARNINGS_DENIED, self.to_string())
                 .note("nothing was written or started")
-                .help("fix what the warnings above say, or drop `--deny-warnings`"),
+                .help("fix what the warnings above say, accept a kind that was reviewed with `--allow CODE` (or the spec's `allow_warnings:`), or drop `--deny-warnings`"),
             Error::UnknownCode(code) => unknown_code(code),
         }
     }

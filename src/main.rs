@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     // Not locked for the whole run: `exec` relays ranks' output to stdout from other threads.
     let mut stdout = std::io::stdout();
     let mut warnings_out = std::io::stderr();
-    let mut reporter = Reporter::new(&mut warnings_out, format, mode);
+    let mut reporter = Reporter::new(&mut warnings_out, format, mode).allowing(cli.allow.clone());
     match numaplan::app::run(cli, &mut stdout, &mut reporter) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

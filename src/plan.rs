@@ -25,7 +25,10 @@ pub struct Plan {
     /// `explain` draws them as not allowed). Empty without `cpu.allowed`.
     pub excluded: CpuSet,
     /// Facts the reader should know (fallbacks, restrictions), in a stable order.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::diag::Warning>,
+    /// Warning codes the spec accepts after review (`allow_warnings:`): not printed, not
+    /// fatal under `--deny-warnings`; the warnings stay in the plan for its reader.
+    pub allowed_warnings: Vec<crate::diag::Code>,
     /// MASTER_PORT, for launchers that set the rendezvous per node.
     pub port: u16,
     /// Batch-file settings for `--emit sbatch`.

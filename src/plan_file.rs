@@ -8,7 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
-use crate::diag::SourceMap;
+use crate::diag::codes::{Code, W0200_PLAN_WARNING, warning_code};
+use crate::diag::{SourceMap, Warning};
 use crate::ids::{GpuIndex, NodeId, node_list};
 use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
@@ -43,8 +44,27 @@ pub struct PlanFile {
     pub excluded_cpus: String,
     /// One entry per local rank.
     pub ranks: Vec<RankEntry>,
+    /// What the reader should know, one entry per warning with its kind's code
+    /// (`numaplan codes W0203`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<WarningEntry>,
+    /// Warning codes the spec accepts after review (`allow_warnings:`): those warnings stay
+    /// above, but are not printed and `--deny-warnings` does not fail on them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_warnings: Vec<String>,
+}
+
+/// One warning: `{code: W0203, message: ...}`; a plain string (a plan of an earlier numaplan)
+/// reads as W0200.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum WarningEntry {
+    Coded {
+        /// The warning's kind, `W0201` to `W0215`.
+        code: String,
+        message: String,
+    },
+    Plain(String),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -184,7 +204,15 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
                 env: r.env.clone(),
             })
             .collect(),
-        warnings: plan.warnings.clone(),
+        warnings: plan
+            .warnings
+            .iter()
+            .map(|w| WarningEntry::Coded {
+                code: w.code.to_string(),
+                message: w.message.clone(),
+            })
+            .collect(),
+        allow_warnings: plan.allowed_warnings.iter().map(Code::to_string).collect(),
     }
 }
 
@@ -388,6 +416,15 @@ fn rank_from_entry(i: usize, r: &RankEntry) -> Result<RankBinding, Problem> {
     })
 }
 
+fn warning_from_entry(i: usize, entry: &WarningEntry) -> Result<Warning, Problem> {
+    match entry {
+        WarningEntry::Coded { code, message } => warning_code(code)
+            .map(|code| Warning::new(code, message.clone()))
+            .map_err(|e| (format!("warnings[{i}].code"), e)),
+        WarningEntry::Plain(message) => Ok(Warning::new(W0200_PLAN_WARNING, message.clone())),
+    }
+}
+
 fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
     if f.numaplan_plan != FORMAT_VERSION {
         return Err((
@@ -435,7 +472,18 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
         ranks,
         reserved,
         excluded,
-        warnings: f.warnings.clone(),
+        warnings: f
+            .warnings
+            .iter()
+            .enumerate()
+            .map(|(i, w)| warning_from_entry(i, w))
+            .collect::<Result<_, Problem>>()?,
+        allowed_warnings: f
+            .allow_warnings
+            .iter()
+            .enumerate()
+            .map(|(i, c)| warning_code(c).map_err(|e| (format!("allow_warnings[{i}]"), e)))
+            .collect::<Result<_, Problem>>()?,
         port,
         slurm: SlurmSpec::default(),
     };

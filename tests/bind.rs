@@ -726,7 +726,7 @@ fn a_visibility_variable_that_renumbers_the_gpus_is_a_warning() {
         )
         .ok();
     }
-    let warned = "warning[W0200]: CUDA_VISIBLE_DEVICES=1 in the environment renumbers the GPUs a \
+    let warned = "warning[W0214]: CUDA_VISIBLE_DEVICES=1 in the environment renumbers the GPUs a \
                   rank sees, but the plan placed its ranks next to GPU 0 by the machine's \
                   numbering and sets no CUDA_VISIBLE_DEVICES";
     let run = |plan: &str, visible: Option<&str>| {

@@ -577,7 +577,7 @@ fn start_errors() {
     );
     assert_eq!(out.status.code(), Some(3));
     insta::assert_snapshot!(text(&out.stderr), @r"
-    warning[W0200]: ranks 0-39 share their CPUs, 40 ranks to 2 cores: OMP_NUM_THREADS is 1 in each, their fair share rather than one per core (set `env: {OMP_NUM_THREADS: N}` to choose)
+    warning[W0212]: ranks 0-39 share their CPUs, 40 ranks to 2 cores: OMP_NUM_THREADS is 1 in each, their fair share rather than one per core (set `env: {OMP_NUM_THREADS: N}` to choose)
      --> job.yaml
     error[E0413]: cannot start rank 0 (`./fake`): Exec format error (os error 8)
      = note: no rank was left running

@@ -125,11 +125,11 @@ fn cpu_less_gpu_node_falls_back_to_the_nearest_node() {
     let p = plan(&t, "cpu: {allowed: \"0-99\"}");
     assert_eq!(p.ranks[0].numa_node, Some(NodeId(1)));
     assert!(
-        p.warnings
+        texts(&p)
             .iter()
-            .any(|w| w == "GPU 0's node 9 has no allowed CPUs; using node 1 at distance 12"),
+            .any(|w| *w == "GPU 0's node 9 has no allowed CPUs; using node 1 at distance 12"),
         "{:?}",
-        p.warnings
+        texts(&p)
     );
 }
 
@@ -433,7 +433,7 @@ fn single_unique_ignores_min_and_max_cores_with_a_warning() {
     );
     assert_eq!(cpus(&p), ["0", "1"]);
     assert_eq!(
-        p.warnings,
+        texts(&p),
         [
             "cpu.min_cores is ignored by policy single-unique (it always gives a GPU one core); use unique-contiguous for several cores per GPU, or remove it",
             "cpu.max_cores is ignored by policy single-unique (it always gives a GPU one core); use unique-contiguous for several cores per GPU, or remove it",
@@ -526,7 +526,7 @@ fn options_a_policy_ignores_are_warnings() {
     let without = plan(&t, "cpu: {policy: node}");
     assert_eq!(cpus(&with), cpus(&without), "the plan does not change");
     assert_eq!(
-        with.warnings,
+        texts(&with),
         [
             "cpu.smt is ignored by policy node (`torchrun --numa-binding=node` has no such setting); use policy auto, which honours it",
             "cpu.reserve_per_l3 is ignored by policy node (PyTorch's node has no reserved cores); use policy auto, which honours it",
@@ -535,24 +535,23 @@ fn options_a_policy_ignores_are_warnings() {
     );
     let p = plan(&t, "cpu: {policy: unique-contiguous, reserve_cores: 1}");
     assert_eq!(
-        p.warnings,
+        texts(&p),
         [
             "cpu.reserve_cores is ignored by policy unique-contiguous (gpu_affinity has no reserved cores); use policy auto, which honours it"
         ]
     );
     let p = plan(&t, "cpu: {policy: all, balanced: false}");
-    let ignored: Vec<&String> = p
-        .warnings
-        .iter()
+    let ignored: Vec<&str> = texts(&p)
+        .into_iter()
         .filter(|w| w.contains(" is ignored "))
         .collect();
-    assert_eq!(ignored.len(), 1, "{:?}", p.warnings);
+    assert_eq!(ignored.len(), 1, "{:?}", texts(&p));
     // `auto` uses every option: no warning.
     let p = plan(
         &t,
         "cpu: {smt: one, reserve_per_l3: 1, reserve_cores: 1, scope: socket, balanced: true, min_cores: 1, max_cores: 6}",
     );
-    assert_eq!(p.warnings, Vec::<String>::new());
+    assert_eq!(texts(&p), Vec::<&str>::new());
 }
 
 #[test]
@@ -586,16 +585,19 @@ fn memory_nodes_local_follow_each_ranks_home() {
         "{nodes:?}"
     );
     assert!(
-        p.warnings.is_empty(),
+        texts(&p).is_empty(),
         "HBM of the home node is local: {:?}",
-        p.warnings
+        texts(&p)
     );
     let p = plan(&t, "memory: {policy: interleave, nodes: \"local,local+2\"}");
     assert!(p.ranks.iter().all(|r| r.memory.nodes.len() == 2));
     // An absolute list remote from some ranks' home is said.
     let p = plan(&t, "memory: {policy: bind, nodes: \"0\"}");
-    let remote: Vec<&String> = p.warnings.iter().filter(|w| w.contains("remote")).collect();
-    assert_eq!(remote.len(), 1, "{:?}", p.warnings);
+    let remote: Vec<&str> = texts(&p)
+        .into_iter()
+        .filter(|w| w.contains("remote"))
+        .collect();
+    assert_eq!(remote.len(), 1, "{:?}", texts(&p));
     assert!(
         remote[0].starts_with("memory of rank(s) 3-5 goes to node(s) 0"),
         "{}",
@@ -633,11 +635,11 @@ fn cpu_only_ranks_spanning_nodes_keep_the_default_memory_policy() {
         .collect();
     assert_eq!(nodes, ["0", "4"]);
     assert!(
-        p.warnings
+        texts(&p)
             .iter()
             .any(|w| w.starts_with("CPU-only rank(s) 0-1 span several nodes")),
         "{:?}",
-        p.warnings
+        texts(&p)
     );
     let spec = load_str(
         "s.yaml",
@@ -665,7 +667,7 @@ fn ranks_sharing_cores_get_their_fair_share_of_threads() {
             .collect()
     };
     let shared = |p: &numaplan::plan::Plan| {
-        p.warnings
+        texts(&p)
             .iter()
             .filter(|w| w.contains("fair share"))
             .count()
@@ -689,4 +691,9 @@ fn ranks_sharing_cores_get_their_fair_share_of_threads() {
         "{:?}",
         threads(&many)
     );
+}
+
+/// The texts of a plan's warnings, in order.
+fn texts(p: &Plan) -> Vec<&str> {
+    p.warnings.iter().map(|w| w.message.as_str()).collect()
 }

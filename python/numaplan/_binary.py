@@ -105,5 +105,5 @@ def _report(stderr: str) -> List[Error]:
         if diagnostic["severity"] == "error":
             errors.append(error)
         else:
-            warnings.warn(str(error), NumaplanWarning, stacklevel=4)
+            warnings.warn(NumaplanWarning(str(error), error.code), stacklevel=4)
     return errors

@@ -120,5 +120,14 @@ class ProcessExitedException(Error):
 
 
 class NumaplanWarning(UserWarning):
-    """A warning of the plan (W0200): something that does not stop the rank but that its reader
-    should know (a fallback, CPUs a restriction cuts, an option the policy ignores)."""
+    """A warning of the plan: something that does not stop the rank but that its reader should
+    know (a fallback, CPUs a restriction cuts, an option the policy ignores).
+
+    Its text starts with its kind's code (`[W0203] node 0 has 10 of 20 CPUs allowed`; `numaplan
+    codes W0203` explains it), which `code` also holds: Python's own filters accept a kind,
+    `warnings.filterwarnings("ignore", message=r"\[W0203\]")`, as the spec's
+    `allow_warnings:` does for every launcher."""
+
+    def __init__(self, message: str, code: Optional[str] = None) -> None:
+        super().__init__(f"[{code}] {message}" if code else message)
+        self.code = code

@@ -46,7 +46,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         true => plan.warnings.clone(),
         false => launcher::warnings(&plan, std::slice::from_ref(rank), &env),
     };
-    warnings.plan_warnings_as(voice, &subject.input, &shown)?;
+    warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
     let set = launcher::rank_environment(&plan, rank, &local, &env);
     let argv: Vec<OsString> = if args.command.is_empty() {
         plan.command.iter().map(OsString::from).collect()

@@ -49,7 +49,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         return Err(ExecError::NoCommand { spec }.into());
     }
     let shown = launcher::warnings(&plan, &plan.ranks, &environment());
-    warnings.plan_warnings(&subject.input, &shown)?;
+    warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     let opts = ExecOptions {
         place: node_place(args, &plan)?,
         output: match (&args.log_dir, args.no_prefix) {

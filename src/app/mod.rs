@@ -139,7 +139,7 @@ fn compile(
         topology_file,
         ..
     } = compile_loaded(&loaded, &spec_dir, args.topology.as_deref())?;
-    warnings.plan_warnings(&spec_file, &plan.warnings)?;
+    warnings.plan_warnings(&spec_file, &plan.warnings, &plan.allowed_warnings)?;
     // Readers of the plan find its topology relative to the plan file, and so are the paths
     // of its header: the same plan compiled from another directory, or with `./` or an
     // absolute `-o`, is the same file.
@@ -412,7 +412,7 @@ pub(crate) struct CodesReport {
 
 #[derive(serde::Serialize, schemars::JsonSchema)]
 struct CodeEntry {
-    /// `E0302`, or `W0200` for the plan's warnings.
+    /// `E0302`, or `W0203` for a kind of plan warning.
     code: String,
     /// The explanation's first sentence (what `numaplan codes` lists).
     summary: String,

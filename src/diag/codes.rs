@@ -68,6 +68,21 @@ pub const E0420_LOCAL_SIZE: Code = Code("E0420");
 pub const E0421_PYTHON_BINARY: Code = Code("E0421");
 pub const E0422_VISIBLE_GPUS: Code = Code("E0422");
 pub const W0200_PLAN_WARNING: Code = Code("W0200");
+pub const W0201_TOPOLOGY_NOTE: Code = Code("W0201");
+pub const W0202_DEPRECATED_KEY: Code = Code("W0202");
+pub const W0203_CPUS_RESTRICTED: Code = Code("W0203");
+pub const W0204_OPTION_IGNORED: Code = Code("W0204");
+pub const W0205_GPUS_FROM_VARIABLE: Code = Code("W0205");
+pub const W0206_GPUS_UNUSED: Code = Code("W0206");
+pub const W0207_GPU_LOCALITY_UNKNOWN: Code = Code("W0207");
+pub const W0208_GPU_NODE_FALLBACK: Code = Code("W0208");
+pub const W0209_PREFERRED_SPAN: Code = Code("W0209");
+pub const W0210_MEMORY_REMOTE: Code = Code("W0210");
+pub const W0211_MEMORY_NOT_ALLOWED: Code = Code("W0211");
+pub const W0212_SHARED_CPUS: Code = Code("W0212");
+pub const W0213_MIXED_CPU_KINDS: Code = Code("W0213");
+pub const W0214_GPUS_RENUMBERED: Code = Code("W0214");
+pub const W0215_LAUNCHER_BOUND: Code = Code("W0215");
 
 /// Every code with its explanation, in order.
 pub const ALL: &[(Code, &str)] = &[
@@ -178,8 +193,9 @@ pub const ALL: &[(Code, &str)] = &[
     ),
     (
         E0214_WARNINGS_DENIED,
-        "`--deny-warnings` turns the plan's warnings (shown above it as W0200) into an error, for \
-         CI: nothing was written or started. Fix what the warnings say, or drop the flag.",
+        "`--deny-warnings` turns the plan's warnings (shown above it as W02xx) into an error, for \
+         CI: nothing was written or started. Fix what the warnings say, accept a kind that was \
+         reviewed with `--allow W02xx` (or the spec's `allow_warnings:`), or drop the flag.",
     ),
     (
         E0215_TOO_MANY_RANKS,
@@ -404,12 +420,103 @@ pub const ALL: &[(Code, &str)] = &[
     ),
     (
         W0200_PLAN_WARNING,
-        "A warning of the plan: something the reader should know that does not stop it (a \
-         fallback to another node, CPUs a restriction cuts, an option the policy ignores, a \
-         deprecated key, memory remote from a rank's home), or of running it here (`exec` and \
-         `bind`: a GPU-visibility variable that renumbers the ranks' GPUs). `compile`, `exec` \
-         and `bind` print them on standard error and every generated launcher lists them at its top; `--quiet` \
-         hides them and `--deny-warnings` makes them an error (E0214).",
+        "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
+         Every warning has a code (W0201 to W0215): `compile`, `exec` and `bind` print them on \
+         standard error and every generated launcher lists them at its top; `--quiet` hides \
+         them, `--deny-warnings` makes them an error (E0214), and `--allow CODE` (or the spec's \
+         `allow_warnings:`) accepts one kind after review. Recompile the plan to give its \
+         warnings their codes.",
+    ),
+    (
+        W0201_TOPOLOGY_NOTE,
+        "The topology's source noted something while reading the machine: hwloc warned while \
+         importing an XML, skipped its consistency check, NVML disagreed with hwloc about a \
+         GPU, or a display chip was not counted as a GPU. The plan is made from what was read; \
+         check the note against the machine (`numaplan topo`).",
+    ),
+    (
+        W0202_DEPRECATED_KEY,
+        "The job spec uses a deprecated spelling (`cpu.reserve`, which names CPUs, not a \
+         count). It still works; the warning gives the spelling to use.",
+    ),
+    (
+        W0203_CPUS_RESTRICTED,
+        "Some CPUs of a NUMA node are not allowed (\"node 0 has 10 of 20 CPUs allowed\"): the \
+         spec's `cpu.allowed`, the process's affinity (taskset) or its cgroup cut them, and no \
+         rank uses them. A deliberate restriction (as examples/dgx-spark.yaml's) is accepted \
+         with `allow_warnings: [W0203]` in the spec or `--allow W0203`.",
+    ),
+    (
+        W0204_OPTION_IGNORED,
+        "The spec sets a `cpu:` option that its policy does not use (POLICIES.md, \"Options a \
+         policy ignores\"): the plan is what the policy computes without it. Remove the \
+         option, or use `policy: auto`, which honours every option.",
+    ),
+    (
+        W0205_GPUS_FROM_VARIABLE,
+        "`gpus: visible` chose the GPUs from a visibility variable (`CUDA_VISIBLE_DEVICES` and \
+         its ROCm and Level Zero kin) of the environment `compile` ran in: the plan depends on \
+         that environment, which the warning names.",
+    ),
+    (
+        W0206_GPUS_UNUSED,
+        "`gpus:` selects more GPUs than the ranks use: some selected GPUs have no rank. Set \
+         `ranks_per_node` to use them all, or select only the GPUs the ranks use.",
+    ),
+    (
+        W0207_GPU_LOCALITY_UNKNOWN,
+        "A GPU has unknown NUMA locality (sysfs `numa_node` -1, or none in the topology): under \
+         `policy: auto` its rank is placed as a CPU-only rank. Fix the firmware's locality or \
+         give the topology file the GPU's node.",
+    ),
+    (
+        W0208_GPU_NODE_FALLBACK,
+        "A GPU's NUMA node has no CPUs (a CPU-less memory node, as on Grace Hopper) or no \
+         allowed CPUs: its rank runs on the nearest node with allowed CPUs, named with its \
+         distance.",
+    ),
+    (
+        W0209_PREFERRED_SPAN,
+        "CPU-only ranks span several NUMA nodes and `memory.policy: preferred` names one node: \
+         each prefers its first node. Use `interleave` or `bind` to cover them all.",
+    ),
+    (
+        W0210_MEMORY_REMOTE,
+        "`memory.nodes` sends ranks' memory to nodes remote from their home node: memory access \
+         there is slower. Deliberate for a memory-only (HBM, CXL) node; otherwise remove \
+         `memory.nodes`.",
+    ),
+    (
+        W0211_MEMORY_NOT_ALLOWED,
+        "A rank's memory node is not in the memory nodes the job may use (its cpuset's mems): \
+         its memory comes from the nearest allowed node instead, which the warning names.",
+    ),
+    (
+        W0212_SHARED_CPUS,
+        "The policy gives several ranks the same CPUs (`node`, `socket`, `all`, `single` and \
+         their kin): `OMP_NUM_THREADS` is each rank's fair share of the cores (cores / ranks \
+         sharing them, at least 1), not one thread per core. Set `env: {OMP_NUM_THREADS: N}` \
+         to choose; `--allow W0212` when the sharing is what the job wants.",
+    ),
+    (
+        W0213_MIXED_CPU_KINDS,
+        "A rank's CPUs are of more than one kind (hybrid machines: performance and efficiency \
+         cores, Arm big and little cores): its threads run at different speeds. Restrict the \
+         ranks to one kind with `cpu.allowed` (`numaplan topo` lists the kinds).",
+    ),
+    (
+        W0214_GPUS_RENUMBERED,
+        "At launch (`exec`, `bind`): a GPU-visibility variable in the environment renumbers the \
+         GPUs the ranks see, and the plan does not set it: a rank may run on another GPU than \
+         the one it was placed next to. Unset the variable, compile where it is set with `gpus: \
+         visible`, or give each rank its GPUs with `gpu: {visible: own}`.",
+    ),
+    (
+        W0215_LAUNCHER_BOUND,
+        "`bind`: the launcher had already bound this process (Open MPI's default core binding, \
+         srun's `--cpu-bind`), to CPUs other than the plan's, and numaplan replaced that \
+         binding with the plan's. Turn the launcher's binding off (`mpirun --bind-to none`, \
+         `srun --cpu-bind=none`) so that one tool binds; `--allow W0215` to accept it.",
     ),
 ];
 
@@ -418,4 +525,18 @@ pub fn find(code: &str) -> Option<(Code, &'static str)> {
     ALL.iter()
         .find(|(c, _)| c.0.eq_ignore_ascii_case(code))
         .copied()
+}
+
+/// The warning code `text` names (`W0203`, any case), or why it names none: the message
+/// suggests the closest code, for `--allow` and the spec's `allow_warnings:`.
+pub fn warning_code(text: &str) -> Result<Code, String> {
+    match find(text) {
+        Some((code, _)) if code.0.starts_with('W') => Ok(code),
+        Some((code, _)) => Err(format!(
+            "`{code}` is an error, not a warning: only warnings (W0201 to W0215) can be allowed"
+        )),
+        None => Err(format!(
+            "`{text}` is no warning code (W0201 to W0215; `numaplan codes` lists them)"
+        )),
+    }
 }

@@ -13,6 +13,35 @@ pub mod suggest;
 pub use codes::Code;
 pub use source::{Positions, SourceMap, Spot};
 
+/// One warning of a plan (or of running it here): its kind's code (`numaplan codes W0203`) and
+/// what it says. Warnings do not stop anything; `--deny-warnings` makes them fatal and
+/// `--allow CODE` accepts a kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub code: Code,
+    pub message: String,
+}
+
+impl Warning {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Warning {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The warning as a list shows it: `[W0203] node 0 has 10 of 20 CPUs allowed`, with
+    /// `(allowed)` when its code is among `allowed`.
+    pub fn listed(&self, allowed: &[Code]) -> String {
+        let mark = if allowed.contains(&self.code) {
+            " (allowed)"
+        } else {
+            ""
+        };
+        format!("[{}] {}{mark}", self.code, self.message)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
     Error,

@@ -1,12 +1,12 @@
-//! Where a command's warnings go: rendered like errors (`warning[W0200]: ...`, or JSON lines) on
+//! Where a command's warnings go: rendered like errors (`warning[W0203]: ...`, or JSON lines) on
 //! the stream `main` hands down, standard error. `--quiet` drops them; `--deny-warnings` shows
-//! them and makes the command fail before it writes or starts anything.
+//! them and makes the command fail before it writes or starts anything; a kind accepted after
+//! review (`--allow W0203`, or the plan's `allow_warnings:`) is neither shown nor fatal.
 
 use std::io::Write;
 
-use super::codes::W0200_PLAN_WARNING;
 use super::render::{MessageFormat, render};
-use super::{Diagnostic, Severity};
+use super::{Code, Diagnostic, Severity, Warning};
 
 /// What to do with warnings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +24,8 @@ pub struct Reporter<'a> {
     out: &'a mut dyn Write,
     format: MessageFormat,
     mode: WarningMode,
+    /// `--allow`: kinds accepted on the command line.
+    allow: Vec<Code>,
 }
 
 /// `--deny-warnings` and this many warnings.
@@ -32,7 +34,18 @@ pub struct Denied(pub usize);
 
 impl<'a> Reporter<'a> {
     pub fn new(out: &'a mut dyn Write, format: MessageFormat, mode: WarningMode) -> Self {
-        Reporter { out, format, mode }
+        Reporter {
+            out,
+            format,
+            mode,
+            allow: Vec::new(),
+        }
+    }
+
+    /// The warning kinds `--allow` accepts.
+    pub fn allowing(mut self, allow: Vec<Code>) -> Self {
+        self.allow = allow;
+        self
     }
 
     /// A reporter that shows nothing (for library callers and tests).
@@ -40,10 +53,16 @@ impl<'a> Reporter<'a> {
         Reporter::new(out, MessageFormat::Human, WarningMode::Quiet)
     }
 
-    /// Shows the warnings of a plan made from (or read from) `file`; `Denied` under
-    /// `--deny-warnings` when there are any.
-    pub fn plan_warnings(&mut self, file: &str, warnings: &[String]) -> Result<(), Denied> {
-        self.plan_warnings_as(Voice::Speaks, file, warnings)
+    /// Shows the warnings of a plan made from (or read from) `file`, but those of a kind
+    /// `allowed` (the plan's `allow_warnings:`) or `--allow` accepts; `Denied` under
+    /// `--deny-warnings` when any is shown.
+    pub fn plan_warnings(
+        &mut self,
+        file: &str,
+        warnings: &[Warning],
+        allowed: &[Code],
+    ) -> Result<(), Denied> {
+        self.plan_warnings_as(Voice::Speaks, file, warnings, allowed)
     }
 
     /// As `plan_warnings`, but a process that does not speak for its node (`bind` on a local
@@ -52,13 +71,18 @@ impl<'a> Reporter<'a> {
         &mut self,
         voice: Voice,
         file: &str,
-        warnings: &[String],
+        warnings: &[Warning],
+        allowed: &[Code],
     ) -> Result<(), Denied> {
+        let warnings: Vec<&Warning> = warnings
+            .iter()
+            .filter(|w| !allowed.contains(&w.code) && !self.allow.contains(&w.code))
+            .collect();
         if voice == Voice::Speaks && matches!(self.mode, WarningMode::Show | WarningMode::Deny) {
-            for w in warnings {
+            for w in &warnings {
                 let d = Diagnostic {
                     severity: Severity::Warning,
-                    ..Diagnostic::error(W0200_PLAN_WARNING, w.clone()).in_file(file)
+                    ..Diagnostic::error(w.code, w.message.clone()).in_file(file)
                 };
                 // A closed standard error is no reason to fail the command.
                 let _ = self.out.write_all(render(&d, self.format).as_bytes());

@@ -41,7 +41,11 @@ fn header(plan: &Plan, origin: &Origin) -> Header {
         spec_file: origin.spec_file.to_string(),
         topology: plan.topology.clone(),
         fingerprint: origin.fingerprint.to_string(),
-        warnings: plan.warnings.clone(),
+        warnings: plan
+            .warnings
+            .iter()
+            .map(|w| w.listed(&plan.allowed_warnings))
+            .collect(),
         expect_cpus: plan.machine.cpus,
         expect_nodes: plan.machine.numa_nodes,
         expect_gpus: plan.machine.gpus,

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use super::ExecError;
 use super::hostlist;
 use super::visible::VISIBILITY;
+use crate::diag::Warning;
+use crate::diag::codes::W0214_GPUS_RENUMBERED;
 use crate::plan::{Plan, RankBinding};
 
 /// Environment variables by name.
@@ -372,7 +374,7 @@ pub fn rank_environment(
 
 /// The warnings to show before `ranks` start: the plan's, then what the environment they
 /// inherit changes (`visibility_warning`).
-pub fn warnings(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Vec<String> {
+pub fn warnings(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Vec<Warning> {
     let mut all = plan.warnings.clone();
     all.extend(visibility_warning(plan, ranks, env));
     all
@@ -383,7 +385,7 @@ pub fn warnings(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Vec<String> {
 /// whichever GPU the variable makes its device 3 (Slurm's `--gpus-per-task` sets one per task,
 /// a login shell may carry one over). A variable that lists every GPU in order renumbers
 /// nothing.
-fn visibility_warning(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Option<String> {
+fn visibility_warning(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Option<Warning> {
     let gpus: Vec<String> = ranks
         .iter()
         .flat_map(|r| r.gpus.iter().map(|g| g.index.to_string()))
@@ -405,12 +407,15 @@ fn visibility_warning(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Option<S
         [one] => format!("GPU {one}"),
         _ => format!("GPUs {}", gpus.join(", ")),
     };
-    Some(format!(
-        "{var}={value} in the environment renumbers the GPUs a rank sees, but the plan placed \
+    Some(Warning::new(
+        W0214_GPUS_RENUMBERED,
+        format!(
+            "{var}={value} in the environment renumbers the GPUs a rank sees, but the plan placed \
          its ranks next to {planned} by the machine's numbering and sets no {var}: a rank may \
          run on another GPU than the one it is bound next to; unset {var}, compile the plan \
          where it is set with `gpus: visible`, or give each rank its GPUs with \
          `gpu: {{visible: own}}`"
+        ),
     ))
 }
 

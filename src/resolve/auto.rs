@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::context::{ACore, Ctx, Placement, Unit};
 use super::error::{ResolveError, ResolveErrorKind};
 use crate::cpuset::CpuSet;
+use crate::diag::{Warning, codes};
 use crate::ids::{L3Id, NodeId};
 use crate::spec::{Balance, Scope};
 
@@ -31,7 +32,7 @@ struct Homes {
 pub fn place(
     ctx: &Ctx,
     units: &[Unit],
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Placement>, ResolveError> {
     let reserved = reserved_cores(ctx);
     let pool_of = |node: NodeId| -> Vec<usize> {
@@ -69,7 +70,7 @@ pub fn place(
 fn home_nodes(
     ctx: &Ctx,
     units: &[Unit],
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Homes, ResolveError> {
     let mut homes = Homes {
         gpu: BTreeMap::new(),
@@ -81,9 +82,12 @@ fn home_nodes(
             continue;
         };
         let Some(node) = g.numa_node else {
-            warnings.push(format!(
-                "GPU {} has unknown NUMA locality; its rank is placed as a CPU-only rank",
-                g.index
+            warnings.push(Warning::new(
+                codes::W0207_GPU_LOCALITY_UNKNOWN,
+                format!(
+                    "GPU {} has unknown NUMA locality; its rank is placed as a CPU-only rank",
+                    g.index
+                ),
             ));
             homes.cpu_only.push(i);
             continue;
@@ -101,9 +105,12 @@ fn home_nodes(
             } else {
                 "has no allowed CPUs"
             };
-            warnings.push(format!(
-                "GPU {}'s node {node} {why}; using node {home}{distance}",
-                g.index
+            warnings.push(Warning::new(
+                codes::W0208_GPU_NODE_FALLBACK,
+                format!(
+                    "GPU {}'s node {node} {why}; using node {home}{distance}",
+                    g.index
+                ),
             ));
         }
         homes.gpu.insert(i, home);

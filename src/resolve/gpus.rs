@@ -4,6 +4,7 @@
 use super::context::Unit;
 use super::error::{ResolveError, ResolveErrorKind};
 use crate::cpuset::CpuSet;
+use crate::diag::{Warning, codes};
 use crate::spec::{Family, GpuChoice, Spec};
 use crate::topology::Topology;
 use crate::topology::model::Gpu;
@@ -98,21 +99,24 @@ fn no_gpus(spec: &Spec, key: &'static str, topo: &Topology) -> ResolveError {
 }
 
 /// The plan's note about `gpus: visible`, when a variable chose the GPUs.
-pub fn visible_warning(spec: &Spec, gpus: &[&Gpu]) -> Option<String> {
+pub fn visible_warning(spec: &Spec, gpus: &[&Gpu]) -> Option<Warning> {
     let GpuChoice::Visible(Some((variable, value))) = &spec.gpus else {
         return None;
     };
     let chosen = indices(gpus);
-    Some(format!(
-        "GPUs {} from {variable}={value} (`gpus: visible`)",
-        chosen.join(", ")
+    Some(Warning::new(
+        codes::W0205_GPUS_FROM_VARIABLE,
+        format!(
+            "GPUs {} from {variable}={value} (`gpus: visible`)",
+            chosen.join(", ")
+        ),
     ))
 }
 
 /// The plan's warning when `gpus:` names GPUs explicitly (a count or a list) and the ranks leave
 /// some of them without a rank: what the spec asked for is not what runs. In the PyTorch family
 /// they still count as peers (POLICIES.md), which the warning says.
-pub fn unused_warning(spec: &Spec, selected: &[&Gpu], units: &[Unit]) -> Option<String> {
+pub fn unused_warning(spec: &Spec, selected: &[&Gpu], units: &[Unit]) -> Option<Warning> {
     if !matches!(spec.gpus, GpuChoice::Count(_) | GpuChoice::List(_)) {
         return None;
     }
@@ -139,12 +143,15 @@ pub fn unused_warning(spec: &Spec, selected: &[&Gpu], units: &[Unit]) -> Option<
         [one] => (format!("GPU {}", one.index), "has"),
         _ => (format!("GPUs {}", indices(&unused).join(", ")), "have"),
     };
-    Some(format!(
-        "`gpus` selects {} GPUs, of which the ranks use {}: {gpus} {have} no rank ({role}); set \
-         `ranks_per_node: {}` to use them all, or select only the GPUs the ranks use",
-        selected.len(),
-        selected.len() - unused.len(),
-        selected.len() as u32 / spec.gpus_per_rank,
+    Some(Warning::new(
+        codes::W0206_GPUS_UNUSED,
+        format!(
+            "`gpus` selects {} GPUs, of which the ranks use {}: {gpus} {have} no rank ({role}); \
+             set `ranks_per_node: {}` to use them all, or select only the GPUs the ranks use",
+            selected.len(),
+            selected.len() - unused.len(),
+            selected.len() as u32 / spec.gpus_per_rank,
+        ),
     ))
 }
 

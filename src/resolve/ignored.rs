@@ -1,19 +1,23 @@
 //! POLICIES.md, "Options a policy ignores": every `cpu:` option the spec sets that its policy
 //! does not use becomes a warning, so that a spec never changes meaning silently.
 
+use crate::diag::{Warning, codes};
 use crate::spec::{CpuOption, CpuSpec, Family, Policy};
 
 /// One warning per option the spec sets and the policy ignores (in `CpuOption` order).
-pub fn ignored_options(cpu: &CpuSpec) -> Vec<String> {
+pub fn ignored_options(cpu: &CpuSpec) -> Vec<Warning> {
     cpu.set
         .iter()
         .filter_map(|&option| {
             let why = why_ignored(cpu.policy, option)?;
-            Some(format!(
-                "{} is ignored by policy {} ({why}); {}",
-                option.key(),
-                cpu.policy.name(),
-                hint(cpu.policy, option)
+            Some(Warning::new(
+                codes::W0204_OPTION_IGNORED,
+                format!(
+                    "{} is ignored by policy {} ({why}); {}",
+                    option.key(),
+                    cpu.policy.name(),
+                    hint(cpu.policy, option)
+                ),
             ))
         })
         .collect()

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use super::context::Placement;
 use super::error::{ResolveError, ResolveErrorKind};
+use crate::diag::{Warning, codes};
 use crate::ids::{NodeId, node_list};
 use crate::plan::MemoryBinding;
 use crate::spec::{Family, MemPolicy, MemoryNode, Spec};
@@ -17,7 +18,7 @@ pub fn memory_bindings(
     spec: &Spec,
     topo: &Topology,
     placements: &[Placement],
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Vec<MemoryBinding>, ResolveError> {
     let policy = policy(spec);
     check_named_nodes(spec, topo)?;
@@ -58,14 +59,20 @@ pub fn memory_bindings(
     }
     if !spans.is_empty() {
         let ranks: crate::cpuset::CpuSet = spans.into_iter().collect();
-        warnings.push(format!(
-            "CPU-only rank(s) {ranks} span several nodes, and `preferred` memory names one: each prefers its first node; set `memory.policy: interleave` or `bind` to cover them all"
+        warnings.push(Warning::new(
+            codes::W0209_PREFERRED_SPAN,
+            format!(
+                "CPU-only rank(s) {ranks} span several nodes, and `preferred` memory names one: each prefers its first node; set `memory.policy: interleave` or `bind` to cover them all"
+            ),
         ));
     }
     for (nodes, ranks) in remote {
         let ranks: crate::cpuset::CpuSet = ranks.into_iter().collect();
-        warnings.push(format!(
-            "memory of rank(s) {ranks} goes to node(s) {nodes} (`memory.nodes`), remote from their home node: memory access there is slower"
+        warnings.push(Warning::new(
+            codes::W0210_MEMORY_REMOTE,
+            format!(
+                "memory of rank(s) {ranks} goes to node(s) {nodes} (`memory.nodes`), remote from their home node: memory access there is slower"
+            ),
         ));
     }
     Ok(out)
@@ -159,7 +166,7 @@ fn is_local(topo: &Topology, node: NodeId, homes: &[NodeId]) -> bool {
 fn within_allowed_memory(
     nodes: Vec<NodeId>,
     topo: &Topology,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Vec<NodeId> {
     let allowed = topo.allowed_memory();
     let mut out: Vec<NodeId> = Vec::new();
@@ -171,9 +178,12 @@ fn within_allowed_memory(
                 .iter()
                 .min_by_key(|a| (topo.distance(node, **a).unwrap_or(u32::MAX), **a))
                 .expect("invariant: a topology allows some memory node");
-            let warning = format!(
-                "memory of node {node} is not allowed (allowed memory nodes {}); ranks placed there take memory from node {nearest}",
-                node_list(allowed)
+            let warning = Warning::new(
+                codes::W0211_MEMORY_NOT_ALLOWED,
+                format!(
+                    "memory of node {node} is not allowed (allowed memory nodes {}); ranks placed there take memory from node {nearest}",
+                    node_list(allowed)
+                ),
             );
             if !warnings.contains(&warning) {
                 warnings.push(warning);

@@ -19,6 +19,7 @@ use context::{Ctx, Placement, Unit};
 pub use error::{ResolveError, ResolveErrorKind};
 
 use crate::cpuset::CpuSet;
+use crate::diag::{Warning, codes};
 use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{GpuChoice, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
@@ -26,7 +27,11 @@ use crate::topology::model::{Gpu, Nic, Vendor};
 
 pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     // Facts the topology's source found (NVML disagreeing with hwloc), then the spec's own.
-    let mut warnings = topo.notes().to_vec();
+    let mut warnings: Vec<Warning> = topo
+        .notes()
+        .iter()
+        .map(|n| Warning::new(codes::W0201_TOPOLOGY_NOTE, n.clone()))
+        .collect();
     warnings.extend(spec.warnings.iter().cloned());
     let allowed = allowed_cpus(spec, topo)?;
     warnings.extend(restriction_warnings(topo, &allowed));
@@ -75,6 +80,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         reserved: reserved_cpus(spec, &ctx),
         excluded: topo.allowed().difference(&ctx.allowed),
         warnings,
+        allowed_warnings: spec.allowed_warnings.clone(),
         port: spec.port,
         slurm: spec.slurm.clone(),
     })
@@ -102,7 +108,7 @@ fn shared_threads(
     placements: &[Placement],
     sharers: &[u32],
     insides: &[inside::Inside],
-) -> Vec<String> {
+) -> Vec<Warning> {
     if spec.openmp.is_some() || spec.env.contains_key("OMP_NUM_THREADS") {
         return Vec::new();
     }
@@ -128,10 +134,13 @@ fn shared_threads(
         .into_iter()
         .map(|((sharing, cores, threads), ranks)| {
             let cores = crate::phrase::plural(cores, "core", "cores");
-            format!(
-                "ranks {ranks} share their CPUs, {sharing} ranks to {cores}: \
-                 OMP_NUM_THREADS is {threads} in each, their fair share rather than one per \
-                 core (set `env: {{OMP_NUM_THREADS: N}}` to choose)"
+            Warning::new(
+                codes::W0212_SHARED_CPUS,
+                format!(
+                    "ranks {ranks} share their CPUs, {sharing} ranks to {cores}: \
+                     OMP_NUM_THREADS is {threads} in each, their fair share rather than one \
+                     per core (set `env: {{OMP_NUM_THREADS: N}}` to choose)"
+                ),
             )
         })
         .collect()
@@ -179,7 +188,7 @@ fn allowed_cpus(spec: &Spec, topo: &Topology) -> Result<CpuSet, ResolveError> {
 }
 
 /// What the allowed set cuts from each node with CPUs ("node 1 has 2 of 4 CPUs allowed").
-fn restriction_warnings(topo: &Topology, allowed: &CpuSet) -> Vec<String> {
+fn restriction_warnings(topo: &Topology, allowed: &CpuSet) -> Vec<Warning> {
     topo.nodes()
         .iter()
         .filter(|n| !n.kind.is_memory_only())
@@ -187,11 +196,14 @@ fn restriction_warnings(topo: &Topology, allowed: &CpuSet) -> Vec<String> {
             let cpus = topo.node_cpus(node.id);
             let usable = cpus.intersection(allowed);
             (usable.len() < cpus.len()).then(|| {
-                format!(
-                    "node {} has {} of {} CPUs allowed",
-                    node.id,
-                    usable.len(),
-                    cpus.len()
+                Warning::new(
+                    codes::W0203_CPUS_RESTRICTED,
+                    format!(
+                        "node {} has {} of {} CPUs allowed",
+                        node.id,
+                        usable.len(),
+                        cpus.len()
+                    ),
                 )
             })
         })
@@ -203,7 +215,7 @@ fn place(
     ctx: &Ctx,
     selected: &[&Gpu],
     units: &[Unit],
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Placement>, ResolveError> {
     use gpu_affinity::Mode as G;
     use pytorch::Mode as T;
@@ -380,7 +392,7 @@ fn environment(
 /// runs at the pace of its slowest threads. Kinds that differ only in the kernel's capacity
 /// estimate (`LinuxCapacity`: hwloc 2.x splits one core design into several kinds by it) count as
 /// one speed; kinds with no other attribute count by their efficiency rank.
-fn mixed_kinds(topo: &Topology, rank: &RankBinding) -> Option<String> {
+fn mixed_kinds(topo: &Topology, rank: &RankBinding) -> Option<Warning> {
     let mut speeds: BTreeMap<String, CpuSet> = BTreeMap::new();
     for kind in topo.cpu_kinds() {
         let cpus = kind.cpus.intersection(&rank.cpus);
@@ -409,11 +421,14 @@ fn mixed_kinds(topo: &Topology, rank: &RankBinding) -> Option<String> {
             .iter()
             .map(|(cpus, speed)| format!("{cpus} at {speed}"))
             .collect();
-        format!(
-            "rank {} mixes cores of {} speeds ({}); a synchronous job runs at the pace of its slowest threads",
-            rank.local_rank,
-            parts.len(),
-            parts.join("; ")
+        Warning::new(
+            codes::W0213_MIXED_CPU_KINDS,
+            format!(
+                "rank {} mixes cores of {} speeds ({}); a synchronous job runs at the pace of its slowest threads",
+                rank.local_rank,
+                parts.len(),
+                parts.join("; ")
+            ),
         )
     })
 }

@@ -117,10 +117,10 @@ fn plan_changes(old: &Side, new: &Side) -> Vec<Change> {
         b.reserved.to_string(),
     );
     for w in a.warnings.iter().filter(|w| !b.warnings.contains(w)) {
-        field("warning", w.clone(), String::new());
+        field("warning", w.listed(&a.allowed_warnings), String::new());
     }
     for w in b.warnings.iter().filter(|w| !a.warnings.contains(w)) {
-        field("warning", String::new(), w.clone());
+        field("warning", String::new(), w.listed(&b.allowed_warnings));
     }
     plan
 }

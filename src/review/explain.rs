@@ -196,7 +196,11 @@ pub fn report(plan: &Plan, topo: &Topology, notes: &[String]) -> Report {
             .iter()
             .map(|r| rank_report(plan, topo, r))
             .collect(),
-        warnings: plan.warnings.clone(),
+        warnings: plan
+            .warnings
+            .iter()
+            .map(|w| w.listed(&plan.allowed_warnings))
+            .collect(),
         quality: quality::measure(plan, topo),
     }
 }

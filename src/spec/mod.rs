@@ -38,7 +38,9 @@ pub struct Spec {
     pub master_addr: String,
     pub slurm: SlurmSpec,
     /// What the spec says that the plan should repeat (a deprecated key), in order.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::diag::Warning>,
+    /// `allow_warnings:`, the warning codes accepted after review.
+    pub allowed_warnings: Vec<crate::diag::Code>,
 }
 
 /// Settings of the Slurm batch file, passed through to the plan.

@@ -77,6 +77,12 @@ pub struct JobSpec {
     /// Options of the Slurm batch file (`--emit sbatch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmOptions>,
+    /// Warning codes accepted after review (`[W0203]`; `numaplan codes` lists them): the plan
+    /// keeps such warnings for its reader, but they are not printed and `--deny-warnings`
+    /// does not fail on them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("default" = []))]
+    pub allow_warnings: Vec<String>,
 }
 
 /// `command:`: `[python, train.py]`, or `"python train.py"`.

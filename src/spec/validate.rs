@@ -8,6 +8,7 @@ use super::{
     OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads, Visibility,
 };
 use crate::cpuset::{CpuSet, CpuSetParseError, MAX_CPU};
+use crate::diag::{Code, Warning, codes};
 use crate::ids::{GpuIndex, NodeId};
 use crate::topology::fixture::CpuList;
 
@@ -41,6 +42,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         );
     }
     let slurm = slurm(raw, &mut p);
+    let allowed_warnings = allowed_warnings(raw, &mut p);
     if !p.0.is_empty() {
         return Err(p.0);
     }
@@ -69,7 +71,31 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         master_addr: rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()),
         slurm,
         warnings,
+        allowed_warnings,
     })
+}
+
+/// `allow_warnings:`: each a warning code (`W0203`, any case), each once.
+fn allowed_warnings(raw: &JobSpec, p: &mut Problems) -> Vec<Code> {
+    let mut out = Vec::new();
+    for (i, text) in raw.allow_warnings.iter().enumerate() {
+        match codes::warning_code(text) {
+            Ok(code) if !out.contains(&code) => out.push(code),
+            Ok(code) => p.add(
+                &format!("allow_warnings[{i}]"),
+                format!("`{code}` is listed twice"),
+                "given twice",
+                "remove one",
+            ),
+            Err(why) => p.add(
+                &format!("allow_warnings[{i}]"),
+                why,
+                "not a warning code",
+                "`numaplan codes` lists the warning codes, W0201 to W0215",
+            ),
+        }
+    }
+    out
 }
 
 /// Every problem found, in the order found.
@@ -218,7 +244,7 @@ fn gpu_choice(raw: &JobSpec, p: &mut Problems) -> GpuChoice {
     }
 }
 
-fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<String>) -> CpuSpec {
+fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<Warning>) -> CpuSpec {
     let cpu = raw.cpu.clone().unwrap_or_default();
     let policy = policy(cpu.policy.unwrap_or(raw::PolicyName::Auto));
     // `reserve` is the deprecated spelling of `reserve_cpus`.
@@ -233,9 +259,12 @@ fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<String>) -> CpuS
             None
         }
         (None, Some(list)) => {
-            warnings.push(format!(
-                "`cpu.reserve` is deprecated: it names CPUs (\"{}\"), not a count; write `cpu.reserve_cpus: \"{}\"`, or `cpu.reserve_cores: N` to keep the last N cores of every node free",
-                list.0, list.0
+            warnings.push(Warning::new(
+                codes::W0202_DEPRECATED_KEY,
+                format!(
+                    "`cpu.reserve` is deprecated: it names CPUs (\"{}\"), not a count; write `cpu.reserve_cpus: \"{}\"`, or `cpu.reserve_cores: N` to keep the last N cores of every node free",
+                    list.0, list.0
+                ),
             ));
             p.cpulist("cpu.reserve", Some(list))
         }

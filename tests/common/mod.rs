@@ -205,11 +205,22 @@ pub fn check_script(file: &Path) {
 }
 
 /// A JSON plan's warnings.
+/// The messages of a plan's warnings (`{code, message}` entries), in order.
 pub fn plan_warnings(plan: &serde_json::Value) -> Vec<&str> {
     plan["warnings"]
         .as_array()
         .expect("a plan has warnings")
         .iter()
-        .map(|w| w.as_str().expect("warnings are text"))
+        .map(|w| w["message"].as_str().expect("a warning has a message"))
+        .collect()
+}
+
+/// The codes of a plan's warnings, in order.
+pub fn warning_codes(plan: &serde_json::Value) -> Vec<&str> {
+    plan["warnings"]
+        .as_array()
+        .expect("a plan has warnings")
+        .iter()
+        .map(|w| w["code"].as_str().expect("a warning has a code"))
         .collect()
 }

@@ -122,7 +122,14 @@ def test_the_plans_warnings_are_python_warnings(tmp_path: Path):
         warnings.simplefilter("always")
         numaplan.resolve(plan.path, 0)
     [warning] = [w for w in caught if issubclass(w.category, numaplan.NumaplanWarning)]
-    assert "cpu.max_cores is ignored by policy exclusive" in str(warning.message)
+    assert str(warning.message).startswith("[W0204] cpu.max_cores is ignored by policy exclusive")
+    assert warning.message.code == "W0204"
+    # Python's own filter accepts the kind by its code.
+    with warnings.catch_warnings(record=True) as filtered:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", message=r"\[W0204\]")
+        numaplan.resolve(plan.path, 0)
+    assert [w for w in filtered if issubclass(w.category, numaplan.NumaplanWarning)] == []
     with warnings.catch_warnings(record=True) as quiet:
         warnings.simplefilter("always")
         numaplan.resolve(plan.path, 1)  # only local rank 0 speaks for the node
