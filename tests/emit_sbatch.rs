@@ -106,13 +106,10 @@ slurm: {{verbose: true, time: "00:02:00", extra: ["--output={}"]}}
     );
     let plan = common::emit_here(dir.path(), &job, "sbatch", "job.sbatch");
     let text = run_job(&dir.path().join("job.sbatch"), &out, dir.path());
-    let master = Command::new("scontrol")
-        .args(["show", "hostnames", "localhost"])
-        .output()
-        .unwrap();
-    let master = String::from_utf8_lossy(&master.stdout).trim().to_string();
     for r in plan["ranks"].as_array().unwrap() {
         let local = r["local_rank"].as_u64().unwrap();
+        // A one-node job meets at the plan's address, as `exec` (and `sbatch-exec`) does.
+        let master = r["env"]["MASTER_ADDR"].as_str().unwrap();
         let expected = format!(
             "TASK {local} {local} 2 {master} 29511 {} bind:{}",
             r["cpus"].as_str().unwrap(),
@@ -197,6 +194,61 @@ slurm: {{time: "00:02:00", extra: ["--output={}"]}}
             assert!(got == big, "{kind}: rank {rank} got {} bytes", got.len());
             let carriers = dir.path().join(format!("carriers-{rank}"));
             assert_eq!(std::fs::read_to_string(carriers).unwrap(), "", "{kind}");
+        }
+    }
+}
+
+/// Ranks that share CPUs (`node`, `socket`, `all`, `single`, ...) once asked Slurm for each
+/// rank's whole set per task, which Slurm refuses ("More processors requested than
+/// permitted"). Every policy family's batch file must start its step on the node it was
+/// planned for, each task bound to its planned CPUs; a one-node job meets at the plan's
+/// MASTER_ADDR, as under `sbatch-exec`.
+#[test]
+fn sbatch_runs_every_policy_family_on_its_node() {
+    if !slurm_enabled() {
+        return;
+    }
+    for (i, policy) in [
+        "auto",
+        "node",
+        "socket",
+        "exclusive",
+        "core-complex",
+        "all",
+        "single",
+        "single-unique",
+        "unique-contiguous",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("job.out");
+        let job = format!(
+            r#"command: [bash, -c, 'echo "TASK $LOCAL_RANK $MASTER_ADDR $(grep Cpus_allowed_list /proc/self/status | cut -f2)"']
+gpus: none
+ranks_per_node: 2
+cpu: {{policy: {policy}}}
+rendezvous: {{port: {}}}
+slurm: {{time: "00:02:00", extra: ["--output={}"]}}
+allow_warnings: [W0212]
+"#,
+            29620 + i,
+            out.display()
+        );
+        let plan = common::emit_here(dir.path(), &job, "sbatch", "job.sbatch");
+        let text = run_job(&dir.path().join("job.sbatch"), &out, dir.path());
+        for r in plan["ranks"].as_array().unwrap() {
+            let expected = format!(
+                "TASK {} {} {}",
+                r["local_rank"],
+                r["env"]["MASTER_ADDR"].as_str().unwrap(),
+                r["cpus"].as_str().unwrap()
+            );
+            assert!(
+                text.lines().any(|l| l == expected),
+                "{policy}: missing `{expected}` in:\n{text}"
+            );
         }
     }
 }

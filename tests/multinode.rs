@@ -219,6 +219,8 @@ fn a_node_of_another_shape_refuses_on_both_paths() {
         let job = job(2, port, "none", &bin, &output);
         let (ended, text, _) = submit(dir.path(), &job, kind, "other.yaml", &output);
         assert_eq!(ended.state, "FAILED", "{kind}:\n{text}");
+        // A node that cannot run the plan is status 1 from every launcher, as from `exec`.
+        assert_eq!(ended.exit_code, "1:0", "{kind}:\n{text}");
         let refusal = match kind {
             "sbatch" => format!("numaplan: node {{}} has {expected}\n"),
             _ => format!(

@@ -304,7 +304,8 @@ pub const ALL: &[(Code, &str)] = &[
     ),
     (
         E0407_INPUT_READ,
-        "A file given to `diff` or `explain` could not be read. Exit code 3.",
+        "An input of `exec`, `bind`, `verify`, `diff` or `explain` (a plan or a job spec, from \
+         a file, `git:REV:PATH` or `env:VAR`) could not be read. Exit code 3.",
     ),
     (
         E0408_GIT,
@@ -342,8 +343,9 @@ pub const ALL: &[(Code, &str)] = &[
     ),
     (
         E0413_SPAWN,
-        "A rank's program could not be started (not found, not executable), or its log file \
-         could not be created. The ranks already started were stopped. Exit code 3.",
+        "A rank's program could not be started, or its log file could not be created. The \
+         ranks already started were stopped. Exit code 127 when the program is not found, 126 \
+         when it cannot be run (as a shell, and as `numaplan bind` exits), 3 for a log file.",
     ),
     (
         E0414_RANK_FAILED,

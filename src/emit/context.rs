@@ -143,7 +143,11 @@ pub struct SbatchContext {
     allocation: Allocation,
     command: Vec<String>,
     port: String,
-    cpus_per_task: usize,
+    /// MASTER_ADDR of a one-node plan (the plan's, as `numaplan exec` sets it); a multi-node
+    /// job meets at its first host.
+    master_addr: String,
+    #[serde(flatten)]
+    step: StepCpus,
     /// `[verbose,]mask_cpu:0x..,0x..`.
     cpu_bind: String,
     /// `[prefer,]map_mem:..` / `mask_mem:..`, or "" for none.
@@ -315,7 +319,8 @@ pub fn sbatch(plan: &Plan, origin: &Origin) -> SbatchContext {
         allocation: allocation(plan),
         command: plan.command.clone(),
         port: plan.port.to_string(),
-        cpus_per_task: plan.ranks.iter().map(|r| r.cpus.len()).max().unwrap_or(1),
+        master_addr: plan_master_addr(plan),
+        step: step_cpus(plan),
         cpu_bind: format!("{verbose}mask_cpu:{}", masks.join(",")),
         mem_bind,
         interleave,
@@ -420,11 +425,52 @@ pub fn bind_launcher(plan: &Plan, origin: &Origin) -> BindLauncherContext {
         total: u64::from(plan.nodes) * u64::from(plan.ranks_per_node),
         command: plan.command.clone(),
         port: plan.port.to_string(),
-        master_addr: plan
-            .ranks
-            .first()
-            .and_then(|r| r.env.get("MASTER_ADDR").cloned())
-            .unwrap_or_else(|| "127.0.0.1".into()),
+        master_addr: plan_master_addr(plan),
+    }
+}
+
+/// Where a one-node plan's ranks meet: the plan's MASTER_ADDR (`rendezvous.addr`, by default
+/// 127.0.0.1).
+fn plan_master_addr(plan: &Plan) -> String {
+    plan.ranks
+        .first()
+        .and_then(|r| r.env.get("MASTER_ADDR").cloned())
+        .unwrap_or_else(|| "127.0.0.1".into())
+}
+
+/// What the `srun` step asks of Slurm per task. Slurm refuses a step whose tasks ask more CPUs
+/// than the node has ("More processors requested than permitted"), which ranks that share CPUs
+/// (`node`, `socket`, `all`, `single`...) would: each would ask for the whole shared set.
+#[derive(Serialize)]
+pub struct StepCpus {
+    /// Each rank's CPU count when the ranks' sets are apart; else the plan's CPUs shared out
+    /// among the ranks (at least 1). The `--cpu-bind` masks still bind each rank exactly.
+    cpus_per_task: usize,
+    /// The ranks share CPUs: said in the batch file.
+    shared: bool,
+    /// More ranks than CPUs: `--overcommit`, without which Slurm starts no step.
+    overcommit: bool,
+}
+
+fn step_cpus(plan: &Plan) -> StepCpus {
+    let widest = plan.ranks.iter().map(|r| r.cpus.len()).max().unwrap_or(1);
+    let all = plan
+        .ranks
+        .iter()
+        .fold(crate::cpuset::CpuSet::new(), |a, r| a.union(&r.cpus));
+    let apart = plan.ranks.iter().map(|r| r.cpus.len()).sum::<usize>() == all.len();
+    if apart {
+        return StepCpus {
+            cpus_per_task: widest,
+            shared: false,
+            overcommit: false,
+        };
+    }
+    let share = all.len() / plan.ranks.len().max(1);
+    StepCpus {
+        cpus_per_task: share.max(1),
+        shared: true,
+        overcommit: share == 0,
     }
 }
 

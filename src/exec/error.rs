@@ -133,14 +133,14 @@ impl ExecError {
             ExecError::RankFailed { code, .. } => *code,
             ExecError::Interrupted { signal } => 128 + signal,
             // As `env`, `nice` and numactl: 127 when the program is not found, 126 otherwise.
-            ExecError::BindExec { source, .. } => match source.kind() {
-                std::io::ErrorKind::NotFound => 127,
-                _ => 126,
-            },
-            ExecError::Bind { .. }
-            | ExecError::Spawn { .. }
-            | ExecError::LogDir { .. }
-            | ExecError::Syscall { .. } => 3,
+            // `exec` too: the program a rank runs is not found (127) or cannot be run (126).
+            ExecError::BindExec { source, .. } | ExecError::Spawn { source, .. } => {
+                match source.kind() {
+                    std::io::ErrorKind::NotFound => 127,
+                    _ => 126,
+                }
+            }
+            ExecError::Bind { .. } | ExecError::LogDir { .. } | ExecError::Syscall { .. } => 3,
             _ => 1,
         }
     }

@@ -124,6 +124,8 @@ pub struct Ended {
     pub state: String,
     /// The hosts of the allocation, in Slurm's order (node rank 0 first).
     pub hosts: Vec<String>,
+    /// The job's exit status and signal, as `scontrol` shows them (`1:0`).
+    pub exit_code: String,
 }
 
 /// Submits `file` with `envs` set for sbatch, scontrol and (sbatch exports them) the job, and
@@ -149,6 +151,7 @@ pub fn sbatch(file: &Path, envs: &[(&str, &str)]) -> Ended {
             return Ended {
                 id,
                 state,
+                exit_code: field("ExitCode="),
                 hosts: hosts.lines().map(String::from).collect(),
             };
         }
