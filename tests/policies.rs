@@ -125,9 +125,7 @@ fn cpu_less_gpu_node_falls_back_to_the_nearest_node() {
     let p = plan(&t, "cpu: {allowed: \"0-99\"}");
     assert_eq!(p.ranks[0].numa_node, Some(NodeId(1)));
     assert!(
-        texts(&p)
-            .iter()
-            .any(|w| *w == "GPU 0's node 9 has no allowed CPUs; using node 1 at distance 12"),
+        texts(&p).contains(&"GPU 0's node 9 has no allowed CPUs; using node 1 at distance 12"),
         "{:?}",
         texts(&p)
     );
