@@ -665,7 +665,7 @@ fn ranks_sharing_cores_get_their_fair_share_of_threads() {
             .collect()
     };
     let shared = |p: &numaplan::plan::Plan| {
-        texts(&p)
+        texts(p)
             .iter()
             .filter(|w| w.contains("fair share"))
             .count()
