@@ -11,20 +11,289 @@
 //! or repeated flag, a value clap would refuse), which clap then parses and reports exactly as
 //! before. A test compares both on every form and on random command lines.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 
-use clap::Parser as _;
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::{CommandFactory as _, FromArgMatches as _};
 
-use crate::cli::{BindArgs, Cli, Command, ReportFormat, SpecOverrides};
+use crate::cli::{BindArgs, Cli, Command, EXIT_STATUSES, ReportFormat, SpecOverrides};
 use crate::diag::render::MessageFormat;
 
-/// The command line of this process, parsed.
-pub fn parse() -> Cli {
+/// The command line of this process, parsed; a usage error (`--help` and `--version` included,
+/// which clap shows and exits on) is clap's, for `main` to show.
+pub fn parse() -> Result<Cli, clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
     match fast_bind(&args) {
-        Some(cli) => cli,
-        None => Cli::parse_from(args),
+        Some(cli) => Ok(cli),
+        None => parse_from(args),
     }
+}
+
+/// `args` parsed by clap with `command()`, then checked for flags the subcommand does not use.
+pub fn parse_from(args: Vec<OsString>) -> Result<Cli, clap::Error> {
+    let mut cmd = command();
+    let cli = Cli::from_arg_matches(&cmd.try_get_matches_from_mut(args)?)?;
+    if let Some(flag) = unused_warning_flag(&cli) {
+        let name = cli.command.as_ref().map_or("", subcommand_name);
+        let sub = cmd
+            .find_subcommand_mut(name)
+            .expect("invariant: a parsed subcommand exists");
+        return Err(sub.error(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!(
+                "`{flag}` does nothing for `numaplan {name}`: only `compile`, `exec` and `bind` show \
+                 a plan's warnings"
+            ),
+        ));
+    }
+    Ok(cli)
+}
+
+/// Whether the command line asks for JSON diagnostics (`--message-format json` anywhere before
+/// `--`): what a usage error is then shown as.
+pub fn wants_json(args: &[OsString]) -> bool {
+    let words: Vec<&OsStr> = args
+        .iter()
+        .map(OsString::as_os_str)
+        .take_while(|w| *w != "--")
+        .collect();
+    words.iter().any(|w| *w == "--message-format=json")
+        || words
+            .windows(2)
+            .any(|w| w[0] == "--message-format" && w[1] == "json")
+}
+
+/// The subcommands that show a plan's warnings, and so take `-q`, `--deny-warnings` and
+/// `--allow` (global flags, which clap offers everywhere: hidden and refused elsewhere).
+const WARNING_COMMANDS: [&str; 3] = ["compile", "exec", "bind"];
+const WARNING_FLAGS: [(&str, &str); 3] = [
+    ("quiet", "--quiet"),
+    ("deny_warnings", "--deny-warnings"),
+    ("allow", "--allow"),
+];
+
+fn unused_warning_flag(cli: &Cli) -> Option<&'static str> {
+    let name = subcommand_name(cli.command.as_ref()?);
+    if WARNING_COMMANDS.contains(&name) {
+        return None;
+    }
+    let given = [cli.quiet, cli.deny_warnings, !cli.allow.is_empty()];
+    WARNING_FLAGS
+        .iter()
+        .zip(given)
+        .find_map(|((_, flag), given)| given.then_some(*flag))
+}
+
+fn subcommand_name(command: &Command) -> &'static str {
+    match command {
+        Command::Compile(_) => "compile",
+        Command::Exec(_) => "exec",
+        Command::Bind(_) => "bind",
+        Command::Verify(_) => "verify",
+        Command::Diff(_) => "diff",
+        Command::Explain(_) => "explain",
+        Command::Topo(_) => "topo",
+        Command::Schema { .. } => "schema",
+        Command::Codes { .. } => "codes",
+        Command::Version => "version",
+        Command::Completions { .. } => "completions",
+        Command::Man { .. } => "man",
+    }
+}
+
+/// clap's command as the binary uses it: the exit statuses after `--help`; the warning flags
+/// hidden where they mean nothing; file names, the spec's keys (`--set`) and the codes
+/// (`codes`, `--allow`) offered to shell completion.
+pub fn command() -> clap::Command {
+    let mut cmd = base_command();
+    // A subcommand's own (hidden) copy of a global flag stands in for the global one.
+    let hidden: Vec<clap::Arg> = warning_flags(&cmd)
+        .into_iter()
+        .map(|a| a.hide(true))
+        .collect();
+    // Every subcommand in turn, which keeps their order (`mut_subcommand` moves one last).
+    for name in subcommand_names(&cmd) {
+        let hide = !WARNING_COMMANDS.contains(&name.as_str());
+        cmd = cmd.mut_subcommand(&name, |sub| match hide {
+            true => sub.args(hidden.iter().cloned()),
+            false => sub,
+        });
+    }
+    cmd
+}
+
+/// The command shell completion is generated from: as `command()`, but with the warning flags
+/// offered only by the subcommands that take them (completion scripts list hidden flags too).
+pub fn completion_command() -> clap::Command {
+    let mut cmd = base_command();
+    let flags: Vec<clap::Arg> = warning_flags(&cmd)
+        .into_iter()
+        .map(|a| a.global(false))
+        .collect();
+    for (id, _) in WARNING_FLAGS {
+        cmd = cmd.mut_arg(id, |a| a.global(false));
+    }
+    for name in subcommand_names(&cmd) {
+        let takes = WARNING_COMMANDS.contains(&name.as_str());
+        cmd = cmd.mut_subcommand(&name, |sub| match takes {
+            true => sub.args(flags.iter().cloned()),
+            false => sub,
+        });
+    }
+    cmd
+}
+
+/// clap's derived command with the exit statuses after `--help` and the words offered to
+/// completion.
+fn base_command() -> clap::Command {
+    let mut cmd = Cli::command()
+        .after_long_help(exit_status_text())
+        .mut_arg("allow", |a| {
+            a.value_parser(Offered::new(codes(true), crate::diag::codes::warning_code))
+                .hide_possible_values(true)
+        });
+    for name in subcommand_names(&cmd) {
+        cmd = cmd.mut_subcommand(&name, offer_completions);
+    }
+    cmd
+}
+
+fn warning_flags(cmd: &clap::Command) -> Vec<clap::Arg> {
+    cmd.get_arguments()
+        .filter(|a| WARNING_FLAGS.iter().any(|(id, _)| a.get_id() == *id))
+        .cloned()
+        .collect()
+}
+
+fn subcommand_names(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect()
+}
+
+/// The spec's keys for `--set`, the codes for `codes` and `--allow` (file arguments have their
+/// hint in `cli.rs`: `mut_arg` would renumber a positional).
+fn offer_completions(mut sub: clap::Command) -> clap::Command {
+    let ids: Vec<(String, String)> = sub
+        .get_arguments()
+        .map(|a| {
+            let names = a
+                .get_value_names()
+                .map(|n| {
+                    n.iter()
+                        .map(|s| s.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            (a.get_id().to_string(), names)
+        })
+        .collect();
+    for (id, names) in ids {
+        sub = match (id.as_str(), names.as_str()) {
+            ("set", _) => sub.mut_arg("set", |a| {
+                a.value_parser(Offered::new(spec_keys(), crate::cli::key_value))
+                    .hide_possible_values(true)
+            }),
+            ("code", _) => sub.mut_arg("code", |a| {
+                a.value_parser(Offered::new(codes(false), |s: &str| {
+                    Ok::<_, std::convert::Infallible>(s.to_string())
+                }))
+                .hide_possible_values(true)
+            }),
+            _ => sub,
+        };
+    }
+    sub
+}
+
+/// The job spec's keys as `--set` takes them (`cpu.policy=`), from its JSON schema.
+fn spec_keys() -> Vec<String> {
+    let schema = serde_json::to_value(schemars::schema_for!(crate::spec::raw::JobSpec))
+        .expect("invariant: a schema is JSON");
+    let keys = crate::diag::schema_words::keys(&schema);
+    keys.clone()
+        .into_iter()
+        .collect::<Vec<_>>()
+        .iter()
+        .filter(|k| !keys_free_map(k, &keys))
+        .map(|k| {
+            if k.ends_with('.') {
+                k.clone()
+            } else {
+                format!("{k}=")
+            }
+        })
+        .collect()
+}
+
+/// `env`, whose keys are free (`env.` is offered instead).
+fn keys_free_map(key: &str, keys: &[String]) -> bool {
+    !key.ends_with('.') && keys.iter().any(|k| k.strip_suffix('.') == Some(key))
+}
+
+/// Every code (`warnings`: the warning codes only).
+fn codes(warnings: bool) -> Vec<String> {
+    crate::diag::codes::ALL
+        .iter()
+        .map(|(c, _)| c.to_string())
+        .filter(|c| !warnings || c.starts_with('W'))
+        .collect()
+}
+
+/// A value parser that offers `words` to shell completion and parses with `inner` (which
+/// alone decides what is valid: a word need not be one of them).
+#[derive(Clone)]
+struct Offered<P> {
+    words: Vec<&'static str>,
+    inner: P,
+}
+
+impl<P> Offered<P> {
+    fn new(words: Vec<String>, inner: P) -> Self {
+        // Built once per process, for clap's `'static` words.
+        let words = words
+            .into_iter()
+            .map(|w| &*Box::leak(w.into_boxed_str()))
+            .collect();
+        Offered { words, inner }
+    }
+}
+
+impl<P: TypedValueParser> TypedValueParser for Offered<P> {
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        self.inner.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.words.iter().map(|w| PossibleValue::new(*w))))
+    }
+}
+
+/// The exit statuses as `--help` and the README show them: a two-column list, wrapped at 100.
+pub fn exit_status_text() -> String {
+    let mut out = String::from("Exit status:");
+    for (status, meaning) in EXIT_STATUSES {
+        let mut line = format!("\n  {status:<6}");
+        for word in meaning.split_whitespace() {
+            if line.len() + 1 + word.len() > 100 {
+                out.push_str(line.trim_end());
+                line = format!("\n{:8}", "");
+            } else if !line.ends_with(' ') {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        out.push_str(&line);
+    }
+    out
 }
 
 /// A plain `bind` command line as clap would parse it, or `None` for clap to parse.
@@ -212,7 +481,7 @@ mod tests {
     fn agrees(line: &[&str]) -> bool {
         let args = words(line);
         let fast = fast_bind(&args);
-        let clap = Cli::try_parse_from(&args);
+        let clap = parse_from(args.clone());
         match (&fast, &clap) {
             (None, _) => false,
             (Some(f), Ok(c)) => {

@@ -10,14 +10,13 @@ use crate::diag::codes::warning_code;
 use crate::diag::render::MessageFormat;
 use crate::yaml::Override;
 
-/// numaplan: compile a job spec and a machine topology into a reviewable per-rank binding plan.
+/// Compile a job spec and a machine topology into a reviewable per-rank binding plan.
 #[derive(Debug, Parser)]
 #[command(
     name = "numaplan",
     version,
     disable_version_flag = true,
-    arg_required_else_help = true,
-    after_long_help = EXIT_STATUS
+    arg_required_else_help = true
 )]
 pub struct Cli {
     /// Print numaplan's version; with `--verbose`, also the hwloc it runs with, whether NVML
@@ -52,20 +51,132 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// The exit statuses, shown by `numaplan --help` (the README's "Exit status" lists the same).
-pub const EXIT_STATUS: &str = "\
-Exit status:
-  0    success (`compile --check`: the file is up to date; `diff`: no `--exit-code` difference)
-  1    bad input or a mismatch: a spec, topology or plan numaplan refuses, an impossible request,
-       `--deny-warnings` with warnings, `compile --check` or `diff --exit-code` found a
-       difference, `verify` found a rank bound otherwise, a node that cannot run the plan
-  2    usage: an unknown flag or subcommand, a missing or conflicting argument (clap)
-  3    environment: a file that cannot be read or written, hwloc that cannot read this machine,
-       a syscall that failed (binding, spawning)
-  exec: the status of the first rank that failed (128 + N for a rank killed by signal N), or
-       128 + N when numaplan itself got SIGINT, SIGTERM or SIGHUP
-  bind: the program's own status once it runs (bind replaces itself); 127 when it is not
-       found, 126 when it cannot be run";
+/// The exit statuses: one table, shown at the end of `numaplan --help`, in the manual's EXIT
+/// STATUS and in the README's "Exit status" (`argv::exit_status_text`; a test keeps the three
+/// equal).
+pub const EXIT_STATUSES: &[(&str, &str)] = &[
+    (
+        "0",
+        "success (`compile --check`: the file is up to date; `diff`: no `--exit-code` difference)",
+    ),
+    (
+        "1",
+        "bad input or a mismatch: a spec, topology or plan numaplan refuses, an impossible \
+         request, `--deny-warnings` with warnings, `compile --check` or `diff --exit-code` found \
+         a difference, `verify` found a rank bound otherwise, a node that cannot run the plan \
+         (from `exec`, `bind` and every generated launcher)",
+    ),
+    (
+        "2",
+        "usage: an unknown flag or subcommand, a missing or conflicting argument, a flag the \
+         subcommand does not take; a generated launcher started without the arguments it needs",
+    ),
+    (
+        "3",
+        "environment: a file that cannot be read or written, hwloc that cannot read this \
+         machine, a syscall that failed (binding)",
+    ),
+    (
+        "126",
+        "`exec` and `bind`: a rank's program cannot be run (as a shell)",
+    ),
+    (
+        "127",
+        "`exec` and `bind`: a rank's program is not found (as a shell); a generated launcher: \
+         numaplan, torchrun or mpirun is not on PATH",
+    ),
+    (
+        "other",
+        "`exec`: the status of the first rank that failed (128 + N for a rank killed by signal \
+         N), or 128 + N when numaplan itself got SIGINT, SIGTERM or SIGHUP; `bind`: the \
+         program's own status once it runs (bind replaces itself)",
+    ),
+];
+
+/// Every environment variable numaplan reads or sets, for the manual's ENVIRONMENT (a test
+/// checks that every variable the code and the templates name is here).
+pub const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "NUMAPLAN_PLAN",
+        "Read by `bind` and `numaplan.bind()` without a plan argument, and by `env:NUMAPLAN_PLAN` \
+         inputs: a plan file's path or the plan itself, as the `--emit torchrun`, `mpirun` and \
+         `sbatch-exec` scripts hand it to every rank (in parts NUMAPLAN_PLAN_1... when long).",
+    ),
+    (
+        "NUMAPLAN_LOCAL_RANK",
+        "Read by `bind` before the launchers' variables (a number, or `gpu`); set by `exec`, \
+         `bind` and `numaplan.bind()` in every rank, which `verify --match` uses to know the \
+         plan's processes.",
+    ),
+    (
+        "NUMAPLAN_FORCE",
+        "`1`: as `--force` for `bind` started by someone else's code and for the generated \
+         launchers (start on a node that does not look like the plan's topology).",
+    ),
+    (
+        "NUMAPLAN, TORCHRUN, MPIRUN",
+        "The generated scripts run these programs (default `numaplan`, `torchrun`, `mpirun`).",
+    ),
+    (
+        "NUMAPLAN_BIN",
+        "The numaplan binary the Python package runs (default: the one its wheel installed).",
+    ),
+    (
+        "NUMAPLAN_GRACE",
+        "The `--emit bash` script's seconds between TERM and KILL when it stops the ranks \
+         (default 10).",
+    ),
+    (
+        "NUMAPLAN_HOSTFILE",
+        "The `--emit mpirun` script's hostfile for a multi-node job outside Slurm.",
+    ),
+    (
+        "NUMAPLAN_VALUE_N",
+        "Set by `--emit sbatch` for values too long for its per-task function; unset before the \
+         rank starts.",
+    ),
+    (
+        "LOCAL_RANK, LOCAL_WORLD_SIZE, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK, \
+         OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS, PALS_LOCAL_RANKID, \
+         FLUX_TASK_LOCAL_ID",
+        "Read by `bind`: the local rank and local size the launcher (torchrun, Slurm, Open MPI, \
+         MPICH, PALS, Flux) set.",
+    ),
+    (
+        "RANK, WORLD_SIZE, SLURM_PROCID, SLURM_NTASKS, SLURM_NTASKS_PER_NODE, \
+         SLURM_STEP_TASKS_PER_NODE, OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, PMI_RANK, \
+         PMI_SIZE, PALS_RANKID, FLUX_TASK_RANK, FLUX_JOB_SIZE, SLURM_NODEID, PALS_NODEID, \
+         SLURM_NNODES, SLURM_JOB_NODELIST",
+        "Read by `bind` and `exec` for the global numbering and the node's place in the job.",
+    ),
+    (
+        "RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, NODE_RANK, MASTER_ADDR, \
+         MASTER_PORT",
+        "Set in every rank (torchrun's names), where the launcher did not set them.",
+    ),
+    (
+        "OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, KMP_AFFINITY",
+        "Set in every rank: the rank's threads (`openmp:` for places and binding).",
+    ),
+    (
+        "NUMAPLAN_COMPUTE_CPUS, NUMAPLAN_HELPER_CPUS",
+        "Set in every rank under `cpu.helpers`: its compute CPUs and its helper pool.",
+    ),
+    (
+        "NCCL_IB_HCA, UCX_NET_DEVICES, NCCL_SOCKET_IFNAME",
+        "Set in every rank: the NIC chosen for it (`nic:`).",
+    ),
+    (
+        "CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ZE_AFFINITY_MASK",
+        "Read by `compile` (`gpus: visible`), by `bind --local-rank gpu`, and by `exec` and \
+         `bind` to warn when they renumber the GPUs (W0214); set in every rank under `gpu: \
+         {visible: own}`.",
+    ),
+    (
+        "NO_COLOR",
+        "`explain --color auto` colours a terminal unless it is set.",
+    ),
+];
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -95,7 +206,7 @@ pub enum Command {
         #[arg(value_enum)]
         which: SchemaKind,
         /// Write to FILE (atomically) instead of standard output (`-`).
-        #[arg(short, long, value_name = "FILE")]
+        #[arg(short, long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
         output: Option<PathBuf>,
     },
     /// List error codes, or explain one (`numaplan codes E0302`).
@@ -122,7 +233,7 @@ pub enum Command {
     /// `numaplan man > ~/.local/share/man/man1/numaplan.1`, then `man numaplan`.
     Man {
         /// Write to FILE (atomically) instead of standard output (`-`).
-        #[arg(short, long, value_name = "FILE")]
+        #[arg(short, long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
         output: Option<PathBuf>,
     },
 }
@@ -136,7 +247,7 @@ pub struct SpecOverrides {
     pub set: Vec<Override>,
 }
 
-fn key_value(arg: &str) -> Result<Override, String> {
+pub fn key_value(arg: &str) -> Result<Override, String> {
     match arg.split_once('=') {
         Some((key, value)) if !key.is_empty() => Ok(Override::set(key, value)),
         _ => Err(format!(
@@ -148,7 +259,7 @@ fn key_value(arg: &str) -> Result<Override, String> {
 #[derive(Debug, clap::Args)]
 pub struct CompileArgs {
     /// The job spec (YAML); `-` reads it from standard input.
-    #[arg(value_name = "JOB.yaml")]
+    #[arg(value_name = "JOB.yaml", value_hint = clap::ValueHint::FilePath)]
     pub spec: PathBuf,
 
     #[command(flatten)]
@@ -156,7 +267,7 @@ pub struct CompileArgs {
 
     /// The machine to plan for: a fixture, an hwloc XML export, or `discover`. Overrides the
     /// spec's `topology:`; default: the spec's, else this machine.
-    #[arg(long, value_name = "PATH|discover")]
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<String>,
 
     /// Plan format: YAML for people and diffs, JSON for scripts. Not with `--emit`, which
@@ -165,7 +276,7 @@ pub struct CompileArgs {
     pub format: PlanFormat,
 
     /// Write the plan to FILE (atomically) instead of standard output (`-`).
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub output: Option<PathBuf>,
 
     /// Emit a launch script for the plan instead of the plan itself.
@@ -180,7 +291,7 @@ pub struct CompileArgs {
     /// Start a YAML plan with a `yaml-language-server` modeline pointing editors at this plan
     /// schema (a path relative to the plan, or a URL); `numaplan schema plan -o FILE` writes
     /// it. Default: no modeline.
-    #[arg(long, value_name = "PATH|URL")]
+    #[arg(long, value_name = "PATH|URL", value_hint = clap::ValueHint::FilePath)]
     pub schema_ref: Option<String>,
 }
 
@@ -190,7 +301,7 @@ pub struct ExecArgs {
     /// `git:REV:PATH`, or `env:VAR` (a plan in an environment variable, as `--emit sbatch-exec`
     /// hands it to every node). Without one, the default spec (`--set` and `--nproc-per-node`
     /// adjust it) and the command after `--`.
-    #[arg(value_name = "JOB.yaml|PLAN.yaml")]
+    #[arg(value_name = "JOB.yaml|PLAN.yaml", value_hint = clap::ValueHint::FilePath)]
     pub input: Option<String>,
 
     /// Ranks on this node (the spec's `ranks_per_node`), as torchrun's `--nproc-per-node`;
@@ -202,7 +313,7 @@ pub struct ExecArgs {
     pub overrides: SpecOverrides,
 
     /// The machine a job spec is compiled for (default: the spec's, else this machine).
-    #[arg(long, value_name = "PATH|discover")]
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<String>,
 
     /// This node's index in a multi-node job (default: `SLURM_NODEID`).
@@ -218,7 +329,7 @@ pub struct ExecArgs {
     pub master_addr: Option<String>,
 
     /// Write each rank's output to DIR/rank-K.out and DIR/rank-K.err instead of the terminal.
-    #[arg(long, value_name = "DIR", conflicts_with = "no_prefix")]
+    #[arg(long, value_name = "DIR", conflicts_with = "no_prefix", value_hint = clap::ValueHint::DirPath)]
     pub log_dir: Option<PathBuf>,
 
     /// With `--log-dir`: also show the output on the terminal, prefixed.
@@ -287,7 +398,7 @@ pub struct BindArgs {
     /// A plan file, a job spec (compiled for this machine), `git:REV:PATH`, or `env:VAR` (a
     /// plan in an environment variable, as the `--emit torchrun` and `mpirun` scripts hand it
     /// to every rank).
-    #[arg(value_name = "PLAN.yaml|JOB.yaml")]
+    #[arg(value_name = "PLAN.yaml|JOB.yaml", value_hint = clap::ValueHint::FilePath)]
     pub input: String,
 
     /// This process's local rank, or `gpu`: the rank whose GPUs are exactly the ones this
@@ -300,7 +411,7 @@ pub struct BindArgs {
     pub local_rank: Option<crate::exec::launcher::LocalRankChoice>,
 
     /// The machine a job spec is compiled for (default: the spec's, else this machine).
-    #[arg(long, value_name = "PATH|discover")]
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<String>,
 
     #[command(flatten)]
@@ -335,11 +446,11 @@ pub struct BindArgs {
 #[command(group = clap::ArgGroup::new("which").required(true).args(["pids", "match_name"]))]
 pub struct VerifyArgs {
     /// The plan the ranks were started from (a plan file, a job spec, or `git:REV:PATH`).
-    #[arg(value_name = "PLAN.yaml|JOB.yaml")]
+    #[arg(value_name = "PLAN.yaml|JOB.yaml", value_hint = clap::ValueHint::FilePath)]
     pub input: String,
 
     /// The machine a job spec is compiled for.
-    #[arg(long, value_name = "PATH|discover")]
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<String>,
 
     /// The ranks' process ids; each one's `LOCAL_RANK` (from /proc/PID/environ) says which rank
@@ -419,24 +530,24 @@ fn percent(s: &str) -> Result<f64, String> {
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
     /// The plan before: a plan file, a job spec, or `git:REV:PATH` (e.g. `git:HEAD:plan.yaml`).
-    #[arg(value_name = "OLD")]
+    #[arg(value_name = "OLD", value_hint = clap::ValueHint::FilePath)]
     pub old: String,
 
     /// The plan after, in the same forms.
-    #[arg(value_name = "NEW")]
+    #[arg(value_name = "NEW", value_hint = clap::ValueHint::FilePath)]
     pub new: String,
 
     /// The machine of both sides, for cores, L3 groups and quality figures (a job spec names its
     /// own; a plan file does not).
-    #[arg(long, value_name = "PATH|discover")]
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<String>,
 
     /// The machine of OLD only (overrides `--topology`).
-    #[arg(long, value_name = "PATH|discover")]
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub old_topology: Option<String>,
 
     /// The machine of NEW only (overrides `--topology`).
-    #[arg(long, value_name = "PATH|discover")]
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub new_topology: Option<String>,
 
     /// `--set KEY=VALUE` applies to NEW when it is a job spec: `diff job.yaml job.yaml --set
@@ -463,11 +574,11 @@ pub enum ReportFormat {
 pub struct ExplainArgs {
     /// A job spec, a plan file (its machine: `--topology`, else the topology file the plan
     /// names), or `git:REV:PATH`.
-    #[arg(value_name = "JOB.yaml|PLAN.yaml")]
+    #[arg(value_name = "JOB.yaml|PLAN.yaml", value_hint = clap::ValueHint::FilePath)]
     pub input: String,
 
     /// The machine (a job spec names its own; a plan file needs this).
-    #[arg(long, value_name = "PATH|discover")]
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<String>,
 
     #[command(flatten)]
@@ -483,7 +594,7 @@ pub struct ExplainArgs {
     pub color: ColourChoice,
 
     /// Write to FILE (atomically) instead of standard output (`-`).
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub output: Option<PathBuf>,
 
     /// Draw a plan on a topology whose fingerprint differs from the plan's, under a banner.
@@ -515,7 +626,7 @@ pub enum PlanFormat {
 pub struct TopoArgs {
     /// A topology file (numaplan YAML fixture or `lstopo --of xml` export, told apart by
     /// content), or `discover` for this machine (the default).
-    #[arg(long, value_name = "PATH|discover", default_value = "discover")]
+    #[arg(long, value_name = "PATH|discover", default_value = "discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: String,
 
     /// Output format: a readable summary, a numaplan fixture (YAML), or the same as JSON.
@@ -528,7 +639,7 @@ pub struct TopoArgs {
     pub matrix: bool,
 
     /// Write to FILE (atomically) instead of standard output (`-`).
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub output: Option<PathBuf>,
 }
 

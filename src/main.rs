@@ -4,8 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use numaplan::cli::Cli;
-use numaplan::diag::render::render;
+use numaplan::diag::render::{MessageFormat, render};
 use numaplan::diag::report::{Reporter, WarningMode};
 
 fn main() -> ExitCode {
@@ -16,16 +15,16 @@ fn main() -> ExitCode {
         );
     }));
     // A plain `bind` line is read without clap (per-rank start-up cost; see argv.rs).
-    let cli = numaplan::argv::parse();
-    if cli.command.is_none() && !cli.version {
-        use clap::CommandFactory as _;
-        Cli::command()
-            .error(
+    let cli = match numaplan::argv::parse() {
+        Ok(cli) if cli.command.is_none() && !cli.version => {
+            return usage_error(numaplan::argv::command().error(
                 clap::error::ErrorKind::MissingSubcommand,
                 "a subcommand is required (or --version)",
-            )
-            .exit();
-    }
+            ));
+        }
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let format = cli.message_format;
     let mode = match (cli.deny_warnings, cli.quiet) {
         (true, true) => WarningMode::DenyQuietly,
@@ -48,4 +47,16 @@ fn main() -> ExitCode {
             ExitCode::from(e.exit_code() as u8)
         }
     }
+}
+
+/// A command line numaplan does not take: clap's message (help and version are shown as they
+/// are), or with `--message-format json` one JSON diagnostic (E0423); exit 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if !e.use_stderr() || !numaplan::argv::wants_json(&args) {
+        e.exit();
+    }
+    let d = numaplan::diag::Diagnostic::usage(&e.render().to_string());
+    let _ = std::io::stderr().write_all(render(&d, MessageFormat::Json).as_bytes());
+    ExitCode::from(2)
 }

@@ -21,6 +21,20 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
+/// A node's memory for people, the same in `topo` and `explain`: `512 MiB`, `13 GiB`,
+/// `12.9 GiB` (a tenth where it is not a whole number of GiB).
+pub fn mib(mib: u64) -> String {
+    if mib < 1024 {
+        return format!("{mib} MiB");
+    }
+    let gib = mib as f64 / 1024.0;
+    if (gib - gib.round()).abs() < 0.05 {
+        format!("{:.0} GiB", gib)
+    } else {
+        format!("{gib:.1} GiB")
+    }
+}
+
 /// A CPU list (`0-3,8`), or `none` for an empty one.
 pub fn list_or_none(cpus: &CpuSet) -> String {
     if cpus.is_empty() {

@@ -8,6 +8,7 @@ use common::numaplan;
 #[test]
 fn cli_definition_is_consistent() {
     numaplan::cli::Cli::command().debug_assert();
+    numaplan::argv::command().debug_assert();
 }
 
 #[test]
@@ -194,4 +195,239 @@ fn the_man_page_has_every_subcommand_and_flag() {
             }
         }
     }
+}
+
+/// The man page as groff renders it, without formatting.
+fn man_text() -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("numaplan.1");
+    numaplan(&["man", "-o", page.to_str().unwrap()]).ok();
+    let out = std::process::Command::new("groff")
+        // No hyphenation: variable names are compared whole.
+        .args(["-man", "-rHY=0", "-Tutf8", "-ww", "-P-c", "-P-u", "-P-b"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    // groff joins a paragraph's lines; for comparing words, one space between words.
+    String::from_utf8_lossy(&out.stdout)
+        .replace(['\u{2010}', '\u{2212}'], "-")
+}
+
+fn words(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One exit-status table: the README's block is what `--help` ends with, and the manual's
+/// EXIT STATUS has every row.
+#[test]
+fn the_exit_status_table_is_the_same_in_readme_help_and_man() {
+    let table = numaplan::argv::exit_status_text();
+    let help = numaplan(&["--help"]).ok();
+    assert!(help.trim_end().ends_with(&table), "{help}");
+    let readme = std::fs::read_to_string(common::repo().join("README.md")).unwrap();
+    let block = readme
+        .split("## Exit status")
+        .nth(1)
+        .and_then(|s| s.split("```text\n").nth(1))
+        .and_then(|s| s.split("\n```").next())
+        .unwrap();
+    assert_eq!(block, table, "README's Exit status block");
+    let man = words(&man_text());
+    let section = man.split("EXIT STATUS").nth(1).unwrap();
+    for (status, meaning) in numaplan::cli::EXIT_STATUSES {
+        assert!(
+            section.contains(&words(&format!("{status} {meaning}"))),
+            "status {status} is not in the manual: {section}"
+        );
+    }
+}
+
+/// The manual: a NAME that does not repeat the name, no pointers to pages that do not exist,
+/// and the sections a manual has.
+#[test]
+fn the_man_page_names_itself_once_and_has_its_sections() {
+    let text = man_text();
+    let name = text.split("NAME").nth(1).unwrap();
+    assert!(
+        words(name).starts_with("numaplan - Compile a job spec"),
+        "{name}"
+    );
+    assert!(!text.contains("numaplan-compile(1)"), "{text}");
+    for section in [
+        "SUBCOMMANDS",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "EXAMPLES",
+        "SEE ALSO",
+    ] {
+        assert!(text.contains(&format!("\n{section}\n")), "no {section}");
+    }
+    let see_also = words(text.split("SEE ALSO").nth(1).unwrap());
+    for page in ["numactl(8)", "hwloc-bind(1)", "srun(1)", "torchrun"] {
+        assert!(see_also.contains(page), "{page}: {see_also}");
+    }
+}
+
+/// ENVIRONMENT names every variable numaplan reads or sets: its own `NUMAPLAN_*`, in the code
+/// and in the generated scripts, and the launchers' variables `bind` reads.
+#[test]
+fn the_man_pages_environment_names_every_variable() {
+    let man = words(&man_text());
+    let section = man
+        .split(" ENVIRONMENT ")
+        .nth(1)
+        .and_then(|s| s.split(" EXAMPLES ").next())
+        .unwrap()
+        .to_string();
+    let mut sources = String::new();
+    for dir in ["src", "templates"] {
+        for file in walk(&common::repo().join(dir)) {
+            sources.push_str(&std::fs::read_to_string(file).unwrap());
+        }
+    }
+    let mut named: Vec<String> = sources
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("NUMAPLAN_") && w.len() > 9)
+        .filter(|w| !w.starts_with("NUMAPLAN_HWLOC_VERSION"))
+        .map(|w| {
+            w.trim_end_matches(|c: char| c.is_ascii_digit() || c == '_')
+                .to_string()
+        })
+        .collect();
+    named.extend(
+        numaplan::exec::launcher::local_rank_variables()
+            .into_iter()
+            .chain(numaplan::exec::visible::VISIBILITY)
+            .map(String::from),
+    );
+    named.extend(
+        [
+            "MPIRUN",
+            "TORCHRUN",
+            "OMP_NUM_THREADS",
+            "MASTER_ADDR",
+            "NO_COLOR",
+        ]
+        .map(String::from),
+    );
+    named.sort();
+    named.dedup();
+    for var in named {
+        let var = match var.as_str() {
+            "NUMAPLAN_PLAN_" | "NUMAPLAN_VALUE" | "NUMAPLAN_VALUE_N" => continue,
+            _ => var,
+        };
+        assert!(
+            section.contains(&var),
+            "{var} is not in ENVIRONMENT: {section}"
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Completion offers files for spec and plan arguments, the spec's keys for `--set`, and the
+/// codes for `codes` and `--allow`.
+#[test]
+fn bash_completes_files_spec_keys_and_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("numaplan.bash");
+    std::fs::write(&script, numaplan(&["completions", "bash"]).ok()).unwrap();
+    let keys = bash_completes(
+        &script,
+        &["numaplan", "compile", "job.yaml", "--set", "cpu.po"],
+    );
+    assert_eq!(keys, ["cpu.policy="]);
+    let keys = bash_completes(&script, &["numaplan", "exec", "--set", "en"]);
+    assert_eq!(keys, ["env."]);
+    assert_eq!(
+        bash_completes(&script, &["numaplan", "codes", "E030"]).len(),
+        8
+    );
+    let allow = bash_completes(&script, &["numaplan", "compile", "--allow", "W020"]);
+    assert!(allow.contains(&"W0203".to_string()), "{allow:?}");
+    assert!(!allow.iter().any(|c| c.starts_with('E')), "{allow:?}");
+    // Spec and plan arguments complete file names: bash falls back to them (`-o default`)
+    // where the script offers nothing, zsh is told so.
+    assert!(
+        bash_completes(&script, &["numaplan", "compile", "exa"])
+            .iter()
+            .all(|w| w.is_empty())
+    );
+    assert!(
+        std::fs::read_to_string(&script)
+            .unwrap()
+            .contains("-o bashdefault -o default numaplan")
+    );
+    let zsh = numaplan(&["completions", "zsh"]).ok();
+    for arg in [
+        ":spec -- The job spec",
+        "::input -- A job spec",
+        ":input -- A plan file",
+    ] {
+        let line = zsh
+            .lines()
+            .find(|l| l.starts_with(&format!("'{arg}")))
+            .unwrap_or_else(|| panic!("{arg}"));
+        assert!(line.ends_with(":_files' \\"), "{line}");
+    }
+    // `-q`, `--deny-warnings` and `--allow` are not offered where they mean nothing.
+    let offered = bash_completes(&script, &["numaplan", "codes", "--de"]);
+    assert!(offered.iter().all(|w| w.is_empty()), "{offered:?}");
+    assert_eq!(
+        bash_completes(&script, &["numaplan", "compile", "--de"]),
+        ["--deny-warnings"]
+    );
+}
+
+/// `-q`, `--deny-warnings` and `--allow` mean something to compile, exec and bind only:
+/// elsewhere they are not in the help and are a usage error, as usage errors are JSON under
+/// `--message-format json`.
+#[test]
+fn warning_flags_are_refused_where_they_mean_nothing_and_usage_errors_speak_json() {
+    for sub in ["man", "codes", "schema", "completions", "topo", "explain"] {
+        let help = numaplan(&[sub, "--help"]).ok();
+        assert!(!help.contains("--deny-warnings"), "{sub}: {help}");
+    }
+    assert!(
+        numaplan(&["compile", "--help"])
+            .ok()
+            .contains("--deny-warnings")
+    );
+    let run = numaplan(&["man", "-q"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .starts_with("error: `--quiet` does nothing for `numaplan man`"),
+        "{}",
+        run.stderr
+    );
+    let run = numaplan(&["--deny-warnings", "codes", "W0203"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    for args in [
+        &["--message-format", "json", "compile", "--bogus"][..],
+        &["codes", "--allow", "W0203", "--message-format=json"],
+        &["--message-format=json", "topo", "--format", "xml"],
+    ] {
+        let run = numaplan(args);
+        assert_eq!(run.code, 2, "{args:?}");
+        let d: serde_json::Value = serde_json::from_str(run.stderr.trim())
+            .unwrap_or_else(|e| panic!("{args:?}: not one JSON diagnostic ({e}): {}", run.stderr));
+        assert_eq!(d["code"], "E0423", "{d}");
+        assert_eq!(d["severity"], "error", "{d}");
+    }
+    // `--help` is help, not an error, in either format.
+    let run = numaplan(&["--message-format", "json", "codes", "--help"]);
+    assert_eq!(run.code, 0);
 }

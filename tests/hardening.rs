@@ -729,7 +729,7 @@ fn an_object_id_of_minus_one_takes_no_runaway_memory() {
     );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(stdout.starts_with("ids: 2 packages"), "{stdout}");
+    assert!(stdout.starts_with("corona145: 2 packages"), "{stdout}");
     assert!(
         stdout.contains("note: hwloc's consistency check was skipped for `ids.xml`: its object ids (gp_index) are not hwloc's"),
         "{stdout}"

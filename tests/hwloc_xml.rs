@@ -642,3 +642,19 @@ fn display_chips_are_not_gpus() {
         "the plan says what was left out"
     );
 }
+
+/// An imported export is named as hwloc names the machine (its root's HostName, as a live
+/// discovery is named after the host), else after its file.
+#[test]
+fn an_imported_export_is_named_by_its_hostname() {
+    let name = |file: &str| {
+        let text = numaplan(&["topo", "--topology", file, "--format", "yaml"]).ok();
+        let value: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        value["name"].as_str().unwrap().to_string()
+    };
+    assert_eq!(name("tests/data/xml/arm64-ulna-hwloc1.xml"), "ulna32");
+    assert_eq!(
+        name("tests/data/xml/nvidia-dgx2h--nvidiaDGX2.xml"),
+        "nvidia-dgx2h--nvidiaDGX2"
+    );
+}

@@ -664,12 +664,8 @@ fn ranks_sharing_cores_get_their_fair_share_of_threads() {
             .map(|r| r.env["OMP_NUM_THREADS"].clone())
             .collect()
     };
-    let shared = |p: &numaplan::plan::Plan| {
-        texts(p)
-            .iter()
-            .filter(|w| w.contains("fair share"))
-            .count()
-    };
+    let shared =
+        |p: &numaplan::plan::Plan| texts(p).iter().filter(|w| w.contains("fair share")).count();
     // node: two ranks on each node's 16 cores.
     let node = plan(&t, "cpu: {policy: node}");
     assert_eq!(threads(&node), vec!["8"; 8]);

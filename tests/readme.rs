@@ -78,19 +78,3 @@ fn readme_does_not_call_existing_subcommands_missing() {
         }
     }
 }
-
-/// The README's exit statuses are the ones `numaplan --help` prints.
-#[test]
-fn readme_lists_the_exit_statuses_of_help() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let help = numaplan(&["--help"]).ok();
-    let statuses = help
-        .split("Exit status:\n")
-        .nth(1)
-        .expect("--help ends with the exit statuses");
-    assert!(statuses.contains("\n  2    usage"), "{statuses}");
-    assert!(
-        readme.contains(&format!("```text\nExit status:\n{statuses}```")),
-        "README's exit statuses differ from --help:\n{statuses}"
-    );
-}

@@ -634,7 +634,7 @@ fn explain_draws_nodes_inside_their_packages_for_hwloc1_exports() {
             lines[i + 1]
         );
     }
-    assert!(run.contains("┌─ package 0 ──") && run.contains("┌─ node 0 · 127 GiB · rank 0"));
+    assert!(run.contains("┌─ package 0 ──") && run.contains("┌─ node 0 · 127.7 GiB · rank 0"));
 }
 
 /// A plan's header names its paths relative to the plan, so `--check` passes whatever the
@@ -904,4 +904,16 @@ fn hostname() -> String {
         .unwrap()
         .trim()
         .to_string()
+}
+
+/// A node's memory reads the same in `topo` and in `explain`'s picture (503.4 GiB on Aurora's
+/// first node, which `explain` once rounded down to 503 GiB).
+#[test]
+fn node_memory_reads_the_same_in_topo_and_explain() {
+    let topo = numaplan(&["topo", "--topology", "examples/topologies/alcf-aurora.yaml"]).ok();
+    let explain = numaplan(&["explain", "examples/aurora.yaml", "--color", "never"]).ok();
+    for size in ["503.4 GiB", "502.9 GiB", "64 GiB"] {
+        assert!(topo.contains(size), "topo: {size} in\n{topo}");
+        assert!(explain.contains(size), "explain: {size} in\n{explain}");
+    }
 }

@@ -171,7 +171,35 @@ def resolve(
         args += ["--topology", topology]
     if force:
         args.append("--force")
-    return _entry(run_json(args))
+    try:
+        return _entry(run_json(args))
+    except Error as error:
+        raise _in_python_words(error, plan) from None
+
+
+# The binary's wording names its flags; a Python caller passes keyword arguments.
+_FLAG_WORDS = (("`--local-rank N`", "`local_rank=N`"), ("--local-rank", "local_rank="),
+               ("`--force`", "`force=True`"), ("--topology", "topology="))
+
+
+def _in_python_words(error: Error, plan: PlanArg) -> Error:
+    """The binary's error as a Python caller reads it: keyword arguments for flags, and where
+    no plan was given and none was found, the two ways to give one."""
+    def words(text: Optional[str]) -> Optional[str]:
+        if text is None:
+            return None
+        for flag, keyword in _FLAG_WORDS:
+            text = text.replace(flag, keyword)
+        return text
+    help = words(error.help)
+    no_plan = plan is None and _plan_input(None) == "numaplan.yaml" and error.code == "E0407"
+    if no_plan:
+        help = ("pass the plan, `numaplan.bind(\"plan.yaml\")`, or set NUMAPLAN_PLAN (a plan "
+                "file's path or the plan itself, as numaplan's launch scripts do); without "
+                "either, numaplan.yaml in the current directory is read")
+    return Error(words(error.message) or "", error.code, file=error.file, line=error.line,
+                       column=error.column, help=help,
+                       notes=[n for n in (words(n) for n in error.notes) if n is not None])
 
 
 def _plan_input(plan: PlanArg) -> str:

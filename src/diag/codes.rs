@@ -67,6 +67,7 @@ pub const E0419_LOCAL_RANK: Code = Code("E0419");
 pub const E0420_LOCAL_SIZE: Code = Code("E0420");
 pub const E0421_PYTHON_BINARY: Code = Code("E0421");
 pub const E0422_VISIBLE_GPUS: Code = Code("E0422");
+pub const E0423_USAGE: Code = Code("E0423");
 pub const W0200_PLAN_WARNING: Code = Code("W0200");
 pub const W0201_TOPOLOGY_NOTE: Code = Code("W0201");
 pub const W0202_DEPRECATED_KEY: Code = Code("W0202");
@@ -419,6 +420,14 @@ pub const ALL: &[(Code, &str)] = &[
          the GPUs seen (a worker that sees two GPUs where ranks have one), or when several \
          ranks do (a plan that gives two ranks the same GPU). The message lists the plan's \
          ranks with their GPUs; start one worker per rank's GPUs, or pass `--local-rank N`.",
+    ),
+    (
+        E0423_USAGE,
+        "The command line is not one numaplan takes: an unknown flag or subcommand, a missing, \
+         malformed or conflicting argument, or a flag the subcommand does not take (`-q`, \
+         `--deny-warnings` and `--allow` only mean something to `compile`, `exec` and `bind`). \
+         Shown as clap's message, or under `--message-format json` as this diagnostic. Exit \
+         code 2.",
     ),
     (
         W0200_PLAN_WARNING,

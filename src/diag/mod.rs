@@ -81,6 +81,26 @@ impl Diagnostic {
         }
     }
 
+    /// A usage error from clap's rendered text (`error: ...`, the usage, a tip): its first
+    /// line is the message, its `tip:` lines the help, the rest notes.
+    pub fn usage(clap_text: &str) -> Self {
+        let mut lines = clap_text.lines().map(str::trim).filter(|l| !l.is_empty());
+        let first = lines.next().unwrap_or("invalid command line");
+        let mut d = Diagnostic::error(
+            codes::E0423_USAGE,
+            first.strip_prefix("error: ").unwrap_or(first),
+        );
+        for line in lines {
+            match line.strip_prefix("tip: ") {
+                Some(tip) => d.help = Some(tip.to_string()),
+                None => d.notes.push(line.to_string()),
+            }
+        }
+        d.help
+            .get_or_insert_with(|| "`numaplan --help` shows the usage".to_string());
+        d
+    }
+
     /// Points at a file without a position.
     pub fn in_file(mut self, file: impl Into<String>) -> Self {
         self.location = Some(Location {

@@ -53,6 +53,36 @@ fn alternatives<'a>(schema: &'a Value, node: &'a Value) -> impl Iterator<Item = 
     })
 }
 
+/// Every key the schema's mappings take, dotted from the top (`cpu`, `cpu.policy`, ...), in
+/// schema order; a mapping of free keys (`env`) is offered as `env.`: what `--set` completes.
+pub fn keys(schema: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    collect_keys(schema, schema, "", &mut out);
+    out
+}
+
+fn collect_keys(schema: &Value, node: &Value, prefix: &str, out: &mut Vec<String>) {
+    // The spec's formats nest a few levels; the bound keeps a recursive schema finite.
+    if prefix.matches('.').count() > 4 {
+        return;
+    }
+    for n in alternatives(schema, node) {
+        if let Some(props) = n.get("properties").and_then(Value::as_object) {
+            for (key, child) in props {
+                let path = format!("{prefix}{key}");
+                if !out.contains(&path) {
+                    out.push(path.clone());
+                }
+                collect_keys(schema, child, &format!("{path}."), out);
+            }
+        }
+        let free = n.get("additionalProperties").is_some_and(|a| a.is_object());
+        if free && !prefix.is_empty() && !out.iter().any(|k| k == prefix) {
+            out.push(prefix.to_string());
+        }
+    }
+}
+
 fn property<'a>(schema: &'a Value, node: &'a Value, key: &str) -> Option<&'a Value> {
     alternatives(schema, node).find_map(|n| n.get("properties")?.get(key))
 }

@@ -169,7 +169,7 @@ fn node_box(plan: &Plan, topo: &Topology, id: NodeId, marks: &[Mark], capacity: 
         kind => label.push_str(&format!(" · {} memory", kind.name())),
     }
     if let Some(mib) = node.memory_mib {
-        label.push_str(&format!(" · {}", size(mib)));
+        label.push_str(&format!(" · {}", crate::phrase::mib(mib)));
     }
     let homed: BTreeSet<u32> = plan
         .ranks
@@ -257,14 +257,6 @@ fn used_by(users: impl Iterator<Item = u32>) -> String {
         0 => "unused".into(),
         1 => format!("→ rank {}", users[0]),
         _ => format!("→ ranks {}", id_list(users)),
-    }
-}
-
-fn size(mib: u64) -> String {
-    if mib >= 1024 {
-        format!("{} GiB", mib / 1024)
-    } else {
-        format!("{mib} MiB")
     }
 }
 

@@ -134,7 +134,7 @@ fn render_memory_nodes(out: &mut String, t: &Topology, nodes: &[&NumaNode]) {
         };
         let memory = node
             .memory_mib
-            .map(|m| format!(", {}", format_mib(m)))
+            .map(|m| format!(", {}", crate::phrase::mib(m)))
             .unwrap_or_default();
         let text = format!("{}{owner}, no CPUs{memory}", node.kind.name());
         match lines.last_mut() {
@@ -149,7 +149,7 @@ fn render_memory_nodes(out: &mut String, t: &Topology, nodes: &[&NumaNode]) {
 }
 
 fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
-    let memory = node.memory_mib.map(format_mib);
+    let memory = node.memory_mib.map(crate::phrase::mib);
     let cpus = t.node_cpus(node.id);
     let cores = t.cores().iter().filter(|c| c.node == node.id).count();
     let allowed = cpus.intersection(t.allowed());
@@ -213,19 +213,6 @@ fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
     for n in t.nics().iter().filter(|n| n.numa_node == Some(node.id)) {
         let pci = n.pci.map(|p| format!(", {p}")).unwrap_or_default();
         let _ = writeln!(out, "    NIC {}: {}{pci}", n.name, n.kind.name());
-    }
-}
-
-fn format_mib(mib: u64) -> String {
-    if mib >= 1024 {
-        let gib = mib as f64 / 1024.0;
-        if (gib - gib.round()).abs() < 0.05 {
-            format!("{:.0} GiB", gib)
-        } else {
-            format!("{gib:.1} GiB")
-        }
-    } else {
-        format!("{mib} MiB")
     }
 }
 

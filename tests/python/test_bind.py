@@ -144,6 +144,17 @@ def test_no_local_rank_is_an_error(two_ranks: Plan):
         numaplan.bind(two_ranks.path)
     assert error.value.code == "E0419"
     assert "LOCAL_RANK" in str(error.value)
+    # In Python's words: the keyword argument, not the binary's flag.
+    assert "`local_rank=N`" in error.value.help and "--local-rank" not in error.value.help
+
+
+def test_bind_without_a_plan_names_both_ways_to_give_one(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NUMAPLAN_PLAN", raising=False)
+    with pytest.raises(numaplan.Error) as error:
+        numaplan.bind(local_rank=0)
+    assert error.value.code == "E0407"
+    assert "NUMAPLAN_PLAN" in error.value.help and "numaplan.bind(" in error.value.help
 
 
 def test_a_rank_past_the_plan_is_an_error(two_ranks: Plan):

@@ -159,9 +159,11 @@ fn import_xml(file: &str, name: &str, text: &str) -> Result<Topology, TopologyEr
         .build()
         // hwloc's own XML parser finds a malformed or truncated file while loading it.
         .map_err(|_| rejected("the XML is malformed or truncated".into()))?;
+    // Named as hwloc names the machine (its root's HostName), else after the file.
+    let host = self::text(topo.root_object().info("HostName")).filter(|h| !h.trim().is_empty());
     let parts = convert(
         &topo,
-        name,
+        host.as_deref().unwrap_or(name),
         &format!("imported from the hwloc XML export `{file}`"),
         &[],
     );
