@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
 use crate::pci_addr::PciAddr;
-use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
+use crate::spec::{MemPolicy, MpirunSpec, Policy, ProcBind, SlurmSpec};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -33,6 +33,8 @@ pub struct Plan {
     pub port: u16,
     /// Batch-file settings for `--emit sbatch`.
     pub slurm: SlurmSpec,
+    /// Extra mpirun words for `--emit mpirun`.
+    pub mpirun: MpirunSpec,
 }
 
 /// What a node must look like to run a plan: counted the same way on the node (launchers read

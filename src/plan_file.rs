@@ -486,6 +486,7 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
             .collect::<Result<_, Problem>>()?,
         port,
         slurm: SlurmSpec::default(),
+        mpirun: Default::default(),
     };
     let allowed = plan
         .ranks

@@ -863,3 +863,59 @@ fn bind_checks_only_its_own_ranks_cpus() {
     );
     assert!(!dir.path().join("bind-0").exists(), "rank 0 must not run");
 }
+
+/// `mpirun:` in the spec reaches the real mpirun of the `--emit mpirun` script: Open MPI's
+/// words under Open MPI (here `--allow-run-as-root` in place of the environment variables, and
+/// `-x` of a variable with a value), MPICH's under MPICH, `extra` under both; a binding
+/// option is refused at compile time.
+#[test]
+fn the_mpirun_script_passes_the_specs_mpirun_options() {
+    for mpirun in ["mpirun.openmpi", "mpiexec.mpich"] {
+        let dir = tempfile::tempdir().unwrap();
+        let job = format!(
+            "command: [{}]\ngpus: none\nranks_per_node: 1\nmemory: {{policy: bind}}\n\
+             env: {{FROM_PLAN: yes}}\n\
+             mpirun: {{openmpi: [--allow-run-as-root, -x, 'SEEN=open mpi'], \
+             mpich: [-genv, SEEN, 'mpich hydra'], extra: [-v]}}\n",
+            PROBE
+                .iter()
+                .map(|a| serde_json::to_string(a).unwrap())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let plan = common::emit_here(dir.path(), &job, "mpirun", "mpirun.sh");
+        check_script(&dir.path().join("mpirun.sh"));
+        // No OMPI_ALLOW_RUN_AS_ROOT: as root, Open MPI starts only with the spec's option.
+        let out = Command::new(dir.path().join("mpirun.sh"))
+            .current_dir(dir.path())
+            .env("OUT", dir.path())
+            .env("MPIRUN", mpirun)
+            .env("PATH", path_with_numaplan())
+            .env_remove("OMPI_ALLOW_RUN_AS_ROOT")
+            .env_remove("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
+            .env_clear_launchers()
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{mpirun}: {}", text(&out.stderr));
+        let seen = assert_bound(dir.path(), &plan);
+        let expected = match mpirun {
+            "mpirun.openmpi" => "open mpi",
+            _ => "mpich hydra",
+        };
+        assert_eq!(seen[0].env.get("SEEN").map(String::as_str), Some(expected));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nmpirun: {openmpi: [--bind-to, core]}\n",
+    )
+    .unwrap();
+    let run = common::numaplan_in(dir.path(), &["compile", "job.yaml", "--emit", "mpirun"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("`--bind-to` would bind the ranks, which `numaplan bind` does"),
+        "{}",
+        run.stderr
+    );
+}

@@ -209,8 +209,7 @@ fn man_text() -> String {
         .output()
         .unwrap();
     // groff joins a paragraph's lines; for comparing words, one space between words.
-    String::from_utf8_lossy(&out.stdout)
-        .replace(['\u{2010}', '\u{2212}'], "-")
+    String::from_utf8_lossy(&out.stdout).replace(['\u{2010}', '\u{2212}'], "-")
 }
 
 fn words(text: &str) -> String {

@@ -414,6 +414,10 @@ pub struct BindLauncherContext {
     port: String,
     /// The plan's MASTER_ADDR (single-node plans), else the loopback address.
     master_addr: String,
+    /// The spec's `mpirun:` words: for either MPI, for Open MPI, for MPICH.
+    mpirun_extra: Vec<String>,
+    mpirun_openmpi: Vec<String>,
+    mpirun_mpich: Vec<String>,
 }
 
 pub fn bind_launcher(plan: &Plan, origin: &Origin) -> BindLauncherContext {
@@ -426,6 +430,9 @@ pub fn bind_launcher(plan: &Plan, origin: &Origin) -> BindLauncherContext {
         command: plan.command.clone(),
         port: plan.port.to_string(),
         master_addr: plan_master_addr(plan),
+        mpirun_extra: plan.mpirun.extra.clone(),
+        mpirun_openmpi: plan.mpirun.openmpi.clone(),
+        mpirun_mpich: plan.mpirun.mpich.clone(),
     }
 }
 

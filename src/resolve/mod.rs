@@ -83,6 +83,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         allowed_warnings: spec.allowed_warnings.clone(),
         port: spec.port,
         slurm: spec.slurm.clone(),
+        mpirun: spec.mpirun.clone(),
     })
 }
 

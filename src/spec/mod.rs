@@ -37,10 +37,20 @@ pub struct Spec {
     pub port: u16,
     pub master_addr: String,
     pub slurm: SlurmSpec,
+    /// Extra words of the `--emit mpirun` script's mpirun line.
+    pub mpirun: MpirunSpec,
     /// What the spec says that the plan should repeat (a deprecated key), in order.
     pub warnings: Vec<crate::diag::Warning>,
     /// `allow_warnings:`, the warning codes accepted after review.
     pub allowed_warnings: Vec<crate::diag::Code>,
+}
+
+/// Extra words of the `--emit mpirun` script's mpirun line, passed through to the plan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MpirunSpec {
+    pub extra: Vec<String>,
+    pub openmpi: Vec<String>,
+    pub mpich: Vec<String>,
 }
 
 /// Settings of the Slurm batch file, passed through to the plan.

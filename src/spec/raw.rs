@@ -77,6 +77,9 @@ pub struct JobSpec {
     /// Options of the Slurm batch file (`--emit sbatch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmOptions>,
+    /// Options of the `--emit mpirun` script's mpirun command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpirun: Option<MpirunOptions>,
     /// Warning codes accepted after review (`[W0203]`; `numaplan codes` lists them): the plan
     /// keeps such warnings for its reader, but they are not printed and `--deny-warnings`
     /// does not fail on them.
@@ -118,6 +121,25 @@ impl<'de> Deserialize<'de> for CommandLine {
         }
         d.deserialize_any(V)
     }
+}
+
+/// Words the `--emit mpirun` script adds to mpirun's command line, before the program. The
+/// binding stays numaplan's: `--bind-to none` is always passed, and a binding option here is
+/// an error.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MpirunOptions {
+    /// Words for either MPI (`[-x, NCCL_DEBUG]` is Open MPI's and MPICH's alike only where
+    /// both take it; prefer the two lists below).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra: Vec<String>,
+    /// Words only when the script finds Open MPI (`[--allow-run-as-root, --mca, btl,
+    /// "self,tcp", -x, NCCL_DEBUG=INFO]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub openmpi: Vec<String>,
+    /// Words only when the script finds MPICH's Hydra (`[-genv, FI_PROVIDER, tcp]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mpich: Vec<String>,
 }
 
 /// `#SBATCH` settings.

@@ -4,8 +4,9 @@
 use super::error::SpecProblem;
 use super::raw::{self, JobSpec};
 use super::{
-    Balance, CpuOption, CpuSpec, GpuChoice, MemPolicy, MemoryNode, MemorySpec, NicPolicy,
-    OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads, Visibility,
+    Balance, CpuOption, CpuSpec, GpuChoice, MemPolicy, MemoryNode, MemorySpec, MpirunSpec,
+    NicPolicy, OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads,
+    Visibility,
 };
 use crate::cpuset::{CpuSet, CpuSetParseError, MAX_CPU};
 use crate::diag::{Code, Warning, codes};
@@ -42,6 +43,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         );
     }
     let slurm = slurm(raw, &mut p);
+    let mpirun = mpirun(raw, &mut p);
     let allowed_warnings = allowed_warnings(raw, &mut p);
     if !p.0.is_empty() {
         return Err(p.0);
@@ -70,6 +72,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         port: rendezvous.port.unwrap_or(DEFAULT_PORT),
         master_addr: rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()),
         slurm,
+        mpirun,
         warnings,
         allowed_warnings,
     })
@@ -591,6 +594,35 @@ fn environment(raw: &JobSpec, p: &mut Problems) {
                 "use letters, digits and `_`, not starting with a digit",
             );
         }
+    }
+}
+
+/// `mpirun:`: any words, but none that binds (numaplan binds; mpirun is told `--bind-to none`).
+fn mpirun(raw: &JobSpec, p: &mut Problems) -> MpirunSpec {
+    let m = raw.mpirun.clone().unwrap_or_default();
+    for (key, words) in [
+        ("extra", &m.extra),
+        ("openmpi", &m.openmpi),
+        ("mpich", &m.mpich),
+    ] {
+        for (i, word) in words.iter().enumerate() {
+            let option = word.trim_start_matches('-');
+            if word.starts_with('-') && (option.starts_with("bind-to") || option == "bind-to-core")
+            {
+                p.add(
+                    &format!("mpirun.{key}[{i}]"),
+                    format!("`{word}` would bind the ranks, which `numaplan bind` does"),
+                    "a binding option",
+                    "remove it: the script passes `--bind-to none` and each rank is bound to \
+                     the plan's CPUs",
+                );
+            }
+        }
+    }
+    MpirunSpec {
+        extra: m.extra,
+        openmpi: m.openmpi,
+        mpich: m.mpich,
     }
 }
 
