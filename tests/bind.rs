@@ -919,3 +919,125 @@ fn the_mpirun_script_passes_the_specs_mpirun_options() {
         run.stderr
     );
 }
+
+/// Ranks that share this machine's CPUs (`policy: node`), so that no launcher's one-CPU binding
+/// is the plan's.
+fn shared_plan_here(dir: &Path) -> serde_json::Value {
+    let job = format!(
+        "command: [{}]\ngpus: none\nranks_per_node: 2\ncpu: {{policy: node}}\n\
+         memory: {{policy: bind}}\nenv: {{FROM_PLAN: yes}}\n",
+        PROBE
+            .iter()
+            .map(|a| serde_json::to_string(a).unwrap())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    std::fs::write(dir.join("job.yaml"), job).unwrap();
+    let run = common::numaplan_in(dir, &["-q", "compile", "job.yaml", "-o", "plan.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let json = common::numaplan_in(dir, &["-q", "compile", "job.yaml", "--format", "json"]).ok();
+    serde_json::from_str(&json).unwrap()
+}
+
+/// A launcher that binds first (Open MPI's and MPICH's `--bind-to hwthread`, srun's
+/// `--cpu-bind=map_cpu`) has its binding replaced by the plan's, and `bind` says so once
+/// (W0215, from local rank 0); under `--deny-warnings` nothing runs. Without the launcher's
+/// binding, nothing is said.
+#[test]
+fn bind_replaces_a_launchers_binding_and_says_so() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let numaplan = env!("CARGO_BIN_EXE_numaplan");
+    let srun = std::env::var("NUMAPLAN_SLURM").as_deref() == Ok("1");
+    let mut launchers = vec![
+        (
+            "Open MPI's mpirun",
+            vec![
+                "mpirun.openmpi",
+                "--bind-to",
+                "hwthread",
+                "-np",
+                "2",
+                "-x",
+                "OUT",
+            ],
+        ),
+        (
+            "MPICH's mpiexec",
+            vec!["mpiexec.mpich", "-bind-to", "hwthread", "-n", "2"],
+        ),
+    ];
+    if srun {
+        launchers.push((
+            "srun",
+            vec![
+                "srun",
+                "-n",
+                "2",
+                "--cpu-bind=map_cpu:0,1",
+                "--time=00:02:00",
+            ],
+        ));
+    }
+    for (name, line) in launchers {
+        for deny in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let plan = shared_plan_here(dir.path());
+            let mut cmd = Command::new(line[0]);
+            cmd.args(&line[1..]).arg(numaplan);
+            if deny {
+                cmd.arg("--deny-warnings");
+            }
+            if name != "srun" {
+                // srun needs SLURM_CONF; the MPIs must not see a launcher's variables.
+                cmd.env_clear_launchers();
+            }
+            let out = mpi_env(&mut cmd)
+                .args(["bind", "plan.yaml", "--"])
+                .args(PROBE)
+                .current_dir(dir.path())
+                .env("OUT", dir.path())
+                .output()
+                .unwrap();
+            let stderr = text(&out.stderr);
+            let said = format!("warning[W0215]: {name}");
+            assert_eq!(
+                stderr.matches(&said).count(),
+                1,
+                "{name}, deny {deny}: {stderr}"
+            );
+            if deny {
+                assert!(!out.status.success(), "{name}: {stderr}");
+                assert!(!dir.path().join("bind-0").exists(), "{name}: a rank ran");
+            } else {
+                assert!(out.status.success(), "{name}: {stderr}");
+                assert_bound(dir.path(), &plan);
+            }
+        }
+    }
+    // The launcher told not to bind: nothing to say.
+    let dir = tempfile::tempdir().unwrap();
+    shared_plan_here(dir.path());
+    let out = mpi_env(Command::new("mpirun.openmpi").args([
+        "--bind-to",
+        "none",
+        "-np",
+        "2",
+        "-x",
+        "OUT",
+        numaplan,
+    ]))
+    .args(["bind", "plan.yaml", "--"])
+    .args(PROBE)
+    .current_dir(dir.path())
+    .env("OUT", dir.path())
+    .env_clear_launchers()
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success() && !text(&out.stderr).contains("W0215"),
+        "{}",
+        text(&out.stderr)
+    );
+}

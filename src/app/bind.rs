@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::exec::affinity::Binding;
 use crate::exec::launcher::{self, Env, LocalRank};
 use crate::exec::verify::numa_maps_policy;
-use crate::exec::{self, ExecError, Force};
+use crate::exec::{self, ExecError, Force, replaced};
 use crate::ids::node_list;
 use crate::plan::RankBinding;
 
@@ -42,10 +42,11 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     };
     let rank = launcher::rank_of(&plan, &local, &env)?;
     // A worker chosen by the GPUs it sees renumbers them by design: no visibility warning.
-    let shown = match local.by_gpu {
+    let mut shown = match local.by_gpu {
         true => plan.warnings.clone(),
         false => launcher::warnings(&plan, std::slice::from_ref(rank), &env),
     };
+    let facts = launcher_binding_replaced(node_facts()?, &env, &local, rank, &mut shown);
     warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
     let set = launcher::rank_environment(&plan, rank, &local, &env);
     let argv: Vec<OsString> = if args.command.is_empty() {
@@ -59,7 +60,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let force = if forced { Force::Yes } else { Force::No };
     // Only this rank's CPUs must be allowed: the others are other processes, and a process
     // already bound as this rank (numaplan.spawn's child calling numaplan.bind) binds again.
-    let checked = exec::check_node(&plan, std::slice::from_ref(rank), &node_facts()?, force);
+    let checked = exec::check_node(&plan, std::slice::from_ref(rank), &facts, force);
     let report = Report::new(rank, plan.ranks_per_node, &local, &set, &env, &argv);
     if args.dry_run {
         let text = match args.format {
@@ -98,6 +99,24 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         source,
     }
     .into())
+}
+
+/// A launcher's own binding (Open MPI's default, srun's `--cpu-bind`) is replaced, and said
+/// (W0215): the rank's CPUs must then lie within what the cgroup allows, not within the
+/// launcher's binding. A narrower affinity no launcher made (a `taskset`) stays the bound.
+fn launcher_binding_replaced(
+    mut facts: exec::NodeFacts,
+    env: &Env,
+    local: &LocalRank,
+    rank: &RankBinding,
+    shown: &mut Vec<crate::diag::Warning>,
+) -> exec::NodeFacts {
+    let may_use = super::node::cgroup_cpus(&facts.online_cpus);
+    if let Some(found) = replaced::launcher_binding(env, &facts.allowed, &may_use) {
+        shown.extend(found.warning(local.rank, &rank.cpus));
+        facts.allowed = found.may_use;
+    }
+    facts
 }
 
 /// What `bind --dry-run` shows: the rank's binding, the variables it sets, the argv. Its JSON

@@ -11,6 +11,7 @@ pub mod matching;
 pub mod numa_maps;
 pub mod process;
 pub mod relay;
+pub mod replaced;
 pub mod verify;
 pub mod visible;
 pub mod watch;
