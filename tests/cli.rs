@@ -430,3 +430,16 @@ fn warning_flags_are_refused_where_they_mean_nothing_and_usage_errors_speak_json
     let run = numaplan(&["--message-format", "json", "codes", "--help"]);
     assert_eq!(run.code, 0);
 }
+
+/// A missing input of `exec` is reported with a code whose explanation names `exec` (it once
+/// named only `diff` and `explain`), exit 3.
+#[test]
+fn a_missing_exec_input_is_explained_for_exec() {
+    let run = numaplan(&["exec", "missing.yaml"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.starts_with("error[E0407]"), "{}", run.stderr);
+    let explained = numaplan(&["codes", "E0407"]).ok();
+    for command in ["`exec`", "`bind`", "`verify`", "`diff`", "`explain`"] {
+        assert!(explained.contains(command), "{command}: {explained}");
+    }
+}
