@@ -245,6 +245,9 @@ fn exec(e: &ExecError) -> Diagnostic {
             .help("pass `--local-rank N`, or unset the variable of the launcher that does not start this process"),
         ExecError::LauncherVariable { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
             .help("unset the variable, or pass `--local-rank N`"),
+        ExecError::LocalRankPastSize { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .note("a launcher numbers its local ranks from 0 to the local size less one")
+            .help("fix the launcher's variables (a wrapper that sets them by hand), or pass `--local-rank N`"),
         ExecError::LocalRankValue { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
             .help("set it to this process's local rank, or to `gpu` for the rank whose GPUs it sees"),
         ExecError::NoGpuVisible { .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)

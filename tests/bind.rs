@@ -700,7 +700,8 @@ fn bind_by_the_gpu_a_worker_sees() {
 
 /// A GPU-visibility variable in the ranks' environment that renumbers the GPUs, where the plan
 /// sets none, is a warning from `bind` and `exec` (fatal with `--deny-warnings`, before anything
-/// runs); a variable listing every GPU in order, or one the plan sets itself, is not.
+/// runs); a variable listing every GPU in order, one the plan sets itself, or one that shows a
+/// rank exactly its own GPUs, is not.
 #[test]
 fn a_visibility_variable_that_renumbers_the_gpus_is_a_warning() {
     let dir = tempfile::tempdir().unwrap();
@@ -748,6 +749,8 @@ fn a_visibility_variable_that_renumbers_the_gpus_is_a_warning() {
         ("two-plan.yaml", None),
         ("two-plan.yaml", Some("0,1,2,3,4,5,6,7")),
         ("own-plan.yaml", Some("1")),
+        // The rank sees exactly its own GPU (torchrun --virtual-local-rank does this).
+        ("two-plan.yaml", Some("0")),
     ] {
         let err = run(plan, visible);
         assert!(
@@ -768,7 +771,7 @@ fn a_visibility_variable_that_renumbers_the_gpus_is_a_warning() {
         .current_dir(dir.path())
         .env_clear_launchers()
         .env("LOCAL_RANK", "1")
-        .env("CUDA_VISIBLE_DEVICES", "1")
+        .env("CUDA_VISIBLE_DEVICES", "0")
         .output()
         .unwrap();
     let err = text(&out.stderr);

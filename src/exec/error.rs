@@ -59,6 +59,13 @@ pub enum ExecError {
     LocalRankDisagree { values: String },
     #[error("`{var}={value}` is not a count")]
     LauncherVariable { var: String, value: String },
+    #[error("local rank {rank} ({var}) is at or past the local size {size} ({size_var})")]
+    LocalRankPastSize {
+        var: String,
+        rank: u32,
+        size_var: String,
+        size: u32,
+    },
     #[error("the launcher runs {launcher} local ranks ({var}), and the plan has {plan} per node")]
     LocalSizeMismatch {
         var: String,

@@ -151,11 +151,26 @@ fn from_launchers(env: &Env) -> Result<LocalRank, ExecError> {
                 var: l.rank.into(),
                 value: value.clone(),
             })?;
-        found.push(LocalRank {
+        let size = local_size(&l.size, env)?;
+        if let Some((n, size_var)) = &size
+            && rank >= *n
+        {
+            return Err(ExecError::LocalRankPastSize {
+                var: l.rank.into(),
+                rank,
+                size_var: size_var.clone(),
+                size: *n,
+            });
+        }
+        let found_rank = LocalRank {
             rank,
             via: l.rank.into(),
-            size: local_size(&l.size, env)?,
+            size,
             by_gpu: false,
+        };
+        found.push(match l.rank {
+            "LOCAL_RANK" => torchrun_local_rank(found_rank, env)?,
+            _ => found_rank,
         });
     }
     let agreeing = |c: &[&LocalRank]| c.windows(2).all(|w| w[0].rank == w[1].rank);
@@ -183,6 +198,52 @@ fn from_launchers(env: &Env) -> Result<LocalRank, ExecError> {
         }
     };
     Ok(chosen.clone())
+}
+
+/// torchrun's `LOCAL_RANK`, checked against the rank its other variables give (`RANK` less
+/// `GROUP_RANK` x `LOCAL_WORLD_SIZE`: torchrun numbers a node's ranks after the nodes before
+/// it, and a plan's nodes are alike). Under `--virtual-local-rank` every worker has
+/// `LOCAL_RANK=0` and one visible GPU: the real local rank is the derived one. Any other
+/// disagreement is an error, never two ranks bound as one.
+fn torchrun_local_rank(given: LocalRank, env: &Env) -> Result<LocalRank, ExecError> {
+    let number = |var: &str| env.get(var).and_then(|v| v.trim().parse::<u32>().ok());
+    let (Some(global), Some(group), Some(size)) = (
+        number("RANK"),
+        number("GROUP_RANK"),
+        number("LOCAL_WORLD_SIZE"),
+    ) else {
+        return Ok(given);
+    };
+    let derived = global
+        .checked_sub(group.saturating_mul(size))
+        .filter(|&d| d < size);
+    if derived == Some(given.rank) {
+        return Ok(given);
+    }
+    let one_gpu_visible = ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"]
+        .iter()
+        .any(|v| {
+            env.get(*v)
+                .is_some_and(|list| !list.trim().is_empty() && !list.contains(','))
+        });
+    match derived {
+        Some(real) if given.rank == 0 && one_gpu_visible => Ok(LocalRank {
+            rank: real,
+            via: "RANK - GROUP_RANK x LOCAL_WORLD_SIZE (torchrun --virtual-local-rank)".into(),
+            ..given
+        }),
+        _ => Err(ExecError::LocalRankDisagree {
+            values: format!(
+                "LOCAL_RANK={}, but RANK={global} - GROUP_RANK={group} x LOCAL_WORLD_SIZE={size} \
+                 gives {}",
+                given.rank,
+                match derived {
+                    Some(d) => format!("local rank {d}"),
+                    None => "no local rank of this node".into(),
+                }
+            ),
+        }),
+    }
 }
 
 fn local_size(size: &Size, env: &Env) -> Result<Option<(u32, String)>, ExecError> {
@@ -400,8 +461,14 @@ fn visibility_warning(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Option<W
             .split(',')
             .map(str::trim)
             .ne(identity.iter().map(String::as_str));
+        // One rank that sees exactly its own GPUs (torchrun --virtual-local-rank) uses them.
+        let own = ranks.len() == 1
+            && value
+                .split(',')
+                .map(str::trim)
+                .eq(gpus.iter().map(String::as_str));
         let planned = ranks.iter().all(|r| r.env.contains_key(var));
-        (renumbers && !planned).then_some((var, value))
+        (renumbers && !planned && !own).then_some((var, value))
     })?;
     let planned = match gpus.as_slice() {
         [one] => format!("GPU {one}"),
@@ -428,6 +495,67 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// torchrun's variables for worker `local` of node `group`, `size` workers a node.
+    fn torchrun(local: &str, global: &str, group: &str, size: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("LOCAL_RANK", local.into()),
+            ("RANK", global.into()),
+            ("GROUP_RANK", group.into()),
+            ("LOCAL_WORLD_SIZE", size.into()),
+        ]
+    }
+
+    fn env_of(pairs: &[(&'static str, String)], extra: &[(&str, &str)]) -> Env {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .chain(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn torchruns_virtual_local_rank_is_taken_from_its_other_variables() {
+        // --virtual-local-rank: LOCAL_RANK=0 and one visible GPU in every worker.
+        let e = env_of(
+            &torchrun("0", "5", "1", "4"),
+            &[("CUDA_VISIBLE_DEVICES", "1")],
+        );
+        let l = from_launchers(&e).unwrap();
+        assert_eq!(l.rank, 1);
+        assert!(l.via.contains("--virtual-local-rank"), "{}", l.via);
+        // Plain torchrun: they agree.
+        let l = from_launchers(&env_of(&torchrun("1", "5", "1", "4"), &[])).unwrap();
+        assert_eq!((l.rank, l.via.as_str()), (1, "LOCAL_RANK"));
+        // Disagreeing, and nothing settles it (no single visible GPU): an error naming all.
+        let err = from_launchers(&env_of(&torchrun("0", "5", "1", "4"), &[])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the launchers' local ranks disagree: LOCAL_RANK=0, but RANK=5 - GROUP_RANK=1 x \
+             LOCAL_WORLD_SIZE=4 gives local rank 1"
+        );
+        let err = from_launchers(&env_of(&torchrun("2", "1", "0", "4"), &[])).unwrap_err();
+        assert!(err.to_string().contains("gives local rank 1"), "{err}");
+    }
+
+    #[test]
+    fn a_local_rank_at_or_past_the_local_size_is_an_error_naming_both() {
+        let err =
+            from_launchers(&env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "2")])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "local rank 3 (LOCAL_RANK) is at or past the local size 2 (LOCAL_WORLD_SIZE)"
+        );
+        let err = from_launchers(&env(&[
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "2"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+        ]))
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("(OMPI_COMM_WORLD_LOCAL_SIZE)"),
+            "{err}"
+        );
     }
 
     #[test]
