@@ -76,7 +76,9 @@ pub struct TopologyRef {
     /// use it when no `--topology` is given. Absent for a discovered machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    /// FNV-1a 64 of the topology's canonical fixture text: changes whenever the machine does.
+    /// FNV-1a 64 of the topology's canonical fixture text, name, notes and memory sizes left
+    /// out: changes whenever what placement depends on does (CPUs, nodes, caches, devices,
+    /// distances), not when memory drifts.
     pub fingerprint: String,
     /// Logical CPUs of the machine; a node with another count refuses to start the plan.
     pub cpus: usize,

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{numaplan, rel, repo};
+use common::{numaplan, numaplan_in, rel, repo};
 use numaplan::topology::load_file;
 use std::process::Command;
 
@@ -423,4 +423,82 @@ fn exec_without_a_spec_is_the_default_spec() {
         "{}",
         run.stderr
     );
+}
+
+/// A topology's fingerprint covers what placement depends on, not amounts that drift: a machine
+/// whose memory grew (a VM's balloon) keeps its plans' fingerprint, and `compile --check`
+/// passes on the unchanged plan; a machine with a CPU fewer does not.
+#[test]
+fn a_fingerprint_ignores_memory_sizes_but_not_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = |memory: u64, last_cpu: u32| {
+        format!(
+            "numaplan_topology: 1\nname: small\nnodes:\n\
+             - {{id: 0, package: 0, memory_mib: {memory}, cpus: 0-3, l3_groups: [{{id: 0, threads: [0-3]}}]}}\n\
+             - {{id: 1, package: 0, memory_mib: 1024, cpus: 4-{last_cpu}, l3_groups: [{{id: 1, threads: [4-{last_cpu}]}}]}}\n"
+        )
+    };
+    let (original, grown, fewer) = (machine(13312, 7), machine(17510, 7), machine(13312, 6));
+    for (name, text) in [
+        ("t.yaml", &original),
+        ("grown.yaml", &grown),
+        ("fewer.yaml", &fewer),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 2\n",
+    )
+    .unwrap();
+    let fingerprint = |topology: &str| {
+        let json = numaplan_in(
+            dir.path(),
+            &[
+                "-q",
+                "compile",
+                "job.yaml",
+                "--topology",
+                topology,
+                "--format",
+                "json",
+            ],
+        )
+        .ok();
+        let plan: serde_json::Value = serde_json::from_str(&json).unwrap();
+        plan["topology"]["fingerprint"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(fingerprint("t.yaml"), fingerprint("grown.yaml"));
+    assert_ne!(fingerprint("t.yaml"), fingerprint("fewer.yaml"));
+    numaplan_in(
+        dir.path(),
+        &[
+            "-q",
+            "compile",
+            "job.yaml",
+            "--topology",
+            "t.yaml",
+            "-o",
+            "plan.yaml",
+        ],
+    )
+    .ok();
+    std::fs::copy(dir.path().join("grown.yaml"), dir.path().join("t.yaml")).unwrap();
+    let check = numaplan_in(
+        dir.path(),
+        &[
+            "-q",
+            "compile",
+            "job.yaml",
+            "--topology",
+            "t.yaml",
+            "-o",
+            "plan.yaml",
+            "--check",
+        ],
+    );
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
 }

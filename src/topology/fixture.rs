@@ -552,12 +552,17 @@ pub fn dump(t: &Topology) -> String {
 }
 
 /// A content fingerprint of a topology: FNV-1a 64 of its canonical fixture text, so equal
-/// machines have equal fingerprints whatever their name, provenance or notes.
+/// machines have equal fingerprints whatever their name, provenance, notes or memory sizes.
 pub fn fingerprint(t: &Topology) -> String {
     let mut content = to_file(t);
     content.name.clear();
     content.provenance.clear();
     content.notes.clear();
+    // Memory sizes drift (a VM's balloon, memory taken by firmware or hot-plug) while the
+    // placement, which never depends on them, stays: they are in the plan to be read only.
+    for node in &mut content.nodes {
+        node.memory_mib = None;
+    }
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in yaml::emit(&content).bytes() {
         hash ^= u64::from(byte);
