@@ -41,3 +41,12 @@ CI=true cargo insta test --unreferenced=reject
 
 echo "== python: the wheel in a fresh venv, pytest" >&2
 scripts/python-test.sh
+
+# PyTorch from PyPI is about 5 GB: its tests run where asked (CI sets NUMAPLAN_TEST_TORCH=1) or
+# where scripts/torch-test.sh already made its virtual environment.
+if [ "${NUMAPLAN_TEST_TORCH:-0}" = 1 ] || [ -x target/torch-venv/bin/python ]; then
+  echo "== torch: PyTorch's own paths (tests/torch)" >&2
+  scripts/torch-test.sh
+else
+  echo "== torch: skipped (NUMAPLAN_TEST_TORCH=1 runs it, installing PyTorch)" >&2
+fi

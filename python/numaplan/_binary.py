@@ -105,5 +105,6 @@ def _report(stderr: str) -> List[Error]:
         if diagnostic["severity"] == "error":
             errors.append(error)
         else:
-            warnings.warn(NumaplanWarning(str(error), error.code), stacklevel=4)
+            where = f"\n --> {error.file}" if error.file else ""
+            warnings.warn(NumaplanWarning(error.message + where, error.code), stacklevel=4)
     return errors

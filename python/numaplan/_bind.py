@@ -8,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import os
 import platform
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
@@ -65,7 +66,8 @@ class Rank:
     gpus: Tuple[int, ...]
     gpu_pci: Tuple[str, ...]
     nics: Tuple[str, ...]
-    #: The variables of the rank (the launcher's own numbering kept where it set one).
+    #: The variables the rank runs with: the launcher's numbering (`RANK`, `LOCAL_RANK`, ...)
+    #: where it set one, else the plan's; the plan's OpenMP, NIC, visibility and `env:`.
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
@@ -107,12 +109,63 @@ def bind(
     warnings are issued as `numaplan.NumaplanWarning`s by local rank 0 (`quiet=True`: none).
     """
     entry = resolve(plan, local_rank, topology=topology, force=force, quiet=quiet)
+    started_before = _threads()
     _bind_cpus(entry)
     _bind_memory(entry.memory, migrate)
     if set_env:
-        # The binary leaves out the numbering the launcher set: what remains is set as is.
         os.environ.update(entry.env)
+    _runtimes_already_loaded(entry, started_before, quiet)
     return entry
+
+
+#: The variables the launcher numbers a rank with, which `numaplan bind` keeps where it set them.
+_NUMBERING = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
+              "MASTER_ADDR", "MASTER_PORT")
+#: What OpenMP runtimes read once, when they load.
+_OPENMP_ONCE = ("OMP_PLACES", "OMP_PROC_BIND", "KMP_AFFINITY")
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _runtimes_already_loaded(entry: Rank, threads_before: int, quiet: bool) -> None:
+    """What `bind` can still apply to runtimes loaded before it (`import torch` at the top of a
+    module, before `bind()` ran), and a warning for what it cannot any more."""
+    torch = sys.modules.get("torch")
+    threads = entry.env.get("OMP_NUM_THREADS", "")
+    if torch is not None and threads.isdigit() and int(threads) > 0:
+        # torch read OMP_NUM_THREADS when it loaded: its pool takes the plan's size now.
+        torch.set_num_threads(int(threads))
+    late: List[str] = []
+    placed = [v for v in _OPENMP_ONCE if v in entry.env]
+    runtime = _openmp_runtime_loaded()
+    if placed and runtime:
+        late.append(f"{', '.join(placed)} arrive after the OpenMP runtime ({runtime}) read its "
+                    "settings: its threads are not placed as planned")
+    if entry.memory.policy != "none" and threads_before > 1:
+        late.append(f"{threads_before - 1} thread(s) started before bind() keep their memory "
+                    "policy (a thread's policy is its own): their new memory is not "
+                    f"{entry.memory.numa_maps}")
+    if late and not quiet and entry.local_rank == 0:
+        warnings.warn(NumaplanWarning(
+            "numaplan.bind() ran after runtimes had started: " + "; ".join(late) + ". Bind "
+            "first thing, before `import torch` (or use numaplan.spawn, which binds before it "
+            "loads the callable's module, or `numaplan bind` around the program)."),
+            stacklevel=3)
+
+
+def _openmp_runtime_loaded() -> Optional[str]:
+    """The OpenMP runtime this process has loaded (libgomp, libiomp5, libomp), if any."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                name = line.rsplit("/", 1)[-1].strip()
+                if name.startswith(("libgomp", "libiomp5", "libomp.", "libomp-")):
+                    return name
+    except OSError:
+        pass
+    return None
 
 
 def bind_worker(
@@ -231,8 +284,16 @@ def _entry(report: Dict[str, Any]) -> Rank:
         gpus=tuple(report["gpus"]),
         gpu_pci=tuple(report["gpu_pci"]),
         nics=tuple(report["nics"]),
-        env=dict(report["env"]),
+        env=_rank_env(report["env"]),
     )
+
+
+def _rank_env(planned: Mapping[str, str]) -> Dict[str, str]:
+    """The variables the rank runs with: the launcher's numbering where it set one (the binary
+    leaves it out of its answer, to keep it), the plan's variables otherwise."""
+    env = {var: os.environ[var] for var in _NUMBERING if os.environ.get(var)}
+    env.update(planned)
+    return env
 
 
 def parse_list(text: str) -> FrozenSet[int]:

@@ -46,13 +46,17 @@ def spawn(
     if nprocs is None:
         nprocs = first.ranks_per_node
     context: Any = multiprocessing.get_context(start_method)
+    # Pickled here and loaded in the child after it is bound: loading imports fn's module, and
+    # a module that imports torch at its top would start torch's threads and read
+    # OMP_NUM_THREADS before the binding. A forked child has it loaded already.
+    payload: Any = fn if start_method == "fork" else pickle.dumps(fn)
     error_dir = tempfile.mkdtemp(prefix="numaplan-spawn-")
     processes = []
     for index in range(nprocs):
         error_file = os.path.join(error_dir, f"rank-{index}")
         process = context.Process(
             target=_rank,
-            args=(fn, index, tuple(args), plan, topology, force, error_file),
+            args=(payload, index, tuple(args), plan, topology, force, error_file),
             daemon=daemon,
         )
         process.start()
@@ -66,7 +70,7 @@ def spawn(
 
 
 def _rank(
-    fn: Callable[..., Any],
+    payload: Any,
     index: int,
     args: Sequence[Any],
     plan: PlanArg,
@@ -74,10 +78,12 @@ def _rank(
     force: bool,
     error_file: str,
 ) -> None:
-    """A child: bind, then run `fn`; an exception is written for the parent and exits 1."""
+    """A child: bind, then load the callable (its module's imports run bound) and call it; an
+    exception is written for the parent and exits 1."""
     try:
         # The parent showed the plan's warnings already.
         bind(plan, index, topology=topology, force=force, quiet=True)
+        fn = pickle.loads(payload) if isinstance(payload, bytes) else payload
         fn(index, *args)
     except KeyboardInterrupt:
         pass  # the parent is stopping every rank

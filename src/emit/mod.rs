@@ -46,7 +46,9 @@ pub enum EmitError {
 }
 
 pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, EmitError> {
-    if plan.command.is_empty() {
+    // The torchrun and mpirun scripts take the command after `--` when the spec has none.
+    let takes_command = matches!(kind, EmitKind::Torchrun | EmitKind::Mpirun);
+    if plan.command.is_empty() && !takes_command {
         return Err(EmitError::MissingCommand);
     }
     let env = templates::environment();
