@@ -20,6 +20,15 @@ const PROBE: &[&str] = &[
     "probe",
 ];
 
+/// `PROBE` as the words of a YAML flow list (`command: [{}]`).
+fn probe_words() -> String {
+    PROBE
+        .iter()
+        .map(|a| serde_json::to_string(a).unwrap())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A plan for this machine: 2 CPU-only ranks (1 on a 1-CPU machine), memory bound.
 fn plan_here(dir: &Path) -> serde_json::Value {
     let ranks = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
@@ -247,11 +256,7 @@ fn run_mpirun_script(mpirun: &str, n: &str, env: &str) {
     let dir = tempfile::tempdir().unwrap();
     let job = format!(
         "command: [{}]\ngpus: none\nranks_per_node: {n}\nmemory: {{policy: bind}}\nenv: {{{env}}}\n",
-        PROBE
-            .iter()
-            .map(|a| serde_json::to_string(a).unwrap())
-            .collect::<Vec<_>>()
-            .join(", ")
+        probe_words()
     );
     let plan = common::emit_here(dir.path(), &job, "mpirun", "mpirun.sh");
     check_script(&dir.path().join("mpirun.sh"));
@@ -300,11 +305,7 @@ fn the_torchrun_script_binds_every_rank() {
         let ranks = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
         let job = format!(
             "command: [{}]\ngpus: none\nnodes: {nodes}\nranks_per_node: {ranks}\nmemory: {{policy: bind}}\nenv: {{FROM_PLAN: yes}}\nrendezvous: {{port: 29777}}\n",
-            PROBE
-                .iter()
-                .map(|a| serde_json::to_string(a).unwrap())
-                .collect::<Vec<_>>()
-                .join(", ")
+            probe_words()
         );
         let plan = common::emit_here(dir.path(), &job, "torchrun", "torchrun.sh");
         let script = dir.path().join("torchrun.sh");
@@ -885,11 +886,7 @@ fn the_mpirun_script_passes_the_specs_mpirun_options() {
              env: {{FROM_PLAN: yes}}\n\
              mpirun: {{openmpi: [--allow-run-as-root, -x, 'SEEN=open mpi'], \
              mpich: [-genv, SEEN, 'mpich hydra'], extra: [-v]}}\n",
-            PROBE
-                .iter()
-                .map(|a| serde_json::to_string(a).unwrap())
-                .collect::<Vec<_>>()
-                .join(", ")
+            probe_words()
         );
         let plan = common::emit_here(dir.path(), &job, "mpirun", "mpirun.sh");
         check_script(&dir.path().join("mpirun.sh"));
@@ -934,11 +931,7 @@ fn shared_plan_here(dir: &Path) -> serde_json::Value {
     let job = format!(
         "command: [{}]\ngpus: none\nranks_per_node: 2\ncpu: {{policy: node}}\n\
          memory: {{policy: bind}}\nenv: {{FROM_PLAN: yes}}\n",
-        PROBE
-            .iter()
-            .map(|a| serde_json::to_string(a).unwrap())
-            .collect::<Vec<_>>()
-            .join(", ")
+        probe_words()
     );
     std::fs::write(dir.join("job.yaml"), job).unwrap();
     let run = common::numaplan_in(dir, &["-q", "compile", "job.yaml", "-o", "plan.yaml"]);

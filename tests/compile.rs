@@ -451,20 +451,12 @@ fn a_fingerprint_ignores_memory_sizes_but_not_cpus() {
         "gpus: none\nranks_per_node: 2\n",
     )
     .unwrap();
+    let compile = |topology: &str, extra: &[&str]| {
+        let base = ["-q", "compile", "job.yaml", "--topology", topology];
+        numaplan_in(dir.path(), &[&base[..], extra].concat())
+    };
     let fingerprint = |topology: &str| {
-        let json = numaplan_in(
-            dir.path(),
-            &[
-                "-q",
-                "compile",
-                "job.yaml",
-                "--topology",
-                topology,
-                "--format",
-                "json",
-            ],
-        )
-        .ok();
+        let json = compile(topology, &["--format", "json"]).ok();
         let plan: serde_json::Value = serde_json::from_str(&json).unwrap();
         plan["topology"]["fingerprint"]
             .as_str()
@@ -473,32 +465,8 @@ fn a_fingerprint_ignores_memory_sizes_but_not_cpus() {
     };
     assert_eq!(fingerprint("t.yaml"), fingerprint("grown.yaml"));
     assert_ne!(fingerprint("t.yaml"), fingerprint("fewer.yaml"));
-    numaplan_in(
-        dir.path(),
-        &[
-            "-q",
-            "compile",
-            "job.yaml",
-            "--topology",
-            "t.yaml",
-            "-o",
-            "plan.yaml",
-        ],
-    )
-    .ok();
+    compile("t.yaml", &["-o", "plan.yaml"]).ok();
     std::fs::copy(dir.path().join("grown.yaml"), dir.path().join("t.yaml")).unwrap();
-    let check = numaplan_in(
-        dir.path(),
-        &[
-            "-q",
-            "compile",
-            "job.yaml",
-            "--topology",
-            "t.yaml",
-            "-o",
-            "plan.yaml",
-            "--check",
-        ],
-    );
+    let check = compile("t.yaml", &["-o", "plan.yaml", "--check"]);
     assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
 }
