@@ -243,6 +243,9 @@ fn exec(e: &ExecError) -> Diagnostic {
             .help("run under a launcher (torchrun, srun, mpirun), or pass `--local-rank N`"),
         ExecError::LocalRankDisagree { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
             .help("pass `--local-rank N`, or unset the variable of the launcher that does not start this process"),
+        ExecError::TorchrunLocalRank { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .note("under `torchrun --virtual-local-rank` every worker has LOCAL_RANK=0 and sees one GPU (CUDA_VISIBLE_DEVICES), which tells numaplan to take the rank RANK gives; here nothing says which is right")
+            .help("run under torchrun as it sets them (a wrapper changed one), or pass `--local-rank N`"),
         ExecError::LauncherVariable { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
             .help("unset the variable, or pass `--local-rank N`"),
         ExecError::LocalRankPastSize { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)

@@ -524,6 +524,24 @@ fn bind_errors() {
             &["two-plan.yaml"],
             1,
         ),
+        (
+            "local_rank_past_the_local_size",
+            &[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "2")],
+            &["two-plan.yaml"],
+            1,
+        ),
+        // torchrun's variables that disagree, and nothing settles it (issue 32).
+        (
+            "torchrun_local_rank_disagrees",
+            &[
+                ("LOCAL_RANK", "0"),
+                ("RANK", "1"),
+                ("GROUP_RANK", "0"),
+                ("LOCAL_WORLD_SIZE", "2"),
+            ],
+            &["two-plan.yaml"],
+            1,
+        ),
         // `--local-rank gpu`: the rank whose GPUs the process sees (issue 31).
         (
             "gpu_none_visible",

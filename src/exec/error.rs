@@ -57,6 +57,8 @@ pub enum ExecError {
     NoLocalRank { looked: String },
     #[error("the launchers' local ranks disagree: {values}")]
     LocalRankDisagree { values: String },
+    #[error("torchrun's variables disagree: {values}")]
+    TorchrunLocalRank { values: String },
     #[error("`{var}={value}` is not a count")]
     LauncherVariable { var: String, value: String },
     #[error("local rank {rank} ({var}) is at or past the local size {size} ({size_var})")]

@@ -232,7 +232,7 @@ fn torchrun_local_rank(given: LocalRank, env: &Env) -> Result<LocalRank, ExecErr
             via: "RANK - GROUP_RANK x LOCAL_WORLD_SIZE (torchrun --virtual-local-rank)".into(),
             ..given
         }),
-        _ => Err(ExecError::LocalRankDisagree {
+        _ => Err(ExecError::TorchrunLocalRank {
             values: format!(
                 "LOCAL_RANK={}, but RANK={global} - GROUP_RANK={group} x LOCAL_WORLD_SIZE={size} \
                  gives {}",
@@ -532,7 +532,7 @@ mod tests {
         let err = from_launchers(&env_of(&torchrun("0", "5", "1", "4"), &[])).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "the launchers' local ranks disagree: LOCAL_RANK=0, but RANK=5 - GROUP_RANK=1 x \
+            "torchrun's variables disagree: LOCAL_RANK=0, but RANK=5 - GROUP_RANK=1 x \
              LOCAL_WORLD_SIZE=4 gives local rank 1"
         );
         let err = from_launchers(&env_of(&torchrun("2", "1", "0", "4"), &[])).unwrap_err();
