@@ -5,6 +5,7 @@ ranks, two `--emit torchrun` scripts at once, and `verify --match` beside torchr
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import time
@@ -56,8 +57,9 @@ def test_a_restarted_rank_is_bound_again(plan: Plan, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     for rank in (0, 1):
         for attempt in (0, 1):
-            record = (tmp_path / f"seen-{rank}.{attempt}.json").read_text()
-            assert f'"cpus": "{plan.rank(rank)["cpus"]}"' in record, (rank, attempt, record)
+            record = json.loads((tmp_path / f"seen-{rank}.{attempt}.json").read_text())
+            assert record["cpus"] == plan.rank(rank)["cpus"], (rank, attempt, record)
+            assert record["policy"] == f"bind:{plan.rank(rank)['memory']['nodes']}", record
 
 
 def test_mp_spawn_callable_that_imported_torch(plan: Plan, tmp_path: Path) -> None:
