@@ -101,11 +101,10 @@ fn subcommand_name(command: &Command) -> &'static str {
     }
 }
 
-/// clap's command as the binary uses it: the exit statuses after `--help`; the warning flags
-/// hidden where they mean nothing; file names, the spec's keys (`--set`) and the codes
-/// (`codes`, `--allow`) offered to shell completion.
+/// clap's command as the binary uses it: the exit statuses after `--help`, and the warning
+/// flags hidden where they mean nothing.
 pub fn command() -> clap::Command {
-    let mut cmd = base_command();
+    let mut cmd = Cli::command().after_long_help(exit_status_text());
     // A subcommand's own (hidden) copy of a global flag stands in for the global one.
     let hidden: Vec<clap::Arg> = warning_flags(&cmd)
         .into_iter()
@@ -122,10 +121,15 @@ pub fn command() -> clap::Command {
     cmd
 }
 
-/// The command shell completion is generated from: as `command()`, but with the warning flags
-/// offered only by the subcommands that take them (completion scripts list hidden flags too).
+/// The command shell completion is generated from: the warning flags offered only by the
+/// subcommands that take them (completion scripts list hidden flags too), and the words to
+/// complete: the spec's keys for `--set`, the codes for `codes` and `--allow` (file arguments
+/// have their hint in `cli.rs`). The words change no parsing, so `command()` goes without them.
 pub fn completion_command() -> clap::Command {
-    let mut cmd = base_command();
+    let mut cmd = Cli::command().mut_arg("allow", |a| {
+        a.value_parser(Offered::new(codes(true), crate::diag::codes::warning_code))
+            .hide_possible_values(true)
+    });
     let flags: Vec<clap::Arg> = warning_flags(&cmd)
         .into_iter()
         .map(|a| a.global(false))
@@ -133,27 +137,15 @@ pub fn completion_command() -> clap::Command {
     for (id, _) in WARNING_FLAGS {
         cmd = cmd.mut_arg(id, |a| a.global(false));
     }
+    let keys = spec_keys();
     for name in subcommand_names(&cmd) {
         let takes = WARNING_COMMANDS.contains(&name.as_str());
-        cmd = cmd.mut_subcommand(&name, |sub| match takes {
-            true => sub.args(flags.iter().cloned()),
-            false => sub,
+        cmd = cmd.mut_subcommand(&name, |mut sub| {
+            if takes {
+                sub = sub.args(flags.iter().cloned());
+            }
+            offer_words(sub, &keys)
         });
-    }
-    cmd
-}
-
-/// clap's derived command with the exit statuses after `--help` and the words offered to
-/// completion.
-fn base_command() -> clap::Command {
-    let mut cmd = Cli::command()
-        .after_long_help(exit_status_text())
-        .mut_arg("allow", |a| {
-            a.value_parser(Offered::new(codes(true), crate::diag::codes::warning_code))
-                .hide_possible_values(true)
-        });
-    for name in subcommand_names(&cmd) {
-        cmd = cmd.mut_subcommand(&name, offer_completions);
     }
     cmd
 }
@@ -171,65 +163,39 @@ fn subcommand_names(cmd: &clap::Command) -> Vec<String> {
         .collect()
 }
 
-/// The spec's keys for `--set`, the codes for `codes` and `--allow` (file arguments have their
-/// hint in `cli.rs`: `mut_arg` would renumber a positional).
-fn offer_completions(mut sub: clap::Command) -> clap::Command {
-    let ids: Vec<(String, String)> = sub
-        .get_arguments()
-        .map(|a| {
-            let names = a
-                .get_value_names()
-                .map(|n| {
-                    n.iter()
-                        .map(|s| s.to_string())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .unwrap_or_default();
-            (a.get_id().to_string(), names)
-        })
-        .collect();
-    for (id, names) in ids {
-        sub = match (id.as_str(), names.as_str()) {
-            ("set", _) => sub.mut_arg("set", |a| {
-                a.value_parser(Offered::new(spec_keys(), crate::cli::key_value))
-                    .hide_possible_values(true)
-            }),
-            ("code", _) => sub.mut_arg("code", |a| {
-                a.value_parser(Offered::new(codes(false), |s: &str| {
-                    Ok::<_, std::convert::Infallible>(s.to_string())
-                }))
+/// `--set` completes the spec's `keys`, `codes CODE` the codes.
+fn offer_words(mut sub: clap::Command, keys: &[String]) -> clap::Command {
+    let has = |sub: &clap::Command, id: &str| sub.get_arguments().any(|a| a.get_id() == id);
+    if has(&sub, "set") {
+        sub = sub.mut_arg("set", |a| {
+            a.value_parser(Offered::new(keys.to_vec(), crate::cli::key_value))
                 .hide_possible_values(true)
-            }),
-            _ => sub,
-        };
+        });
+    }
+    if has(&sub, "code") {
+        let any_text = |s: &str| Ok::<_, std::convert::Infallible>(s.to_string());
+        sub = sub.mut_arg("code", |a| {
+            a.value_parser(Offered::new(codes(false), any_text))
+                .hide_possible_values(true)
+        });
     }
     sub
 }
 
-/// The job spec's keys as `--set` takes them (`cpu.policy=`), from its JSON schema.
+/// The job spec's keys as `--set` takes them (`cpu.policy=`), from its JSON schema; a mapping
+/// of free keys as `env.`.
 fn spec_keys() -> Vec<String> {
     let schema = serde_json::to_value(schemars::schema_for!(crate::spec::raw::JobSpec))
         .expect("invariant: a schema is JSON");
     let keys = crate::diag::schema_words::keys(&schema);
-    keys.clone()
-        .into_iter()
-        .collect::<Vec<_>>()
-        .iter()
-        .filter(|k| !keys_free_map(k, &keys))
-        .map(|k| {
-            if k.ends_with('.') {
-                k.clone()
-            } else {
-                format!("{k}=")
-            }
+    let free = |key: &str| keys.iter().any(|k| k.strip_suffix('.') == Some(key));
+    keys.iter()
+        .filter(|k| k.ends_with('.') || !free(k))
+        .map(|k| match k.ends_with('.') {
+            true => k.clone(),
+            false => format!("{k}="),
         })
         .collect()
-}
-
-/// `env`, whose keys are free (`env.` is offered instead).
-fn keys_free_map(key: &str, keys: &[String]) -> bool {
-    !key.ends_with('.') && keys.iter().any(|k| k.strip_suffix('.') == Some(key))
 }
 
 /// Every code (`warnings`: the warning codes only).
@@ -251,7 +217,7 @@ struct Offered<P> {
 
 impl<P> Offered<P> {
     fn new(words: Vec<String>, inner: P) -> Self {
-        // Built once per process, for clap's `'static` words.
+        // Built once, by `numaplan completions`, for clap's `'static` words.
         let words = words
             .into_iter()
             .map(|w| &*Box::leak(w.into_boxed_str()))

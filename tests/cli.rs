@@ -9,6 +9,7 @@ use common::numaplan;
 fn cli_definition_is_consistent() {
     numaplan::cli::Cli::command().debug_assert();
     numaplan::argv::command().debug_assert();
+    numaplan::argv::completion_command().debug_assert();
 }
 
 #[test]
