@@ -774,7 +774,7 @@ fn verifies(o: &Options, dir: &Path, out: &mut String) {
             &format!(
                 "a rank with {gib} GiB resident: `verify plan.yaml --pids PID` vs `numastat -p PID`"
             ),
-            &argv(&[NUMAPLAN, "-q", "verify", &one, "--pids", &rank.pid()]),
+            &argv(&[NUMAPLAN, "verify", &one, "--pids", &rank.pid()]),
             &argv(&["numastat", "-p", &rank.pid()]),
             o.runs,
         ));
@@ -782,7 +782,7 @@ fn verifies(o: &Options, dir: &Path, out: &mut String) {
     let rank = Held::start(64, 20_000);
     out.push_str(&pair(
         "a rank with 20,000 mappings: `verify plan.yaml --pids PID` vs `numastat -p PID`",
-        &argv(&[NUMAPLAN, "-q", "verify", &one, "--pids", &rank.pid()]),
+        &argv(&[NUMAPLAN, "verify", &one, "--pids", &rank.pid()]),
         &argv(&["numastat", "-p", &rank.pid()]),
         o.runs,
     ));
@@ -797,7 +797,6 @@ fn verifies(o: &Options, dir: &Path, out: &mut String) {
     let ranks: Vec<Held> = (0..64).map(|_| Held::start(16, 3000)).collect();
     let mut args = argv(&[
         NUMAPLAN,
-        "-q",
         "verify",
         &many,
         "--watch",
