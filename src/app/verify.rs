@@ -444,14 +444,12 @@ impl WatchEvent {
 /// one rank are flagged as under `--match`.
 fn given_pids(pids: &[u32]) -> Found {
     let mut found = Found::default();
-    let mut claims: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for (i, &pid) in pids.iter().enumerate() {
         let rank = claim_of(pid).map_or(i as u32, |(rank, _)| rank);
-        claims.entry(rank).or_default().push(pid);
         found.ranks.push((rank, pid));
     }
+    found.duplicates = matching::duplicates(&found.ranks);
     found.ranks.sort();
-    found.duplicates = claims.into_iter().filter(|(_, p)| p.len() > 1).collect();
     found
 }
 
@@ -466,7 +464,7 @@ fn claim_of(pid: u32) -> Option<(u32, String)> {
             Some((&kv[..eq], &kv[eq + 1..]))
         })
         .collect();
-    std::iter::once(matching::OWN_VARIABLE)
+    std::iter::once(launcher::NUMAPLAN_LOCAL_RANK)
         .chain(launcher::local_rank_variables())
         .find_map(|var| {
             let rank = std::str::from_utf8(vars.get(var.as_bytes())?)

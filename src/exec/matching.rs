@@ -11,6 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::launcher::NUMAPLAN_LOCAL_RANK;
+
 /// A process whose command line holds NAME.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Candidate {
@@ -35,15 +37,14 @@ pub struct Found {
     pub missing: Vec<u32>,
 }
 
-/// The variable numaplan sets in every rank it starts or binds.
-pub const OWN_VARIABLE: &str = "NUMAPLAN_LOCAL_RANK";
-
 /// Picks the ranks among `candidates`, for a plan of `ranks_per_node` local ranks.
 pub fn select(candidates: &[Candidate], ranks_per_node: u32) -> Found {
     let mut found = Found::default();
-    let any_own = candidates
-        .iter()
-        .any(|c| c.claim.as_ref().is_some_and(|(_, var)| var == OWN_VARIABLE));
+    let any_own = candidates.iter().any(|c| {
+        c.claim
+            .as_ref()
+            .is_some_and(|(_, var)| var == NUMAPLAN_LOCAL_RANK)
+    });
     let mut kept: Vec<&Candidate> = Vec::new();
     for c in candidates {
         match &c.claim {
@@ -51,7 +52,7 @@ pub fn select(candidates: &[Candidate], ranks_per_node: u32) -> Found {
                 c,
                 "it says no local rank (no NUMAPLAN_LOCAL_RANK or launcher variable): a launcher or a helper",
             )),
-            Some((_, var)) if any_own && var != OWN_VARIABLE => found.skipped.push(skip(
+            Some((_, var)) if any_own && var != NUMAPLAN_LOCAL_RANK => found.skipped.push(skip(
                 c,
                 &format!("it has {var} but not NUMAPLAN_LOCAL_RANK: a launcher's process around a rank numaplan bound"),
             )),
@@ -67,7 +68,6 @@ pub fn select(candidates: &[Candidate], ranks_per_node: u32) -> Found {
             Some((outer, inner.pid))
         })
         .collect();
-    let mut claims: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for c in kept {
         if let Some(inner) = wrappers.get(&c.pid) {
             found.skipped.push(skip(
@@ -77,19 +77,26 @@ pub fn select(candidates: &[Candidate], ranks_per_node: u32) -> Found {
             continue;
         }
         let rank = c.claim.as_ref().expect("kept claims").0;
-        claims.entry(rank).or_default().push(c.pid);
         found.ranks.push((rank, c.pid));
     }
+    found.duplicates = duplicates(&found.ranks);
     found.ranks.sort();
-    found.duplicates = claims
-        .into_iter()
-        .filter(|(_, pids)| pids.len() > 1)
-        .collect();
     let claimed: BTreeSet<u32> = found.ranks.iter().map(|r| r.0).collect();
     found.missing = (0..ranks_per_node)
         .filter(|r| !claimed.contains(r))
         .collect();
     found
+}
+
+/// The local ranks that more than one of `ranks` (`(local rank, pid)`) claims, with their pids
+/// in the order given.
+pub fn duplicates(ranks: &[(u32, u32)]) -> BTreeMap<u32, Vec<u32>> {
+    let mut claims: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for &(rank, pid) in ranks {
+        claims.entry(rank).or_default().push(pid);
+    }
+    claims.retain(|_, pids| pids.len() > 1);
+    claims
 }
 
 /// The nearest ancestor of `inner` among the candidates that claims `rank`.
@@ -146,8 +153,8 @@ mod tests {
                     "sh -c numaplan bind ... marker",
                     Some((1, "MPI_LOCALRANKID")),
                 ),
-                c(20, 12, "./train marker", Some((0, OWN_VARIABLE))),
-                c(21, 13, "./train marker", Some((1, OWN_VARIABLE))),
+                c(20, 12, "./train marker", Some((0, NUMAPLAN_LOCAL_RANK))),
+                c(21, 13, "./train marker", Some((1, NUMAPLAN_LOCAL_RANK))),
             ],
             2,
         );
@@ -184,8 +191,8 @@ mod tests {
     fn two_processes_claiming_one_rank_are_flagged() {
         let found = select(
             &[
-                c(30, 1, "./train", Some((0, OWN_VARIABLE))),
-                c(31, 1, "./train", Some((0, OWN_VARIABLE))),
+                c(30, 1, "./train", Some((0, NUMAPLAN_LOCAL_RANK))),
+                c(31, 1, "./train", Some((0, NUMAPLAN_LOCAL_RANK))),
             ],
             2,
         );

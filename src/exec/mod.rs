@@ -101,7 +101,10 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
         .map(|r| {
             let mut env = r.env.clone();
             // Which rank it is, for `verify --match` and a nested `numaplan bind`.
-            env.insert(matching::OWN_VARIABLE.into(), r.local_rank.to_string());
+            env.insert(
+                launcher::NUMAPLAN_LOCAL_RANK.into(),
+                r.local_rank.to_string(),
+            );
             let node = opts.place.node_rank;
             let rank = node * plan.ranks_per_node + r.local_rank;
             if plan.nodes > 1 {
