@@ -111,8 +111,12 @@ fn launcher_binding_replaced(
     rank: &RankBinding,
     shown: &mut Vec<crate::diag::Warning>,
 ) -> exec::NodeFacts {
-    let may_use = super::node::cgroup_cpus(&facts.online_cpus);
-    if let Some(found) = replaced::launcher_binding(env, &facts.allowed, &may_use) {
+    // An affinity of every online CPU is no narrower than the cgroup's: no file to read.
+    let may_use = || match facts.allowed == facts.online_cpus {
+        true => facts.online_cpus.clone(),
+        false => super::node::cgroup_cpus(&facts.online_cpus),
+    };
+    if let Some(found) = replaced::launcher_binding(env, &facts.allowed, may_use) {
         shown.extend(found.warning(local.rank, &rank.cpus));
         facts.allowed = found.may_use;
     }

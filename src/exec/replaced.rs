@@ -56,20 +56,29 @@ pub struct LauncherBinding {
 }
 
 /// The launcher's binding, when this process runs under a launcher that binds (`env`) and its
-/// affinity (`bound`) is narrower than what its cgroup allows (`may_use`). A narrower affinity
-/// without a launcher is the user's restriction (`taskset`), which `bind` keeps.
-pub fn launcher_binding(env: &Env, bound: &CpuSet, may_use: &CpuSet) -> Option<LauncherBinding> {
-    if bound.is_empty() || !bound.difference(may_use).is_empty() || bound == may_use {
+/// affinity (`bound`) is narrower than what its cgroup allows (`may_use`, asked for only then:
+/// it is read from the cgroup files). A narrower affinity without a launcher is the user's
+/// restriction (`taskset`), which `bind` keeps.
+pub fn launcher_binding(
+    env: &Env,
+    bound: &CpuSet,
+    may_use: impl FnOnce() -> CpuSet,
+) -> Option<LauncherBinding> {
+    if bound.is_empty() {
         return None;
     }
     let (_, launcher, off) = BINDERS
         .iter()
         .find(|(var, _, _)| env.get(*var).is_some_and(|v| !v.trim().is_empty()))?;
+    let may_use = may_use();
+    if !bound.difference(&may_use).is_empty() || *bound == may_use {
+        return None;
+    }
     Some(LauncherBinding {
         launcher,
         off,
         bound: bound.clone(),
-        may_use: may_use.clone(),
+        may_use,
     })
 }
 
@@ -111,7 +120,7 @@ mod tests {
         let found = launcher_binding(
             &env(&["SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"]),
             &cpus("0"),
-            &all,
+            || all.clone(),
         )
         .unwrap();
         assert!(found.launcher.starts_with("Open MPI's mpirun"));
@@ -130,17 +139,23 @@ mod tests {
     fn no_launcher_or_no_narrowing_is_no_launcher_binding() {
         let all = cpus("0-7");
         // A taskset around a plain command: the user's restriction.
-        assert_eq!(launcher_binding(&env(&[]), &cpus("0-3"), &all), None);
+        assert_eq!(
+            launcher_binding(&env(&[]), &cpus("0-3"), || all.clone()),
+            None
+        );
         // A launcher that did not bind.
-        assert_eq!(launcher_binding(&env(&["SLURM_LOCALID"]), &all, &all), None);
+        assert_eq!(
+            launcher_binding(&env(&["SLURM_LOCALID"]), &all, || all.clone()),
+            None
+        );
         // An affinity outside the cgroup's CPUs is no launcher's doing.
         assert_eq!(
-            launcher_binding(&env(&["SLURM_LOCALID"]), &cpus("8"), &all),
+            launcher_binding(&env(&["SLURM_LOCALID"]), &cpus("8"), || all.clone()),
             None
         );
         // torchrun binds only when asked, and leaves no trace: a taskset around it stays.
         assert_eq!(
-            launcher_binding(&env(&["LOCAL_RANK"]), &cpus("0"), &all),
+            launcher_binding(&env(&["LOCAL_RANK"]), &cpus("0"), || all.clone()),
             None
         );
     }
