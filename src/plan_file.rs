@@ -490,10 +490,7 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
         slurm: SlurmSpec::default(),
         mpirun: Default::default(),
     };
-    let allowed = plan
-        .ranks
-        .iter()
-        .fold(CpuSet::new(), |a, r| a.union(&r.cpus));
+    let allowed: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
     plan.check(&allowed).map_err(|e| ("ranks".to_string(), e))?;
     Ok(plan)
 }

@@ -461,10 +461,7 @@ pub struct StepCpus {
 
 fn step_cpus(plan: &Plan) -> StepCpus {
     let widest = plan.ranks.iter().map(|r| r.cpus.len()).max().unwrap_or(1);
-    let all = plan
-        .ranks
-        .iter()
-        .fold(crate::cpuset::CpuSet::new(), |a, r| a.union(&r.cpus));
+    let all: crate::cpuset::CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
     let apart = plan.ranks.iter().map(|r| r.cpus.len()).sum::<usize>() == all.len();
     if apart {
         return StepCpus {

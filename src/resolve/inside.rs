@@ -148,13 +148,13 @@ fn places(topo: &Topology, compute: &CpuSet, kind: Places) -> Vec<CpuSet> {
     }
 }
 
-/// Step 3: the number of OpenMP threads.
 /// Step 3 without `openmp:`: one thread per compute core, divided among the ranks that share
 /// the cores (at least 1), as torchrun sets 1 when it oversubscribes the machine.
 pub fn fair_share(compute_cores: u32, sharers: u32) -> u32 {
     (compute_cores / sharers.max(1)).max(1)
 }
 
+/// Step 3: the number of OpenMP threads.
 fn thread_count(threads: Threads, compute_cores: u32, compute_cpus: u32) -> u32 {
     match threads {
         Threads::Count(n) | Threads::FromEnv(n) => n,

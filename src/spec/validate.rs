@@ -606,9 +606,8 @@ fn mpirun(raw: &JobSpec, p: &mut Problems) -> MpirunSpec {
         ("mpich", &m.mpich),
     ] {
         for (i, word) in words.iter().enumerate() {
-            let option = word.trim_start_matches('-');
-            if word.starts_with('-') && (option.starts_with("bind-to") || option == "bind-to-core")
-            {
+            // `--bind-to`, `-bind-to` and Open MPI's older `--bind-to-core`.
+            if word.starts_with('-') && word.trim_start_matches('-').starts_with("bind-to") {
                 p.add(
                     &format!("mpirun.{key}[{i}]"),
                     format!("`{word}` would bind the ranks, which `numaplan bind` does"),
