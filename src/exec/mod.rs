@@ -7,6 +7,7 @@ pub mod counters;
 pub mod error;
 pub mod hostlist;
 pub mod launcher;
+pub mod local_rank;
 pub mod matching;
 pub mod numa_maps;
 pub mod process;
