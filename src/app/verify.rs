@@ -53,7 +53,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         ReportFormat::Text => {
             skipped_lines(&found).join("")
                 + &table.render()
-                + &counters_text(&table, counted.as_ref())
+                + &counters_text(&ranked, counted.as_ref())
         }
         // JSON Lines under --watch: the report on one line, the events after it.
         ReportFormat::Json if watching => {
@@ -121,8 +121,9 @@ pub(super) fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
     }
 }
 
-/// `--counters`' lines under the table: each rank's remote share, or why there is none.
-fn counters_text(table: &verify::Table, counted: Option<&Counted>) -> String {
+/// `--counters`' lines under the table: each rank's (`(local rank, pid)`) remote share, or why
+/// there is none.
+fn counters_text(ranks: &[(u32, u32)], counted: Option<&Counted>) -> String {
     let Some(Counted { seconds, counts }) = counted else {
         return String::new();
     };
@@ -133,15 +134,15 @@ fn counters_text(table: &verify::Table, counted: Option<&Counted>) -> String {
         }
     };
     let mut out = format!("counters over {seconds} s (node-loads, node-load-misses):\n");
-    for row in &table.rows {
-        let c = counts.get(&row.pid).copied().unwrap_or_default();
+    for &(rank, pid) in ranks {
+        let c = counts.get(&pid).copied().unwrap_or_default();
         let share = match c.remote_share() {
             Some(share) => format!("{:.1}% remote", share * 100.0),
             None => "no loads counted".into(),
         };
         out.push_str(&format!(
-            "  rank {}: {} node loads, {} missed the local node, {share}\n",
-            row.rank, c.loads, c.misses
+            "  rank {rank}: {} node loads, {} missed the local node, {share}\n",
+            c.loads, c.misses
         ));
     }
     out
@@ -219,29 +220,36 @@ struct CountedRank {
     remote_share: Option<f64>,
 }
 
-impl VerifyReport {
-    fn new(table: &verify::Table, found: &Found, counted: Option<&Counted>) -> VerifyReport {
-        let counters = counted.map(|Counted { seconds, counts }| CountersReport {
+impl CountersReport {
+    /// Each rank's (`(local rank, pid)`) counts, or why the machine has none.
+    fn new(ranks: &[(u32, u32)], Counted { seconds, counts }: &Counted) -> CountersReport {
+        let ranks = match counts {
+            Ok(counts) => ranks
+                .iter()
+                .map(|&(rank, pid)| {
+                    let c = counts.get(&pid).copied().unwrap_or_default();
+                    CountedRank {
+                        rank,
+                        pid,
+                        node_loads: c.loads,
+                        node_load_misses: c.misses,
+                        remote_share: c.remote_share(),
+                    }
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        CountersReport {
             seconds: *seconds,
             unavailable: counts.as_ref().err().map(|u| u.0.clone()),
-            ranks: match counts {
-                Ok(counts) => table
-                    .rows
-                    .iter()
-                    .map(|r| {
-                        let c = counts.get(&r.pid).copied().unwrap_or_default();
-                        CountedRank {
-                            rank: r.rank,
-                            pid: r.pid,
-                            node_loads: c.loads,
-                            node_load_misses: c.misses,
-                            remote_share: c.remote_share(),
-                        }
-                    })
-                    .collect(),
-                Err(_) => Vec::new(),
-            },
-        });
+            ranks,
+        }
+    }
+}
+
+impl VerifyReport {
+    fn new(table: &verify::Table, found: &Found, counted: Option<&Counted>) -> VerifyReport {
+        let counters = counted.map(|counted| CountersReport::new(&found.ranks, counted));
         VerifyReport {
             numaplan_verify: 1,
             ok: table.ok(),
@@ -524,5 +532,52 @@ fn shorten(command: &str) -> String {
     match command.char_indices().nth(60) {
         Some((at, _)) => format!("{}...", &command[..at]),
         None => command.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::counters::Counts;
+
+    /// What `--counters` prints once a machine has counted (this one has no PMU to show it
+    /// live): a share per rank, in the order of the ranks; a rank without loads says so.
+    #[test]
+    fn counted_ranks_read_as_remote_shares() {
+        let ranks = [(0, 4711), (1, 4712), (2, 4713)];
+        let counts = [
+            (
+                4711,
+                Counts {
+                    loads: 1_804_331,
+                    misses: 259_486,
+                },
+            ),
+            (
+                4712,
+                Counts {
+                    loads: 1_000,
+                    misses: 0,
+                },
+            ),
+        ];
+        let counted = Counted {
+            seconds: 2.0,
+            counts: Ok(counts.into_iter().collect()),
+        };
+        insta::assert_snapshot!(counters_text(&ranks, Some(&counted)));
+        let report = serde_json::to_string_pretty(&CountersReport::new(&ranks, &counted))
+            .expect("serializes");
+        insta::assert_snapshot!(report);
+        let refused = Counted {
+            seconds: 2.0,
+            counts: Err(Unavailable("the kernel has no perf_event_open".into())),
+        };
+        assert_eq!(
+            counters_text(&ranks, Some(&refused)),
+            "counters: unavailable: the kernel has no perf_event_open; pages only\n"
+        );
+        assert!(CountersReport::new(&ranks, &refused).ranks.is_empty());
+        assert_eq!(counters_text(&ranks, None), "");
     }
 }

@@ -52,48 +52,85 @@ pub struct Counted {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unavailable(pub String);
 
+/// Which of a rank's two counts a counter adds to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
     Loads,
     Misses,
 }
 
-impl Event {
-    /// `PERF_COUNT_HW_CACHE_NODE | OP_READ << 8 | RESULT_{ACCESS,MISS} << 16`.
-    fn config(self) -> u64 {
-        const NODE: u64 = 6;
-        match self {
-            Event::Loads => NODE,
-            Event::Misses => NODE | (1 << 16),
-        }
-    }
+/// What the kernel counts for one `Event`: `perf_event_attr`'s `type` and `config`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Source {
+    kind: u32,
+    config: u64,
 }
+
+/// `node-loads` and `node-load-misses`: `PERF_COUNT_HW_CACHE_NODE | OP_READ << 8 |
+/// RESULT_{ACCESS,MISS} << 16`.
+const NODE_EVENTS: [(Event, Source); 2] = [
+    (
+        Event::Loads,
+        Source {
+            kind: PERF_TYPE_HW_CACHE,
+            config: 6,
+        },
+    ),
+    (
+        Event::Misses,
+        Source {
+            kind: PERF_TYPE_HW_CACHE,
+            config: 6 | (1 << 16),
+        },
+    ),
+];
 
 /// Counts every rank (`(local rank, pid)`) for `window`: pid -> counts. A rank that exits
 /// meanwhile keeps what it counted.
 pub fn count(pids: &[(u32, u32)], window: Duration) -> Result<BTreeMap<u32, Counts>, Unavailable> {
-    let mut open: Vec<(u32, Event, OwnedFd)> = Vec::new();
-    for &(_, pid) in pids {
-        for tid in super::verify::task_ids(pid) {
-            for event in [Event::Loads, Event::Misses] {
-                match perf_event_open(tid, event) {
-                    Ok(fd) => open.push((pid, event, fd)),
-                    // The thread ended in between: nothing to count.
-                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-                    Err(e) => return Err(unavailable(&e, paranoid())),
+    let counting = Counting::start(pids, NODE_EVENTS)?;
+    std::thread::sleep(window);
+    Ok(counting.read())
+}
+
+/// Counters open on every thread of the ranks, counting from `start` until `read`.
+struct Counting {
+    pids: Vec<u32>,
+    open: Vec<(u32, Event, OwnedFd)>,
+}
+
+impl Counting {
+    /// One counter per event on each thread the ranks have now; the threads and processes
+    /// they start later inherit it.
+    fn start(pids: &[(u32, u32)], events: [(Event, Source); 2]) -> Result<Counting, Unavailable> {
+        let mut open = Vec::new();
+        for &(_, pid) in pids {
+            for tid in super::verify::task_ids(pid) {
+                for (event, source) in events {
+                    match perf_event_open(tid, source) {
+                        Ok(fd) => open.push((pid, event, fd)),
+                        // The thread ended in between: nothing to count.
+                        Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                        Err(e) => return Err(unavailable(&e, paranoid())),
+                    }
                 }
             }
         }
+        let pids = pids.iter().map(|&(_, pid)| pid).collect();
+        Ok(Counting { pids, open })
     }
-    std::thread::sleep(window);
-    let mut counts: BTreeMap<u32, Counts> =
-        pids.iter().map(|&(_, p)| (p, Counts::default())).collect();
-    for (pid, event, fd) in &open {
-        if let Some(reading) = read_counter(fd) {
-            counts.entry(*pid).or_default().add(*event, reading);
+
+    /// What each rank counted so far, its exited threads' and processes' counts included.
+    fn read(&self) -> BTreeMap<u32, Counts> {
+        let mut counts: BTreeMap<u32, Counts> =
+            self.pids.iter().map(|&p| (p, Counts::default())).collect();
+        for (pid, event, fd) in &self.open {
+            if let Some(reading) = read_counter(fd) {
+                counts.entry(*pid).or_default().add(*event, reading);
+            }
         }
+        counts
     }
-    Ok(counts)
 }
 
 /// What a refusal of `perf_event_open` means here, in words (`paranoid`: the value of
@@ -148,12 +185,12 @@ const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
-/// A counter of `event` on thread `tid` and the threads it starts from now on, counting.
-fn perf_event_open(tid: u32, event: Event) -> io::Result<OwnedFd> {
+/// A counter of `source` on thread `tid` and the threads it starts from now on, counting.
+fn perf_event_open(tid: u32, source: Source) -> io::Result<OwnedFd> {
     let attr = PerfEventAttr {
-        kind: PERF_TYPE_HW_CACHE,
+        kind: source.kind,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: event.config(),
+        config: source.config,
         read_format: PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
         flags: FLAG_INHERIT | FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV,
         ..PerfEventAttr::default()
@@ -204,10 +241,11 @@ mod tests {
         out
     }
 
-    /// Readings in the layout `read(2)` returns them (value, time enabled, time running; no
-    /// PMU machine was at hand to record node events, so the figures are made up to the
-    /// format): the main thread counted all along; a worker's counters were multiplexed for
-    /// half the window.
+    /// Readings in the layout `read(2)` returns them (value, time enabled, time running): the
+    /// main thread counted all along; a worker's counters were multiplexed for half the
+    /// window. No PMU machine was at hand to record node events, so these figures are made
+    /// up to the format; `counting_follows_new_threads_and_exited_ranks` reads real ones
+    /// (software events) through the same path.
     #[test]
     fn recorded_readings_give_the_remote_share() {
         let mut rank = Counts::default();
@@ -267,8 +305,134 @@ mod tests {
     #[test]
     fn the_events_are_the_kernels_generic_node_events() {
         // perf list: node-loads = hw-cache NODE/READ/ACCESS, node-load-misses = .../MISS.
-        assert_eq!(Event::Loads.config(), 0x6);
-        assert_eq!(Event::Misses.config(), 0x10006);
+        let [(loads, l), (misses, m)] = NODE_EVENTS;
+        assert_eq!((loads, l.kind, l.config), (Event::Loads, 3, 0x6));
+        assert_eq!((misses, m.kind, m.config), (Event::Misses, 3, 0x10006));
         assert_eq!(std::mem::size_of::<PerfEventAttr>(), 64);
+    }
+
+    /// The kernel's page-fault counts (software events, which every kernel offers, PMU or
+    /// not) in the two slots: all faults as "loads", minor faults as "misses".
+    const FAULTS: [(Event, Source); 2] = [
+        (
+            Event::Loads,
+            Source {
+                kind: 1,   // PERF_TYPE_SOFTWARE
+                config: 2, // PERF_COUNT_SW_PAGE_FAULTS
+            },
+        ),
+        (
+            Event::Misses,
+            Source {
+                kind: 1,
+                config: 5, // PERF_COUNT_SW_PAGE_FAULTS_MIN
+            },
+        ),
+    ];
+
+    const HELPER: &str = "NUMAPLAN_COUNTERS_HELPER_MIB";
+    const TOUCHED_MIB: usize = 32;
+    const PAGE: usize = 4096;
+
+    /// A rank for `counting_follows_new_threads_and_exited_ranks` (this test binary, run again
+    /// with `HELPER` set; without it, there is nothing to do): it says `ready`, waits for a
+    /// line, starts a thread that writes one byte into each page of `HELPER` MiB of fresh
+    /// memory (small pages), and exits.
+    #[test]
+    fn helper_rank_that_touches_memory_in_a_new_thread() {
+        use std::io::{BufRead as _, Write as _};
+        let Ok(mib) = std::env::var(HELPER) else {
+            return;
+        };
+        let bytes = mib.parse::<usize>().expect("MiB") << 20;
+        // Through the handle: printing macros are main.rs's alone (tests/tidy.rs).
+        writeln!(std::io::stdout(), "ready").expect("says ready");
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).expect("go");
+        std::thread::spawn(move || touch_small_pages(bytes))
+            .join()
+            .expect("touched");
+    }
+
+    fn touch_small_pages(bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        // SAFETY: a fresh private anonymous mapping, written only within its length and
+        // unmapped once; MADV_NOHUGEPAGE keeps one fault per 4 KiB page.
+        unsafe {
+            let at = libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(at, libc::MAP_FAILED);
+            libc::madvise(at, bytes, libc::MADV_NOHUGEPAGE);
+            let base = at.cast::<u8>();
+            for page in 0..bytes / PAGE {
+                std::ptr::write_volatile(base.add(page * PAGE), 1);
+            }
+            libc::munmap(at, bytes);
+        }
+    }
+
+    /// The counting path on the real kernel's `perf_event_open`, with software events in
+    /// place of the node events no PMU-less machine has: counters opened on a rank's threads
+    /// count the thread it starts afterwards (inheritance), stay readable after the rank has
+    /// exited, and are told apart per rank.
+    #[test]
+    fn counting_follows_new_threads_and_exited_ranks() {
+        use std::io::{BufRead as _, BufReader, Write as _};
+        use std::process::{Command, Stdio};
+        let spawn = |mib: usize| {
+            let mut child = Command::new(std::env::current_exe().expect("test binary"))
+                .args([
+                    "--exact",
+                    "exec::counters::tests::helper_rank_that_touches_memory_in_a_new_thread",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(HELPER, mib.to_string())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("helper starts");
+            let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+            let mut line = String::new();
+            while !line.contains("ready") {
+                line.clear();
+                assert_ne!(out.read_line(&mut line).expect("reads"), 0, "helper ended");
+            }
+            (child, out)
+        };
+        let (mut toucher, toucher_out) = spawn(TOUCHED_MIB);
+        let (mut idle, idle_out) = spawn(0);
+        let ranks = [(0, toucher.id()), (1, idle.id())];
+        let counting = match Counting::start(&ranks, FAULTS) {
+            Ok(counting) => counting,
+            // A seccomp profile may refuse perf_event_open altogether; say so, never pass
+            // silently: the test needs the syscall.
+            Err(Unavailable(why)) => panic!("perf_event_open refused software events: {why}"),
+        };
+        for child in [&mut toucher, &mut idle] {
+            writeln!(child.stdin.as_mut().expect("stdin"), "go").expect("go");
+        }
+        assert!(toucher.wait().expect("waits").success());
+        assert!(idle.wait().expect("waits").success());
+        drop((toucher_out, idle_out));
+        let counts = counting.read();
+        let pages = (TOUCHED_MIB << 20) as u64 / PAGE as u64;
+        let touched = counts[&toucher.id()];
+        let quiet = counts[&idle.id()];
+        assert!(touched.loads >= pages, "{touched:?}, {pages} pages written");
+        assert!(
+            touched.misses >= pages && touched.misses <= touched.loads,
+            "{touched:?}"
+        );
+        assert!(quiet.loads < pages / 4, "the idle rank counted {quiet:?}");
+        assert!(touched.remote_share().expect("faults") > 0.9);
     }
 }
