@@ -124,8 +124,9 @@ impl<'de> Deserialize<'de> for CommandLine {
 }
 
 /// Words the `--emit mpirun` script adds to mpirun's command line, before the program. The
-/// binding stays numaplan's: `--bind-to none` is always passed, and a binding option here is
-/// an error.
+/// binding, the rank count and mapping, and the variables passed stay the script's: a word
+/// here that would change them (`--bind-to`, `-np`, `--map-by`, `-ppn`, `-genvlist`) is an
+/// error.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MpirunOptions {

@@ -597,7 +597,10 @@ fn environment(raw: &JobSpec, p: &mut Problems) {
     }
 }
 
-/// `mpirun:`: any words, but none that binds (numaplan binds; mpirun is told `--bind-to none`).
+/// `mpirun:`: any words, but none that takes over what the script sets itself: the binding
+/// (`--bind-to none`, numaplan binds), where the ranks start (`-np`/`--map-by`, `-n`/`-ppn`) or
+/// which variables reach them (MPICH's `-genvlist`). Open MPI takes a second `--map-by`
+/// silently, so the ranks would not be where the plan put them.
 fn mpirun(raw: &JobSpec, p: &mut Problems) -> MpirunSpec {
     let m = raw.mpirun.clone().unwrap_or_default();
     for (key, words) in [
@@ -606,14 +609,12 @@ fn mpirun(raw: &JobSpec, p: &mut Problems) -> MpirunSpec {
         ("mpich", &m.mpich),
     ] {
         for (i, word) in words.iter().enumerate() {
-            // `--bind-to`, `-bind-to` and Open MPI's older `--bind-to-core`.
-            if word.starts_with('-') && word.trim_start_matches('-').starts_with("bind-to") {
+            if let Some((what, label, help)) = mpirun_takes_over(word) {
                 p.add(
                     &format!("mpirun.{key}[{i}]"),
-                    format!("`{word}` would bind the ranks, which `numaplan bind` does"),
-                    "a binding option",
-                    "remove it: the script passes `--bind-to none` and each rank is bound to \
-                     the plan's CPUs",
+                    format!("`{word}` {what}"),
+                    label,
+                    help,
                 );
             }
         }
@@ -624,6 +625,38 @@ fn mpirun(raw: &JobSpec, p: &mut Problems) -> MpirunSpec {
         mpich: m.mpich,
     }
 }
+
+/// What an mpirun option (`-x`, `--x` or `--x=v`) would take over from the `--emit mpirun`
+/// script: what it does, the label, the hint.
+fn mpirun_takes_over(word: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    let name = word.strip_prefix('-')?.trim_start_matches('-');
+    let name = name.split('=').next().unwrap_or(name);
+    match name {
+        // `--bind-to`, `-bind-to`, Open MPI's older `--bind-to-core`, Hydra's `-binding`.
+        n if n.starts_with("bind-to") => Some(BINDS),
+        "binding" | "cpu-set" | "rankfile" | "rf" => Some(BINDS),
+        "n" | "np" | "c" | "N" | "npernode" | "npersocket" | "ppn" | "map-by" | "bynode"
+        | "byslot" | "bysocket" => Some((
+            "would say how many ranks start where, which the script does from the plan \
+             (its ranks per node on each node)",
+            "a rank count or mapping",
+            "remove it: set `ranks_per_node` (and `nodes`) in the spec instead",
+        )),
+        "genvlist" => Some((
+            "would replace the variables the script hands every rank (the plan's, \
+             MASTER_ADDR and MASTER_PORT)",
+            "a variable list",
+            "add a variable with `-genv NAME VALUE` instead, or put it in the spec's `env:`",
+        )),
+        _ => None,
+    }
+}
+
+const BINDS: (&str, &str, &str) = (
+    "would bind the ranks, which `numaplan bind` does",
+    "a binding option",
+    "remove it: the script passes `--bind-to none` and each rank is bound to the plan's CPUs",
+);
 
 fn slurm(raw: &JobSpec, p: &mut Problems) -> SlurmSpec {
     let slurm = raw.slurm.clone().unwrap_or_default();
