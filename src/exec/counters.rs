@@ -330,7 +330,7 @@ mod tests {
         ),
     ];
 
-    const HELPER: &str = "NUMAPLAN_COUNTERS_HELPER_MIB";
+    const HELPER: &str = "COUNTERS_TEST_HELPER_MIB"; // a test's, not numaplan's
     const TOUCHED_MIB: usize = 32;
     const PAGE: usize = 4096;
 
