@@ -60,7 +60,7 @@ pub struct PlanFile {
 #[serde(untagged)]
 pub enum WarningEntry {
     Coded {
-        /// The warning's kind, `W0201` to `W0215`.
+        /// The warning's kind (`W0203`; `numaplan codes` lists them).
         code: String,
         message: String,
     },

@@ -78,3 +78,26 @@ fn readme_does_not_call_existing_subcommands_missing() {
         }
     }
 }
+
+/// The README names the warning codes' range as the code has it: a new warning code must not
+/// leave it behind.
+#[test]
+fn readme_names_the_current_warning_codes() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let range = numaplan::diag::codes::warning_range();
+    assert!(
+        readme.contains(&format!("`numaplan codes` lists {range}")),
+        "README.md must say \"`numaplan codes` lists {range}\""
+    );
+    // Every warning code lies in the range (the table is in code order).
+    let (first, last) = range.split_once(" to ").unwrap();
+    for (code, _) in numaplan::diag::codes::ALL {
+        let code = code.to_string();
+        if code.starts_with('W') && code != "W0200" {
+            assert!(
+                first <= code.as_str() && code.as_str() <= last,
+                "{code} not in {range}"
+            );
+        }
+    }
+}

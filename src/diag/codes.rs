@@ -432,7 +432,7 @@ pub const ALL: &[(Code, &str)] = &[
     (
         W0200_PLAN_WARNING,
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
-         Every warning has a code (W0201 to W0215): `compile`, `exec` and `bind` print them on \
+         Every warning has a code of its own (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \
          standard error and every generated launcher lists them at its top; `--quiet` hides \
          them, `--deny-warnings` makes them an error (E0214), and `--allow CODE` (or the spec's \
          `allow_warnings:`) accepts one kind after review. Recompile the plan to give its \
@@ -538,16 +538,30 @@ pub fn find(code: &str) -> Option<(Code, &'static str)> {
         .copied()
 }
 
+/// The codes a warning can have, in words: `W0201 to W0215` (W0200, which only plans of an
+/// earlier numaplan hold, left out).
+pub fn warning_range() -> String {
+    let mut warnings = ALL
+        .iter()
+        .map(|(c, _)| c.0)
+        .filter(|c| c.starts_with('W') && *c != W0200_PLAN_WARNING.0);
+    let first = warnings.next().unwrap_or_default();
+    let last = warnings.last().unwrap_or(first);
+    format!("{first} to {last}")
+}
+
 /// The warning code `text` names (`W0203`, any case), or why it names none: the message
 /// suggests the closest code, for `--allow` and the spec's `allow_warnings:`.
 pub fn warning_code(text: &str) -> Result<Code, String> {
     match find(text) {
         Some((code, _)) if code.0.starts_with('W') => Ok(code),
         Some((code, _)) => Err(format!(
-            "`{code}` is an error, not a warning: only warnings (W0201 to W0215) can be allowed"
+            "`{code}` is an error, not a warning: only warnings ({}) can be allowed",
+            warning_range()
         )),
         None => Err(format!(
-            "`{text}` is no warning code (W0201 to W0215; `numaplan codes` lists them)"
+            "`{text}` is no warning code ({}; `numaplan codes` lists them)",
+            warning_range()
         )),
     }
 }

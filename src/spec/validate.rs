@@ -94,7 +94,10 @@ fn allowed_warnings(raw: &JobSpec, p: &mut Problems) -> Vec<Code> {
                 &format!("allow_warnings[{i}]"),
                 why,
                 "not a warning code",
-                "`numaplan codes` lists the warning codes, W0201 to W0215",
+                &format!(
+                    "`numaplan codes` lists the warning codes, {}",
+                    codes::warning_range()
+                ),
             ),
         }
     }
