@@ -546,7 +546,7 @@ pub fn warning_range() -> String {
         .map(|(c, _)| c.0)
         .filter(|c| c.starts_with('W') && *c != W0200_PLAN_WARNING.0);
     let first = warnings.next().unwrap_or_default();
-    let last = warnings.last().unwrap_or(first);
+    let last = warnings.next_back().unwrap_or(first);
     format!("{first} to {last}")
 }
 
