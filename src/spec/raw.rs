@@ -1,5 +1,5 @@
 //! The job spec exactly as the user writes it (serde + schemars). Strings are allowed here; they
-//! become ids and `CpuSet`s in `validate.rs`. `schemas/job.schema.json` is generated from
+//! become ids and `CpuSet`s in `validate/`. `schemas/job.schema.json` is generated from
 //! `JobSpec`.
 
 use std::collections::BTreeMap;
@@ -484,7 +484,7 @@ pub struct MemoryOptions {
 }
 
 /// `memory.nodes` as written: a string (`"0,2"`, `"local+8"`), one node number, or a list of
-/// either (`[0, 2]`, `[local, local+8]`), kept as the comma-separated text `validate.rs` parses.
+/// either (`[0, 2]`, `[local, local+8]`), kept as the comma-separated text `validate/` parses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct NodeList(pub String);

@@ -1,15 +1,17 @@
 //! `raw::JobSpec` -> `Spec`: parse CPU and node lists, apply defaults, and collect every problem
-//! (with its path) before stopping. One function per part of the spec.
+//! (with its path) before stopping. One function per part of the spec; the launchers' settings
+//! (`rendezvous`, `slurm`, `mpirun`, `allow_warnings`) are in `launch.rs`.
+
+mod launch;
 
 use super::error::SpecProblem;
 use super::raw::{self, JobSpec};
 use super::{
-    Balance, CpuOption, CpuSpec, GpuChoice, MemPolicy, MemoryNode, MemorySpec, MpirunSpec,
-    NicPolicy, OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads,
-    Visibility,
+    Balance, CpuOption, CpuSpec, GpuChoice, MemPolicy, MemoryNode, MemorySpec, NicPolicy,
+    OpenMpSpec, Places, Policy, ProcBind, Scope, Smt, Spec, Threads, Visibility,
 };
 use crate::cpuset::{CpuSet, CpuSetParseError, MAX_CPU};
-use crate::diag::{Code, Warning, codes};
+use crate::diag::{Warning, codes};
 use crate::ids::{GpuIndex, NodeId};
 use crate::topology::fixture::CpuList;
 
@@ -33,18 +35,10 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
     let command = command(raw, &mut p);
     environment(raw, &mut p);
     let openmp = openmp_spec(raw, &mut p);
-    let rendezvous = raw.rendezvous.clone().unwrap_or_default();
-    if rendezvous.port == Some(0) {
-        p.add(
-            "rendezvous.port",
-            "port 0 cannot be a rendezvous port".into(),
-            "port 0",
-            "use a fixed port such as 29500",
-        );
-    }
-    let slurm = slurm(raw, &mut p);
-    let mpirun = mpirun(raw, &mut p);
-    let allowed_warnings = allowed_warnings(raw, &mut p);
+    let (port, master_addr) = launch::rendezvous(raw, &mut p);
+    let slurm = launch::slurm(raw, &mut p);
+    let mpirun = launch::mpirun(raw, &mut p);
+    let allowed_warnings = launch::allowed_warnings(raw, &mut p);
     if !p.0.is_empty() {
         return Err(p.0);
     }
@@ -69,8 +63,8 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         },
         env: raw.env.clone(),
         openmp,
-        port: rendezvous.port.unwrap_or(DEFAULT_PORT),
-        master_addr: rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()),
+        port,
+        master_addr,
         slurm,
         mpirun,
         warnings,
@@ -78,38 +72,12 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
     })
 }
 
-/// `allow_warnings:`: each a warning code (`W0203`, any case), each once.
-fn allowed_warnings(raw: &JobSpec, p: &mut Problems) -> Vec<Code> {
-    let mut out = Vec::new();
-    for (i, text) in raw.allow_warnings.iter().enumerate() {
-        match codes::warning_code(text) {
-            Ok(code) if !out.contains(&code) => out.push(code),
-            Ok(code) => p.add(
-                &format!("allow_warnings[{i}]"),
-                format!("`{code}` is listed twice"),
-                "given twice",
-                "remove one",
-            ),
-            Err(why) => p.add(
-                &format!("allow_warnings[{i}]"),
-                why,
-                "not a warning code",
-                &format!(
-                    "`numaplan codes` lists the warning codes, {}",
-                    codes::warning_range()
-                ),
-            ),
-        }
-    }
-    out
-}
-
 /// Every problem found, in the order found.
 #[derive(Default)]
-struct Problems(Vec<SpecProblem>);
+pub(super) struct Problems(Vec<SpecProblem>);
 
 impl Problems {
-    fn add(&mut self, path: &str, message: String, label: &str, help: &str) {
+    pub(super) fn add(&mut self, path: &str, message: String, label: &str, help: &str) {
         self.0.push(SpecProblem {
             path: path.to_string(),
             message,
@@ -597,105 +565,5 @@ fn environment(raw: &JobSpec, p: &mut Problems) {
                 "use letters, digits and `_`, not starting with a digit",
             );
         }
-    }
-}
-
-/// `mpirun:`: any words, but none that takes over what the script sets itself: the binding
-/// (`--bind-to none`, numaplan binds), where the ranks start (`-np`/`--map-by`, `-n`/`-ppn`) or
-/// which variables reach them (MPICH's `-genvlist`). Open MPI takes a second `--map-by`
-/// silently, so the ranks would not be where the plan put them.
-fn mpirun(raw: &JobSpec, p: &mut Problems) -> MpirunSpec {
-    let m = raw.mpirun.clone().unwrap_or_default();
-    for (key, words) in [
-        ("extra", &m.extra),
-        ("openmpi", &m.openmpi),
-        ("mpich", &m.mpich),
-    ] {
-        for (i, word) in words.iter().enumerate() {
-            if let Some((what, label, help)) = mpirun_takes_over(word) {
-                p.add(
-                    &format!("mpirun.{key}[{i}]"),
-                    format!("`{word}` {what}"),
-                    label,
-                    help,
-                );
-            }
-        }
-    }
-    MpirunSpec {
-        extra: m.extra,
-        openmpi: m.openmpi,
-        mpich: m.mpich,
-    }
-}
-
-/// What an mpirun option (`-x`, `--x` or `--x=v`) would take over from the `--emit mpirun`
-/// script: what it does, the label, the hint.
-fn mpirun_takes_over(word: &str) -> Option<(&'static str, &'static str, &'static str)> {
-    let name = word.strip_prefix('-')?.trim_start_matches('-');
-    let name = name.split('=').next().unwrap_or(name);
-    match name {
-        // `--bind-to`, `-bind-to`, Open MPI's older `--bind-to-core`, Hydra's `-binding`.
-        n if n.starts_with("bind-to") => Some(BINDS),
-        "binding" | "cpu-set" | "rankfile" | "rf" => Some(BINDS),
-        "n" | "np" | "c" | "N" | "npernode" | "npersocket" | "ppn" | "map-by" | "bynode"
-        | "byslot" | "bysocket" => Some((
-            "would say how many ranks start where, which the script does from the plan \
-             (its ranks per node on each node)",
-            "a rank count or mapping",
-            "remove it: set `ranks_per_node` (and `nodes`) in the spec instead",
-        )),
-        "genvlist" => Some((
-            "would replace the variables the script hands every rank (the plan's, \
-             MASTER_ADDR and MASTER_PORT)",
-            "a variable list",
-            "add a variable with `-genv NAME VALUE` instead, or put it in the spec's `env:`",
-        )),
-        _ => None,
-    }
-}
-
-const BINDS: (&str, &str, &str) = (
-    "would bind the ranks, which `numaplan bind` does",
-    "a binding option",
-    "remove it: the script passes `--bind-to none` and each rank is bound to the plan's CPUs",
-);
-
-fn slurm(raw: &JobSpec, p: &mut Problems) -> SlurmSpec {
-    let slurm = raw.slurm.clone().unwrap_or_default();
-    for (i, line) in slurm.extra.iter().enumerate() {
-        if !line.starts_with('-') || line.contains('\n') {
-            p.add(
-                &format!("slurm.extra[{i}]"),
-                format!("`{line}` is not an sbatch option"),
-                "not an option",
-                "write one option per entry, e.g. \"--qos=high\"",
-            );
-        }
-    }
-    for (key, value) in [
-        ("slurm.partition", &slurm.partition),
-        ("slurm.account", &slurm.account),
-        ("slurm.time", &slurm.time),
-    ] {
-        if value
-            .as_deref()
-            .is_some_and(|v| v.is_empty() || v.contains(char::is_whitespace))
-        {
-            p.add(
-                key,
-                format!("`{key}` cannot be empty or contain spaces"),
-                "invalid",
-                "write a single Slurm word",
-            );
-        }
-    }
-    SlurmSpec {
-        partition: slurm.partition,
-        account: slurm.account,
-        time: slurm.time,
-        exclusive: slurm.exclusive.unwrap_or(true),
-        extra: slurm.extra,
-        verbose: slurm.verbose.unwrap_or(false),
     }
 }
