@@ -163,7 +163,6 @@ impl PciListing {
     }
 }
 
-/// A list file of `/sys` (`0-3,8`), when readable.
 /// The CPUs this process's cgroup lets it use (cgroup v1 `cpuset.effective_cpus`, v2
 /// `cpuset.cpus.effective`, from its own group up), within `online`; `online` where no cpuset
 /// controller says: what a launcher's binding narrows and `bind` may bind within.
@@ -202,6 +201,7 @@ pub(super) fn cgroup_cpus(online: &CpuSet) -> CpuSet {
     online.clone()
 }
 
+/// A list file of `/sys` (`0-3,8`), when readable.
 fn sys_list(path: &str) -> Option<CpuSet> {
     sys_read(std::path::Path::new(path))?.trim().parse().ok()
 }
