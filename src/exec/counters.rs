@@ -247,7 +247,7 @@ mod tests {
     /// up to the format; `counting_follows_new_threads_and_exited_ranks` reads real ones
     /// (software events) through the same path.
     #[test]
-    fn recorded_readings_give_the_remote_share() {
+    fn multiplexed_readings_are_scaled_to_the_window() {
         let mut rank = Counts::default();
         rank.add(
             Event::Loads,
