@@ -432,7 +432,7 @@ pub const ALL: &[(Code, &str)] = &[
     (
         W0200_PLAN_WARNING,
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
-         Every warning has a code of its own (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \
+         Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \
          standard error and every generated launcher lists them at its top; `--quiet` hides \
          them, `--deny-warnings` makes them an error (E0214), and `--allow CODE` (or the spec's \
          `allow_warnings:`) accepts one kind after review. Recompile the plan to give its \
