@@ -32,9 +32,11 @@ pub fn parse() -> Result<Cli, clap::Error> {
 /// `args` parsed by clap with `command()`, then checked for flags the subcommand does not use.
 pub fn parse_from(args: Vec<OsString>) -> Result<Cli, clap::Error> {
     let mut cmd = command();
-    let cli = Cli::from_arg_matches(&cmd.try_get_matches_from_mut(args)?)?;
-    if let Some(flag) = unused_warning_flag(&cli) {
-        let name = cli.command.as_ref().map_or("", subcommand_name);
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    let cli = Cli::from_arg_matches(&matches)?;
+    if let Some(name) = matches.subcommand_name()
+        && let Some(flag) = unused_warning_flag(&cli, name)
+    {
         let sub = cmd
             .find_subcommand_mut(name)
             .expect("invariant: a parsed subcommand exists");
@@ -72,8 +74,8 @@ const WARNING_FLAGS: [(&str, &str); 3] = [
     ("allow", "--allow"),
 ];
 
-fn unused_warning_flag(cli: &Cli) -> Option<&'static str> {
-    let name = subcommand_name(cli.command.as_ref()?);
+/// The first warning flag given to subcommand `name` that does not show a plan's warnings.
+fn unused_warning_flag(cli: &Cli, name: &str) -> Option<&'static str> {
     if WARNING_COMMANDS.contains(&name) {
         return None;
     }
@@ -82,23 +84,6 @@ fn unused_warning_flag(cli: &Cli) -> Option<&'static str> {
         .iter()
         .zip(given)
         .find_map(|((_, flag), given)| given.then_some(*flag))
-}
-
-fn subcommand_name(command: &Command) -> &'static str {
-    match command {
-        Command::Compile(_) => "compile",
-        Command::Exec(_) => "exec",
-        Command::Bind(_) => "bind",
-        Command::Verify(_) => "verify",
-        Command::Diff(_) => "diff",
-        Command::Explain(_) => "explain",
-        Command::Topo(_) => "topo",
-        Command::Schema { .. } => "schema",
-        Command::Codes { .. } => "codes",
-        Command::Version => "version",
-        Command::Completions { .. } => "completions",
-        Command::Man { .. } => "man",
-    }
 }
 
 /// clap's command as the binary uses it: the exit statuses after `--help`, and the warning
