@@ -182,16 +182,10 @@ fn visibility_warning(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Option<W
     let identity: Vec<String> = (0..plan.machine.gpus).map(|i| i.to_string()).collect();
     let (var, value) = VISIBILITY.iter().find_map(|&var| {
         let value = env.get(var).filter(|v| !v.trim().is_empty())?;
-        let renumbers = value
-            .split(',')
-            .map(str::trim)
-            .ne(identity.iter().map(String::as_str));
+        let listed: Vec<&str> = value.split(',').map(str::trim).collect();
+        let renumbers = listed != identity;
         // One rank that sees exactly its own GPUs (torchrun --virtual-local-rank) uses them.
-        let own = ranks.len() == 1
-            && value
-                .split(',')
-                .map(str::trim)
-                .eq(gpus.iter().map(String::as_str));
+        let own = ranks.len() == 1 && listed == gpus;
         let planned = ranks.iter().all(|r| r.env.contains_key(var));
         (renumbers && !planned && !own).then_some((var, value))
     })?;
