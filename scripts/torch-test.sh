@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 venv=${NUMAPLAN_TORCH_VENV:-$PWD/target/torch-venv}
 if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check torch numpy pytest
+  # --no-cache-dir: pip would otherwise keep a second copy of the ~3 GB of wheels.
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir torch numpy pytest
 fi
 # shellcheck disable=SC2012 # wheel names have no spaces
 wheel=$(ls -t target/wheels/numaplan-*.whl 2>/dev/null | head -n 1)
