@@ -1,0 +1,105 @@
+//! One rank's launch, as `exec` runs it and `--dry-run` prints it: the plan's command and
+//! environment, plus the node's place in a multi-node job and how the ranks' output is kept.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{ExecError, launcher, watch};
+use crate::plan::Plan;
+
+/// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodePlace {
+    pub node_rank: u32,
+    pub nodes: u32,
+    pub master_addr: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Each line of a rank's stdout/stderr prefixed `[3] ` on numaplan's stdout/stderr.
+    Prefixed,
+    /// The ranks write straight to numaplan's stdout/stderr.
+    Plain,
+    /// `DIR/rank-3.out` and `.err`; `tee` also copies prefixed lines to the terminal.
+    LogDir { dir: PathBuf, tee: bool },
+}
+
+#[derive(Clone, Debug)]
+pub struct ExecOptions {
+    pub place: NodePlace,
+    pub output: OutputMode,
+    /// Between TERM and KILL when stopping ranks.
+    pub grace: Duration,
+    pub verify: bool,
+    /// With `verify`: the share of a rank's memory that must be on its planned nodes (0 to 1),
+    /// as `verify::min_local` takes it.
+    pub min_local: Option<f64>,
+    /// With `verify`: keep watching the ranks while they run (`--watch`, `--repin`).
+    pub watch: Option<watch::WatchOptions>,
+    /// Appended to the plan's command for every rank (the command itself when the plan has
+    /// none), byte for byte.
+    pub extra_args: Vec<OsString>,
+}
+
+/// One rank's launch: what `exec` runs and what `--dry-run` prints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    pub local_rank: u32,
+    /// Global rank (node rank x ranks per node + local rank): what output prefixes, log file
+    /// names and error messages show, so that lines of a multi-node job name their rank.
+    pub rank: u32,
+    pub argv: Vec<OsString>,
+    /// Set on top of numaplan's own environment.
+    pub env: BTreeMap<String, String>,
+}
+
+/// The launches of every local rank: the plan's command and environment, plus the node's place
+/// in a multi-node job (global `RANK`, `NODE_RANK`/`GROUP_RANK`, `MASTER_ADDR`).
+pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecError> {
+    if plan.command.is_empty() && opts.extra_args.is_empty() {
+        return Err(ExecError::NoCommand { spec: true });
+    }
+    if opts.place.nodes != plan.nodes {
+        return Err(ExecError::NodeCount {
+            plan: plan.nodes,
+            job: opts.place.nodes,
+        });
+    }
+    if opts.place.node_rank >= opts.place.nodes {
+        return Err(ExecError::NodeRank {
+            node_rank: opts.place.node_rank,
+            nodes: opts.place.nodes,
+        });
+    }
+    Ok(plan
+        .ranks
+        .iter()
+        .map(|r| {
+            let mut env = r.env.clone();
+            // Which rank it is, for `verify --match` and a nested `numaplan bind`.
+            env.insert(
+                launcher::NUMAPLAN_LOCAL_RANK.into(),
+                r.local_rank.to_string(),
+            );
+            let node = opts.place.node_rank;
+            let rank = node * plan.ranks_per_node + r.local_rank;
+            if plan.nodes > 1 {
+                env.insert("RANK".into(), rank.to_string());
+                env.insert("NODE_RANK".into(), node.to_string());
+                env.insert("GROUP_RANK".into(), node.to_string());
+                env.insert("MASTER_ADDR".into(), opts.place.master_addr.clone());
+            }
+            let mut argv: Vec<OsString> = plan.command.iter().map(OsString::from).collect();
+            argv.extend(opts.extra_args.iter().cloned());
+            Launch {
+                local_rank: r.local_rank,
+                rank,
+                argv,
+                env,
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,88 @@
+//! Whether this node can run a plan: its shape, the CPUs this process may use and the memory
+//! nodes the kernel has, read by `app` and checked before any rank starts (`exec`, `bind`).
+
+use super::{ExecError, NodeMismatch};
+use crate::cpuset::CpuSet;
+use crate::plan::{MachineShape, Plan, RankBinding};
+
+/// What `exec` knows of the node it runs on, read by `app` from `/proc` and `/sys`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeFacts {
+    pub host: String,
+    /// Counted as the generated launchers count (`/sys`): CPUs, NUMA nodes, GPUs.
+    pub shape: MachineShape,
+    /// This process's CPU affinity.
+    pub allowed: CpuSet,
+    /// `/sys/devices/system/cpu/online`.
+    pub online_cpus: CpuSet,
+    /// `/sys/devices/system/node/online`.
+    pub online_nodes: CpuSet,
+}
+
+/// Refuses a plan this node cannot run: a machine of another shape than the plan's topology
+/// (unless `force`), or `ranks` (exec: all of the node's; bind: its own) on CPUs this machine
+/// lacks or this process may not use, or memory nodes the kernel does not have.
+pub fn check_node(
+    plan: &Plan,
+    ranks: &[RankBinding],
+    node: &NodeFacts,
+    force: Force,
+) -> Result<(), ExecError> {
+    let refuse = |why: NodeMismatch, detail: String| ExecError::NotThisNode {
+        host: node.host.clone(),
+        detail,
+        why,
+    };
+    let differences = plan.machine.differences(&node.shape);
+    if !differences.is_empty() && force == Force::No {
+        return Err(refuse(
+            NodeMismatch::Shape,
+            format!(
+                "it has {}; it does not look like topology `{}`",
+                differences.join("; "),
+                plan.topology
+            ),
+        ));
+    }
+    for r in ranks {
+        let missing = r.cpus.difference(&node.allowed);
+        let absent = missing.difference(&node.online_cpus);
+        if !absent.is_empty() {
+            return Err(refuse(
+                NodeMismatch::CpusAbsent,
+                format!(
+                    "rank {} is planned on CPUs {}, and CPUs {absent} do not exist here (this machine has CPUs {})",
+                    r.local_rank, r.cpus, node.online_cpus
+                ),
+            ));
+        }
+        if !missing.is_empty() {
+            return Err(refuse(
+                NodeMismatch::CpusNotAllowed,
+                format!(
+                    "rank {} is planned on CPUs {}, and CPUs {missing} are outside this process's affinity (it may use CPUs {}: a taskset, cgroup cpuset, Slurm step or MPI binding narrows it)",
+                    r.local_rank, r.cpus, node.allowed
+                ),
+            ));
+        }
+        for n in &r.memory.nodes {
+            if !node.online_nodes.contains(n.0) {
+                return Err(refuse(
+                    NodeMismatch::MemoryNode,
+                    format!(
+                        "rank {} binds memory to NUMA node {n}, which this node does not have (online: {})",
+                        r.local_rank, node.online_nodes
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether to start on a node of another shape than the plan's topology (`--force`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Force {
+    No,
+    Yes,
+}

@@ -1,0 +1,178 @@
+//! Starting the ranks: each one's program, environment and binding prepared before any forks,
+//! then forked one after another with its output sent where `OutputMode` says.
+
+use std::os::fd::OwnedFd;
+
+use super::affinity::Binding;
+use super::supervise::Running;
+use super::{ExecError, Launch, OutputMode, process, relay};
+use crate::plan::{Plan, RankBinding};
+
+/// How many forked ranks may wait to be confirmed (each holds a pipe) before the oldest is.
+const UNCONFIRMED: usize = 32;
+
+/// Forks every rank, one after another from this thread, never from helper threads: the kernel
+/// sends PR_SET_PDEATHSIG when the *thread* that forked a rank exits, so a rank forked from a
+/// short-lived thread would be killed as soon as that thread ends. A rank's start is confirmed
+/// (it reached its program) after later ranks are forked, so that they start in parallel.
+/// Returns the ranks started, their output pipes, and the error that stops the job when a
+/// rank could not start: the ranks already running are then stopped as a failing rank stops
+/// them.
+pub(super) fn start_all(
+    launches: &[Launch],
+    plan: &Plan,
+    prepared: &[process::Prepared],
+    stdin: &OwnedFd,
+    guard: &process::Guard,
+    output: &OutputMode,
+) -> (Vec<Running>, Vec<relay::Output>, Option<ExecError>) {
+    let mut running = Vec::new();
+    let mut pipes = Vec::new();
+    let mut unconfirmed = std::collections::VecDeque::new();
+    let mut failure = None;
+    let confirm = |(launch, started): (&Launch, process::Started), failure: &mut Option<_>| {
+        if let Err((step, source)) = started.confirm() {
+            let binding = &plan.ranks[launch.local_rank as usize];
+            failure.get_or_insert(start_failed(launch, binding, step, source));
+        }
+    };
+    for (launch, rank) in launches.iter().zip(prepared) {
+        let started = outputs(launch, output).and_then(|(streams, relayed)| {
+            let streams = process::Streams {
+                stdin,
+                stdout: streams.0,
+                stderr: streams.1,
+            };
+            let started =
+                process::start(rank, streams).map_err(|source| spawn_failed(launch, source))?;
+            pipes.extend(relayed);
+            Ok(started)
+        });
+        let started = match started {
+            Ok(started) => started,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        running.push(Running {
+            local_rank: launch.local_rank,
+            rank: launch.rank,
+            pid: started.pid,
+            status: None,
+        });
+        let watched = guard.watch(started.pid);
+        unconfirmed.push_back((launch, started));
+        if let Err(source) = watched {
+            failure = Some(ExecError::Syscall {
+                what: "tell the guard a rank's process group",
+                source,
+            });
+            break;
+        }
+        if unconfirmed.len() > UNCONFIRMED {
+            confirm(unconfirmed.pop_front().expect("not empty"), &mut failure);
+            if failure.is_some() {
+                break; // no more ranks once one could not start
+            }
+        }
+    }
+    for pending in unconfirmed {
+        confirm(pending, &mut failure);
+    }
+    (running, pipes, failure)
+}
+
+/// The rank's program, environment and binding, ready to fork.
+pub(super) fn prepare(
+    preparer: &mut process::Preparer,
+    launch: &Launch,
+    binding: &RankBinding,
+) -> Result<process::Prepared, ExecError> {
+    let bind = Binding::new(&binding.cpus, &binding.memory)
+        .map_err(|source| bind_failed(launch, binding, source))?;
+    preparer
+        .prepare(&launch.argv, &launch.env, bind)
+        .map_err(|source| spawn_failed(launch, source))
+}
+
+/// A rank that was forked and did not reach its program: the step that failed, as an error.
+fn start_failed(
+    launch: &Launch,
+    binding: &RankBinding,
+    step: process::Step,
+    source: std::io::Error,
+) -> ExecError {
+    match step {
+        process::Step::Bind => bind_failed(launch, binding, source),
+        process::Step::Setup | process::Step::Exec => spawn_failed(launch, source),
+    }
+}
+
+fn bind_failed(launch: &Launch, binding: &RankBinding, source: std::io::Error) -> ExecError {
+    ExecError::Bind {
+        rank: launch.rank,
+        cpus: binding.cpus.to_string(),
+        source,
+    }
+}
+
+fn spawn_failed(launch: &Launch, source: std::io::Error) -> ExecError {
+    ExecError::Spawn {
+        rank: launch.rank,
+        program: launch.argv[0].to_string_lossy().into_owned(),
+        source,
+    }
+}
+
+/// Where a rank's output goes: numaplan's own streams, or pipes to the relay with (for
+/// `--tee`) a log file each, or log files only. Returns stdout and stderr, and the pipes to
+/// relay.
+fn outputs(
+    launch: &Launch,
+    output: &OutputMode,
+) -> Result<((process::Sink, process::Sink), Vec<relay::Output>), ExecError> {
+    use process::Sink;
+    let open = |dir: &std::path::Path, stream: relay::Stream| {
+        let path = dir.join(format!("rank-{}.{}", launch.rank, stream.ext()));
+        std::fs::File::create(&path).map_err(|source| ExecError::LogDir { path, source })
+    };
+    let piped = |copies: [Option<std::fs::File>; 2]| {
+        let mut sinks = Vec::new();
+        let mut relayed = Vec::new();
+        for (stream, copy) in [relay::Stream::Out, relay::Stream::Err]
+            .into_iter()
+            .zip(copies)
+        {
+            let (pipe, sink) = process::pipe().map_err(|source| ExecError::Syscall {
+                what: "create a pipe for a rank's output",
+                source,
+            })?;
+            sinks.push(Sink::Fd(sink));
+            relayed.push(relay::Output {
+                rank: launch.rank,
+                stream,
+                pipe,
+                copy,
+            });
+        }
+        let err = sinks.pop().expect("two sinks");
+        let out = sinks.pop().expect("two sinks");
+        Ok(((out, err), relayed))
+    };
+    let (out, err) = (relay::Stream::Out, relay::Stream::Err);
+    match output {
+        OutputMode::Plain => Ok(((Sink::Inherit, Sink::Inherit), Vec::new())),
+        OutputMode::Prefixed => piped([None, None]),
+        OutputMode::LogDir { dir, tee: true } => {
+            piped([Some(open(dir, out)?), Some(open(dir, err)?)])
+        }
+        OutputMode::LogDir { dir, tee: false } => Ok((
+            (
+                Sink::Fd(open(dir, out)?.into()),
+                Sink::Fd(open(dir, err)?.into()),
+            ),
+            Vec::new(),
+        )),
+    }
+}

@@ -1,0 +1,120 @@
+//! Supervising started ranks like torchrun: wait for all, stop the rest when one fails or
+//! numaplan is signalled, and say how each ended.
+
+use std::os::unix::process::ExitStatusExt as _;
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use super::{ExecError, affinity, process};
+
+/// A started rank.
+pub(super) struct Running {
+    pub(super) local_rank: u32,
+    /// Global rank, for messages.
+    pub(super) rank: u32,
+    /// Also its process group's id.
+    pub(super) pid: u32,
+    pub(super) status: Option<ExitStatus>,
+}
+
+fn rank_failed(r: &Running, status: ExitStatus) -> ExecError {
+    ExecError::RankFailed {
+        rank: r.rank,
+        how: describe(status),
+        code: exit_code(status),
+    }
+}
+
+/// `0`, `3`, `SIGKILL`: how a process ended, in a table cell.
+pub(super) fn short_status(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c.to_string(),
+        (None, Some(s)) => affinity::signal_name(s),
+        _ => "?".into(),
+    }
+}
+
+/// Waits for every rank. The first failure (or `stopped_by`, a failure before supervision)
+/// stops the others (TERM, then KILL after `grace`); a signal to numaplan is forwarded to
+/// every rank's process group.
+pub(super) fn supervise(
+    running: &mut [Running],
+    grace: Duration,
+    stopped_by: Option<ExecError>,
+) -> Result<(), ExecError> {
+    // A rank reaped before supervision (during `--verify`) may already have failed.
+    let mut failure = stopped_by.or_else(|| {
+        running
+            .iter()
+            .find_map(|r| r.status.filter(|s| !s.success()).map(|s| rank_failed(r, s)))
+    });
+    let mut kill_at: Option<Instant> = None;
+    let mut pause = Duration::from_micros(200);
+    loop {
+        if let Some(signal) = affinity::take_signal() {
+            for r in running.iter().filter(|r| r.status.is_none()) {
+                process::signal_group(r.pid, signal);
+            }
+            if failure.is_none() {
+                failure = Some(ExecError::Interrupted { signal });
+            }
+            kill_at.get_or_insert(Instant::now() + grace);
+        }
+        for r in running.iter_mut().filter(|r| r.status.is_none()) {
+            if let Ok(Some(status)) = process::ended(r.pid) {
+                r.status = Some(status);
+                pause = Duration::from_micros(200);
+                if !status.success() && failure.is_none() {
+                    failure = Some(rank_failed(r, status));
+                }
+            }
+        }
+        let live: Vec<u32> = running
+            .iter()
+            .filter(|r| r.status.is_none())
+            .map(|r| r.pid)
+            .collect();
+        if live.is_empty() {
+            break;
+        }
+        if failure.is_some() && kill_at.is_none() {
+            for &pid in &live {
+                process::signal_group(pid, libc::SIGTERM);
+            }
+            kill_at = Some(Instant::now() + grace);
+        }
+        if kill_at.is_some_and(|t| Instant::now() >= t) {
+            for &pid in &live {
+                process::signal_group(pid, libc::SIGKILL);
+            }
+        }
+        // Poll fast while things happen (a short job ends within milliseconds), then back off
+        // to 50 ms for long-running ranks.
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+    // Whatever a rank left running in its process group (a background child) goes too.
+    for r in running.iter() {
+        process::signal_group(r.pid, libc::SIGKILL);
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// `exited with status 3`, `was killed by SIGKILL`.
+pub fn describe(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("was killed by {}", affinity::signal_name(s)),
+        _ => "ended".into(),
+    }
+}
+
+/// The shell's convention: the status, or 128 + the signal.
+pub fn exit_code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
