@@ -10,7 +10,7 @@ use hwlocality::object::attributes::{
 };
 use hwlocality::object::types::{BridgeType, OSDeviceType, ObjectType};
 
-use super::{os_index, text, to_cpuset};
+use super::convert::{os_index, text, to_cpuset};
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
