@@ -1,5 +1,5 @@
 //! The on-disk types of numaplan's topology fixture format (serde + schemars). The schema in
-//! `schemas/topology.schema.json` is generated from `FixtureFile`; `fixture.rs` converts between
+//! `schemas/topology.schema.json` is generated from `FixtureFile`; `fixture/` converts between
 //! these and the model.
 
 use std::borrow::Cow;
