@@ -1,0 +1,271 @@
+//! `Error`: every failure of a command, and the one place each becomes a `Diagnostic` with an
+//! exit code (1 bad input, 3 environment; clap's usage errors exit 2 on their own). The
+//! diagnostics of `exec`, topology and YAML errors are in files of their own.
+
+use std::path::PathBuf;
+
+use crate::diag::codes::*;
+use crate::diag::suggest::did_you_mean;
+use crate::diag::{Diagnostic, SourceMap};
+use crate::emit::EmitError;
+use crate::exec::ExecError;
+use crate::plan_file::PlanFileError;
+use crate::resolve::{ResolveError, ResolveErrorKind};
+use crate::spec::SpecError;
+use crate::topology::TopologyError;
+
+mod exec;
+mod topology;
+mod yaml;
+
+use exec::exec;
+use topology::topology;
+use yaml::{PLAN_CODES, SPEC_CODES, yaml_error};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error(transparent)]
+    Emit(#[from] EmitError),
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+    /// The plan cannot be met; `map` locates the spec keys involved.
+    #[error("{error}")]
+    Resolve {
+        error: Box<ResolveError>,
+        map: Box<SourceMap>,
+    },
+    /// The output file could not be written.
+    #[error("cannot write `{}`: {source}", path.display())]
+    Output {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Standard output could not be written (e.g. a closed pipe).
+    #[error("cannot write to standard output: {0}")]
+    Stdout(std::io::Error),
+    /// `compile --check`: the file on disk differs from what would be written.
+    #[error("`{}` is {}", path.display(), if *missing { "missing" } else { "out of date" })]
+    Stale {
+        path: PathBuf,
+        missing: bool,
+        regenerate: String,
+    },
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// A plan file that cannot be read back.
+    #[error(transparent)]
+    PlanFile(#[from] PlanFileError),
+    /// An input of `diff` or `explain` could not be read.
+    #[error("cannot read `{}`: {source}", path.display())]
+    InputRead {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// An input of `diff`, `explain`, `exec` or `bind` that is not UTF-8 text.
+    #[error("`{}` is not UTF-8 text: {at}", path.display())]
+    NotUtf8 {
+        path: PathBuf,
+        at: crate::text::BadByte,
+    },
+    /// `git:REV:PATH` that git cannot show.
+    #[error("cannot read `{arg}` from git: {detail}")]
+    Git { arg: String, detail: String },
+    /// `explain` of a plan file whose machine is not known.
+    #[error("`{input}` is a plan, and its machine is not known here")]
+    NeedsTopology { input: String, notes: Vec<String> },
+    /// `explain` of a plan on a topology of another fingerprint than the plan's.
+    #[error("`{input}` was made for topology fingerprint {expected}, and `{topology}` has {found}")]
+    TopologyMismatch {
+        input: String,
+        expected: String,
+        topology: String,
+        found: String,
+    },
+    /// `numaplan codes X` with an unknown X.
+    #[error("unknown error code `{0}`")]
+    UnknownCode(String),
+    /// `--set` (or `--nproc-per-node`) given with a plan, which is not compiled again.
+    #[error("`{set}` changes a job spec, but `{input}` is a plan")]
+    SetOnPlan { input: String, set: String },
+    /// `diff --exit-code` and plans that differ: exit 1, the diff itself is the message.
+    #[error("the plans differ")]
+    Differs,
+    /// `--deny-warnings` and a plan with warnings.
+    #[error("{count} warning(s) denied by `--deny-warnings`")]
+    WarningsDenied { count: usize },
+}
+
+impl From<crate::diag::report::Denied> for Error {
+    fn from(d: crate::diag::report::Denied) -> Self {
+        Error::WarningsDenied { count: d.0 }
+    }
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Exec(e) => e.exit_code(),
+            Error::Spec(SpecError::Read { .. })
+            | Error::Topology(TopologyError::Read { .. } | TopologyError::Discover { .. })
+            | Error::Output { .. }
+            | Error::InputRead { .. }
+            | Error::Stdout(_) => 3,
+            _ => 1,
+        }
+    }
+
+    /// Every diagnostic of the error (a spec can have several problems; `diff --exit-code`
+    /// has none: the diff on stdout says it all).
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        match self {
+            Error::Differs => Vec::new(),
+            Error::Spec(SpecError::Invalid { map, problems }) => problems
+                .iter()
+                .map(|p| {
+                    let map = map.for_path(&p.path);
+                    Diagnostic::error(E0103_SPEC_INVALID, p.message.clone())
+                        .at(map, map.value(&p.path), p.label.clone())
+                        .help(p.help.clone())
+                })
+                .collect(),
+            other => vec![other.diagnostic()],
+        }
+    }
+
+    fn diagnostic(&self) -> Diagnostic {
+        match self {
+            Error::Spec(SpecError::Read { path, source }) => Diagnostic::error(
+                E0100_SPEC_READ,
+                format!("cannot read job spec `{}`: {source}", path.display()),
+            )
+            .help("check the path of the job spec"),
+            Error::Spec(SpecError::Yaml { map, error }) => {
+                yaml_error(map, error, "job spec", SPEC_CODES)
+            }
+            Error::Spec(SpecError::Invalid { .. }) => {
+                Diagnostic::error(E0103_SPEC_INVALID, self.to_string())
+            }
+            Error::Resolve { error, map } => resolve(error, map),
+            Error::Emit(EmitError::MissingCommand) => Diagnostic::error(
+                E0402_MISSING_COMMAND,
+                "the job spec has no `command`, which a launch script needs",
+            )
+            .help("add the program each rank runs, e.g. `command: [python, train.py]`"),
+            Error::Emit(e @ EmitError::Template { .. }) => Diagnostic::error(
+                E0403_INTERNAL,
+                e.to_string(),
+            )
+            .help("this is a bug in numaplan; please file an issue with the job spec and topology"),
+            Error::Topology(e) => topology(e),
+            Error::Output { path, source } => Diagnostic::error(
+                E0400_OUTPUT_WRITE,
+                format!("cannot write `{}`: {source}", path.display()),
+            )
+            .note("nothing was written: the previous file, if any, is unchanged")
+            .help("check that the directory exists and is writable"),
+            Error::Stdout(e) => Diagnostic::error(
+                E0400_OUTPUT_WRITE,
+                format!("cannot write to standard output: {e}"),
+            ),
+            Error::Exec(e) => exec(e),
+            Error::PlanFile(PlanFileError::Yaml { map, error }) => {
+                yaml_error(map, error, "plan", PLAN_CODES)
+            }
+            Error::PlanFile(PlanFileError::Invalid { map, path, message }) => {
+                Diagnostic::error(E0406_PLAN_INVALID, format!("invalid plan: {message}"))
+                    .at(map, map.value(path), format!("in `{path}`"))
+                    .help("regenerate the plan with the command in its header")
+            }
+            Error::NotUtf8 { path, at } | Error::Spec(SpecError::NotUtf8 { path, at }) => {
+                not_utf8(self.to_string(), path, *at)
+            }
+            Error::InputRead { .. } => Diagnostic::error(E0407_INPUT_READ, self.to_string())
+                .help("check the path; `git:REV:PATH` reads a file from git history, `env:VAR` an environment variable"),
+            Error::Git { .. } => Diagnostic::error(E0408_GIT, self.to_string()).help(
+                "write `git:REV:PATH` with PATH from the repository root, or `./PATH` from the current directory",
+            ),
+            Error::NeedsTopology { input, notes } => notes
+                .iter()
+                .fold(Diagnostic::error(E0409_NEEDS_TOPOLOGY, self.to_string()), |d, n| d.note(n.clone()))
+                .help(format!("pass the machine's fixture: `--topology FILE`, or explain the job spec that `{input}` was compiled from")),
+            Error::TopologyMismatch { .. } => Diagnostic::error(E0418_TOPOLOGY_MISMATCH, self.to_string())
+                .note("a plan drawn on another machine would show cores and reasons that are not the plan's")
+                .help("pass the topology the plan was compiled for, recompile the plan for this one, or add `--force` to draw it anyway"),
+            Error::Stale { regenerate, .. } => Diagnostic::error(E0404_STALE, self.to_string())
+                .help(format!("regenerate it with `{regenerate}`")),
+            Error::SetOnPlan { .. } => Diagnostic::error(E0104_SET_ON_PLAN, self.to_string())
+                .note("a plan is what was reviewed: numaplan runs it as written")
+                .help("give the job spec the plan was compiled from, or recompile the plan with the change"),
+            Error::Differs => unreachable!("`diagnostics` renders no diagnostic for it"),
+            Error::WarningsDenied { .. } => Diagnostic::error(E0214_WARNINGS_DENIED, self.to_string())
+                .note("nothing was written or started")
+                .help("fix what the warnings above say, accept a kind that was reviewed with `--allow CODE` (or the spec's `allow_warnings:`), or drop `--deny-warnings`"),
+            Error::UnknownCode(code) => unknown_code(code),
+        }
+    }
+}
+
+/// `numaplan codes E302`: the nearest code, when one is near.
+fn unknown_code(code: &str) -> Diagnostic {
+    let known: Vec<&str> = ALL.iter().map(|(c, _)| c.0).collect();
+    let d = Diagnostic::error(E0401_UNKNOWN_CODE, format!("unknown error code `{code}`"));
+    match did_you_mean(&code.to_ascii_uppercase(), known.iter().copied()) {
+        Some(s) => d.help(format!(
+            "did you mean `{s}`? `numaplan codes` lists every code"
+        )),
+        None => d.help("`numaplan codes` lists every code"),
+    }
+}
+
+/// A file that is not UTF-8 text, whichever kind of input it was.
+fn not_utf8(message: String, path: &std::path::Path, at: crate::text::BadByte) -> Diagnostic {
+    Diagnostic::error(E0105_NOT_UTF8, message)
+        .at_position(path.display().to_string(), at.line, at.col)
+        .help("save the file as UTF-8 (`iconv -f LATIN1 -t UTF-8`, for one)")
+}
+
+/// A constraint the plan cannot meet, pointed at the spec key it concerns when the spec has it.
+fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
+    let code = match e.kind {
+        ResolveErrorKind::NotEnoughGpus { .. } | ResolveErrorKind::TooManyGpus { .. } => {
+            E0201_NOT_ENOUGH_GPUS
+        }
+        ResolveErrorKind::UnknownGpu { .. } => E0202_UNKNOWN_GPU,
+        ResolveErrorKind::NodeWithoutCpus { .. } => E0203_NODE_WITHOUT_CPUS,
+        ResolveErrorKind::ExclusiveTooFew { .. } => E0204_EXCLUSIVE_TOO_FEW,
+        ResolveErrorKind::MinCores { .. } => E0205_MIN_CORES,
+        ResolveErrorKind::NoUniqueCore { .. } => E0206_NO_UNIQUE_CORE,
+        ResolveErrorKind::OverlappingNodeSets { .. } => E0207_OVERLAPPING_NODE_SETS,
+        ResolveErrorKind::NothingAllowed { .. } => E0208_NOTHING_ALLOWED,
+        ResolveErrorKind::UnknownMemoryNode { .. } => E0209_UNKNOWN_MEMORY_NODE,
+        ResolveErrorKind::PreferredManyNodes { .. } => E0210_PREFERRED_MANY_NODES,
+        ResolveErrorKind::UnplacedGpu { .. } => E0211_UNPLACED_GPU,
+        ResolveErrorKind::VisibleDevices { .. } => E0212_VISIBLE_DEVICES,
+        ResolveErrorKind::NoGpus { .. } => E0201_NOT_ENOUGH_GPUS,
+        ResolveErrorKind::UnknownLocality { .. } => E0213_UNKNOWN_LOCALITY,
+        ResolveErrorKind::TooManyRanks { .. } => E0215_TOO_MANY_RANKS,
+        ResolveErrorKind::HelpersTakeAllCores { .. } => E0216_HELPERS_TAKE_ALL,
+        ResolveErrorKind::VariableTooLong { .. } => E0217_VARIABLE_TOO_LONG,
+    };
+    let spot = map.exact(&e.path);
+    let label = if spot.is_some() {
+        format!("`{}`", e.path)
+    } else {
+        String::new()
+    };
+    let mut d = match spot {
+        Some(_) => Diagnostic::error(code, e.kind.to_string()).at(map, spot, label),
+        None => Diagnostic::error(code, e.kind.to_string())
+            .in_file(map.file())
+            .note(format!(
+                "from `{}` (not set in the spec: its default applies)",
+                e.path
+            )),
+    };
+    for n in &e.notes {
+        d = d.note(n.clone());
+    }
+    d.help(e.help.clone())
+}

@@ -1,0 +1,72 @@
+//! How a topology that cannot be read, or is not consistent, reads.
+
+use super::not_utf8;
+use super::yaml::{FIXTURE_CODES, yaml_error};
+use crate::diag::Diagnostic;
+use crate::diag::codes::*;
+use crate::topology::TopologyError;
+
+pub(super) fn topology(e: &TopologyError) -> Diagnostic {
+    match e {
+        TopologyError::NotUtf8 { path, at } => not_utf8(e.to_string(), path, *at),
+        TopologyError::Read { path, source } => Diagnostic::error(
+            E0300_TOPOLOGY_READ,
+            format!("cannot read topology file `{}`: {source}", path.display()),
+        )
+        .help("check the path given to `--topology` or the spec's `topology:` key"),
+        TopologyError::Yaml { map, error } => yaml_error(map, error, "topology fixture", FIXTURE_CODES),
+        TopologyError::Invalid {
+            map,
+            path,
+            message,
+            help,
+        } => {
+            let d = Diagnostic::error(E0302_FIXTURE_INVALID, message.clone()).at(
+                map,
+                map.value(path),
+                if path.is_empty() { String::new() } else { format!("in `{path}`") },
+            );
+            match help {
+                Some(h) => d.help(h.clone()),
+                None => d.help("fix the value, or regenerate the fixture with `numaplan topo --format yaml`"),
+            }
+        }
+        TopologyError::NotHwloc { file, found } => Diagnostic::error(
+            E0303_XML_NOT_HWLOC,
+            format!("`{file}` is {found}, not an hwloc topology export"),
+        )
+        .in_file(file)
+        .help("export the machine with `lstopo --of xml machine.xml` on it, or write a numaplan fixture (see examples/topologies/)"),
+        TopologyError::XmlVersion {
+            file,
+            version,
+            linked,
+        } => Diagnostic::error(
+            E0304_XML_VERSION,
+            format!("`{file}` is hwloc XML version {version}, which numaplan cannot import"),
+        )
+        .in_file(file)
+        .note(format!("numaplan reads the hwloc 1.x, 2.x and 3.x XML formats (with hwloc {linked}, translating 3.x)"))
+        .help("re-export with hwloc 2.x or 3.x (`lstopo --of xml`), or with `--export-xml-flags v2` where the newer lstopo offers it"),
+        TopologyError::XmlObjectRefused { file, line, col, .. } => Diagnostic::error(E0305_XML_REJECTED, e.to_string())
+            .at_position(file.clone(), *line, *col)
+            .note("numaplan refuses such an object before hwloc reads it: hwloc would crash on it, or take minutes")
+            .help("re-export the topology with `lstopo --of xml`"),
+        TopologyError::XmlRejected { file, detail } => Diagnostic::error(
+            E0305_XML_REJECTED,
+            format!("hwloc cannot import `{file}`: {detail}"),
+        )
+        .in_file(file)
+        .help("re-export the topology with `lstopo --of xml`"),
+        TopologyError::Discover { detail } => Diagnostic::error(
+            E0307_DISCOVER,
+            format!("hwloc cannot discover this machine: {detail}"),
+        )
+        .help("pass a fixture with `--topology FILE`"),
+        TopologyError::Inconsistent { file, error } => Diagnostic::error(
+            E0306_TOPOLOGY_INCONSISTENT,
+            format!("`{file}` describes an impossible machine: {error}"),
+        )
+        .in_file(file),
+    }
+}
