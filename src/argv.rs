@@ -109,7 +109,7 @@ pub fn command() -> clap::Command {
 /// The command shell completion is generated from: the warning flags offered only by the
 /// subcommands that take them (completion scripts list hidden flags too), and the words to
 /// complete: the spec's keys for `--set`, the codes for `codes` and `--allow` (file arguments
-/// have their hint in `cli.rs`). The words change no parsing, so `command()` goes without them.
+/// have their hint in `cli/`). The words change no parsing, so `command()` goes without them.
 pub fn completion_command() -> clap::Command {
     let mut cmd = Cli::command().mut_arg("allow", |a| {
         a.value_parser(Offered::new(codes(true), crate::diag::codes::warning_code))

@@ -1,5 +1,5 @@
 //! `numaplan completions SHELL` and `numaplan man`: both generated from the clap definition
-//! (`cli.rs`), so they list exactly the subcommands and flags the binary has.
+//! (`cli/`), so they list exactly the subcommands and flags the binary has.
 
 use clap_complete::Shell;
 use clap_mangen::Man;

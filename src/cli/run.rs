@@ -1,0 +1,236 @@
+//! The commands that run or inspect ranks: `exec`, `bind`, `verify` (and its `--watch`).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use super::{ReportFormat, SpecOverrides};
+
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// A job spec (compiled for this machine unless it or `--topology` names one), a plan file,
+    /// `git:REV:PATH`, or `env:VAR` (a plan in an environment variable, as `--emit sbatch-exec`
+    /// hands it to every node). Without one, the default spec (`--set` and `--nproc-per-node`
+    /// adjust it) and the command after `--`.
+    #[arg(value_name = "JOB.yaml|PLAN.yaml", value_hint = clap::ValueHint::FilePath)]
+    pub input: Option<String>,
+
+    /// Ranks on this node (the spec's `ranks_per_node`), as torchrun's `--nproc-per-node`;
+    /// `gpu`: one per GPU (the default).
+    #[arg(long, value_name = "N|gpu", value_parser = nproc_per_node)]
+    pub nproc_per_node: Option<NprocPerNode>,
+
+    #[command(flatten)]
+    pub overrides: SpecOverrides,
+
+    /// The machine a job spec is compiled for (default: the spec's, else this machine).
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
+    pub topology: Option<String>,
+
+    /// This node's index in a multi-node job (default: `SLURM_NODEID`).
+    #[arg(long, value_name = "K")]
+    pub node_rank: Option<u32>,
+
+    /// Nodes in the job (default: `SLURM_NNODES`, else the plan's).
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<u32>,
+
+    /// The rendezvous host (default: the first host of `SLURM_JOB_NODELIST`).
+    #[arg(long, value_name = "HOST")]
+    pub master_addr: Option<String>,
+
+    /// Write each rank's output to DIR/rank-K.out and DIR/rank-K.err instead of the terminal.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_prefix", value_hint = clap::ValueHint::DirPath)]
+    pub log_dir: Option<PathBuf>,
+
+    /// With `--log-dir`: also show the output on the terminal, prefixed.
+    #[arg(long, requires = "log_dir")]
+    pub tee: bool,
+
+    /// Let the ranks write to the terminal directly, without `[K] ` prefixes.
+    #[arg(long)]
+    pub no_prefix: bool,
+
+    /// Right after start, read every rank's CPUs (all threads), memory policy and where its
+    /// memory is from /proc, and stop the job if they differ from the plan.
+    #[arg(long)]
+    pub verify: bool,
+
+    /// With `--verify`: `--watch` keeps reading while the ranks run and prints each change and
+    /// a summary at the end; `--repin` (which implies `--verify --watch`) puts threads that
+    /// leave their rank's CPUs back.
+    #[command(flatten)]
+    pub watch: WatchArgs,
+
+    /// Print each rank's binding, environment and exact argv; start nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// With `--dry-run`: text, or JSON (`"numaplan_exec": 1`, schemas/exec.schema.json).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "dry_run")]
+    pub format: ReportFormat,
+
+    /// Start even if this node's CPU, NUMA node or GPU count differs from the plan's topology.
+    #[arg(long)]
+    pub force: bool,
+
+    /// Seconds between TERM and KILL when stopping ranks.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub grace: f64,
+
+    /// Arguments appended to every rank's command (the command itself when the spec has none),
+    /// passed byte for byte.
+    #[arg(last = true, value_name = "ARGS")]
+    pub extra: Vec<OsString>,
+}
+
+/// `--nproc-per-node`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NprocPerNode {
+    Count(u32),
+    /// One rank per GPU.
+    Gpu,
+}
+
+fn nproc_per_node(arg: &str) -> Result<NprocPerNode, String> {
+    match arg {
+        "gpu" => Ok(NprocPerNode::Gpu),
+        n => match n.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(NprocPerNode::Count(n)),
+            _ => Err(format!(
+                "`{arg}` is neither a count of ranks (1 or more) nor `gpu`"
+            )),
+        },
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct BindArgs {
+    /// A plan file, a job spec (compiled for this machine), `git:REV:PATH`, or `env:VAR` (a
+    /// plan in an environment variable, as the `--emit torchrun` and `mpirun` scripts hand it
+    /// to every rank).
+    #[arg(value_name = "PLAN.yaml|JOB.yaml", value_hint = clap::ValueHint::FilePath)]
+    pub input: String,
+
+    /// This process's local rank, or `gpu`: the rank whose GPUs are exactly the ones this
+    /// process sees (`CUDA_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`/`HIP_VISIBLE_DEVICES`,
+    /// `ZE_AFFINITY_MASK`), for workers that Ray or an inference server started. Default:
+    /// `NUMAPLAN_LOCAL_RANK`, else the launcher's variable: `LOCAL_RANK`, `SLURM_LOCALID`,
+    /// `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`, `PALS_LOCAL_RANKID`,
+    /// `FLUX_TASK_LOCAL_ID`.
+    #[arg(long, value_name = "N|gpu")]
+    pub local_rank: Option<crate::exec::launcher::LocalRankChoice>,
+
+    /// The machine a job spec is compiled for (default: the spec's, else this machine).
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
+    pub topology: Option<String>,
+
+    #[command(flatten)]
+    pub overrides: SpecOverrides,
+
+    /// Bind even if this node's CPU, NUMA node or GPU count differs from the plan's topology
+    /// (also `NUMAPLAN_FORCE=1`, for a process that someone else's code starts).
+    #[arg(long)]
+    pub force: bool,
+
+    /// Print the rank's binding on standard error (`rank 3: CPUs 48-55 memory bind:3 via
+    /// LOCAL_RANK`), like `srun --cpu-bind=verbose`.
+    #[arg(long, short)]
+    pub verbose: bool,
+
+    /// Print the rank's binding and the environment it would set, and run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// With `--dry-run`: text, or JSON (`"numaplan_bind": 1`) for scripts and the Python
+    /// package.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "dry_run")]
+    pub format: ReportFormat,
+
+    /// The program and its arguments, run in numaplan's place once bound (default: the plan's
+    /// command).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["pids", "match_name"]))]
+pub struct VerifyArgs {
+    /// The plan the ranks were started from (a plan file, a job spec, or `git:REV:PATH`).
+    #[arg(value_name = "PLAN.yaml|JOB.yaml", value_hint = clap::ValueHint::FilePath)]
+    pub input: String,
+
+    /// The machine a job spec is compiled for.
+    #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
+    pub topology: Option<String>,
+
+    /// The ranks' process ids; each one's `LOCAL_RANK` (from /proc/PID/environ) says which rank
+    /// it is, else the order given.
+    #[arg(long, num_args = 1.., value_name = "PID")]
+    pub pids: Vec<u32>,
+
+    /// Find the ranks by name: processes whose command line contains NAME.
+    #[arg(long = "match", value_name = "NAME")]
+    pub match_name: Option<String>,
+
+    /// Text for people, or JSON (`"numaplan_verify": 1`, schemas/verify.schema.json); with
+    /// `--watch`, JSON Lines: the report on one line, then one `"numaplan_watch": 1` object per
+    /// change and a summary (schemas/watch.schema.json).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+
+    #[command(flatten)]
+    pub watch: WatchArgs,
+
+    /// Count the kernel's `node-loads` and `node-load-misses` events of every rank for SECONDS
+    /// and report the share of its loads served by a remote node (where the machine has the
+    /// counters; otherwise it says so and reports pages only).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub counters: Option<f64>,
+}
+
+/// How `verify` and `exec` check where the ranks' memory is, and watch them while they run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WatchArgs {
+    /// The share of a rank's memory (in percent) that must be on its planned nodes; a rank
+    /// under it is a mismatch. Default: 90 under `memory.policy: bind`, none for `preferred`
+    /// and `interleave` (the report shows the spread).
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub min_local: Option<f64>,
+
+    /// Keep reading until the ranks exit (or `--count` readings), one line per change: a thread
+    /// that leaves its rank's CPUs or returns, a rank whose memory falls under `--min-local`, a
+    /// rank that exits.
+    #[arg(long)]
+    pub watch: bool,
+
+    /// Seconds between readings with `--watch`.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = seconds)]
+    pub interval: f64,
+
+    /// Readings after the first with `--watch` (default: until every rank has exited).
+    #[arg(long, value_name = "N", requires = "watch")]
+    pub count: Option<u64>,
+
+    /// Put a thread that left its rank's CPUs back on them and say so (threads on a subset of
+    /// them, as OpenMP places bind them, are left alone). Off by default.
+    #[arg(long)]
+    pub repin: bool,
+}
+
+/// A duration in seconds: positive and at most a day.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86400.0 => Ok(v),
+        Ok(_) => Err("must be more than 0 and at most 86400 seconds".into()),
+        Err(_) => Err(format!("`{s}` is not a number of seconds")),
+    }
+}
+
+/// A percentage from 0 to 100, as a share from 0 to 1.
+fn percent(s: &str) -> Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+        Ok(_) => Err("must be between 0 and 100".into()),
+        Err(_) => Err(format!("`{s}` is not a percentage")),
+    }
+}
