@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
-    #[error("the plan has no `command` for the ranks to run")]
+    #[error("{}", match spec {
+        true => "the plan has no `command` for the ranks to run",
+        false => "no command for the ranks to run: no job spec or plan was given, and nothing follows `--`",
+    })]
     /// `spec`: whether a job spec or plan was given (where the command could go).
     NoCommand { spec: bool },
     #[error("the plan is for {plan} node(s), but this job has {job}")]
