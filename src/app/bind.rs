@@ -114,7 +114,7 @@ fn launcher_binding_replaced(
     // An affinity of every online CPU is no narrower than the cgroup's: no file to read.
     let may_use = || match facts.allowed == facts.online_cpus {
         true => facts.online_cpus.clone(),
-        false => super::node::cgroup_cpus(&facts.online_cpus),
+        false => super::cgroup::cgroup_cpus(&facts.online_cpus),
     };
     if let Some(found) = replaced::launcher_binding(env, &facts.allowed, may_use) {
         shown.extend(found.warning(local.rank, &rank.cpus));

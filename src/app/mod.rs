@@ -2,6 +2,7 @@
 //! errors itself. `review` holds `diff` and `explain`.
 
 mod bind;
+mod cgroup;
 mod docs;
 mod exec;
 mod input;

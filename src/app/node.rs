@@ -163,44 +163,6 @@ impl PciListing {
     }
 }
 
-/// The CPUs this process's cgroup lets it use (cgroup v1 `cpuset.effective_cpus`, v2
-/// `cpuset.cpus.effective`, from its own group up), within `online`; `online` where no cpuset
-/// controller says: what a launcher's binding narrows and `bind` may bind within.
-pub(super) fn cgroup_cpus(online: &CpuSet) -> CpuSet {
-    let groups = sys_read(std::path::Path::new("/proc/self/cgroup")).unwrap_or_default();
-    let mut candidates = Vec::new();
-    for line in groups.lines() {
-        let mut fields = line.splitn(3, ':');
-        let (Some(id), Some(controllers), Some(path)) =
-            (fields.next(), fields.next(), fields.next())
-        else {
-            continue;
-        };
-        if controllers.split(',').any(|c| c == "cpuset") {
-            candidates.push(("/sys/fs/cgroup/cpuset", path, "cpuset.effective_cpus"));
-        } else if id == "0" && controllers.is_empty() {
-            for root in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
-                candidates.push((root, path, "cpuset.cpus.effective"));
-            }
-        }
-    }
-    for (root, path, file) in candidates {
-        let mut dir = std::path::PathBuf::from(format!("{root}{path}"));
-        loop {
-            if let Some(cpus) =
-                sys_read(&dir.join(file)).and_then(|t| t.trim().parse::<CpuSet>().ok())
-                && !cpus.is_empty()
-            {
-                return cpus.intersection(online);
-            }
-            if dir.as_os_str().len() <= root.len() || !dir.pop() {
-                break;
-            }
-        }
-    }
-    online.clone()
-}
-
 /// A list file of `/sys` (`0-3,8`), when readable.
 fn sys_list(path: &str) -> Option<CpuSet> {
     sys_read(std::path::Path::new(path))?.trim().parse().ok()
