@@ -2,7 +2,7 @@
 //! (`lstopo --of xml`, hwloc 1.x and 2.x formats) and the live machine (`discover`).
 //!
 //! This is the only module that talks to hwloc. It turns hwloc's object tree into
-//! [`TopologyParts`]:
+//! [`TopologyParts`](super::model::TopologyParts):
 //! - a PU's NUMA node is the one *with CPUs* among the memory children nearest above it (hwloc
 //!   reports the parent's cpuset for memory-only nodes: GPU memory, HBM, CXL);
 //! - a NUMA node that no PU calls its own is memory-only; its kind comes from hwloc's subtype
