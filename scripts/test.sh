@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one command that runs every check: formatting, clippy, the whole test suite through
+# The one command that runs every check: formatting, clippy, rustdoc, the whole test suite through
 # cargo-insta (which refuses unreviewed or unreferenced snapshots), with hwloc's own test-suite
 # machines fetched from Debian's source package, a one-node Slurm running for the sbatch tests
 # when this machine can host one (root), then the Python package's pytest suite on the wheel in
@@ -13,6 +13,8 @@ echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "== cargo clippy" >&2
 cargo clippy --all-targets --locked -- -D warnings
+echo "== cargo doc (broken intra-doc links fail)" >&2
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --quiet
 
 # A real Slurm (slurmctld, slurmd, munge) on localhost for tests/emit_sbatch.rs, and a 3-node
 # one in network namespaces for tests/multinode.rs.
