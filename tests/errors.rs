@@ -378,13 +378,21 @@ fn help_for_a_launcher_of_another_size_is_a_command_that_works() {
     assert_eq!(suggested_set(&stderr), "ranks_per_node=4");
 }
 
-/// `exec` with neither a spec nor a program says where the program goes: after `--`.
+/// `exec` with neither a spec nor a program says where the program goes: after `--`, and
+/// never "the plan" or "the job spec", which the user did not give. With a spec that has no
+/// command, it says the spec's `command` or `--`.
 #[test]
 fn exec_without_a_program_says_where_it_goes() {
     let dir = tempfile::tempdir().unwrap();
     let run = numaplan_in(dir.path(), &["exec", "--nproc-per-node", "1"]);
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(run.stderr.starts_with("error[E0402]"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with("error[E0402]: no command for the ranks to run: nothing follows `--`\n"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("the plan"), "{}", run.stderr);
     assert!(
         run.stderr
             .contains("give the program each rank runs after `--`"),
@@ -394,4 +402,15 @@ fn exec_without_a_program_says_where_it_goes() {
     assert!(!run.stderr.contains("job spec"), "{}", run.stderr);
     let run = numaplan_in(dir.path(), &["exec", "--nproc-per-node", "1", "--", "true"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "ranks_per_node: 1\ngpus: none\n",
+    )
+    .unwrap();
+    let run = numaplan_in(dir.path(), &["exec", "job.yaml"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    insta::assert_snapshot!(run.stderr, @"
+    error[E0402]: the plan has no `command` for the ranks to run
+     = help: add the program each rank runs to the job spec, e.g. `command: [python, train.py]`, or give it after `--`
+    ");
 }

@@ -585,37 +585,6 @@ fn start_errors() {
     ");
 }
 
-/// Without a command, `exec` says where one goes: after `--` when nothing else was given, and
-/// in the job spec (or after `--`) when a spec without one was.
-#[test]
-fn a_missing_command_is_asked_for_where_it_can_go() {
-    let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_numaplan"))
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap()
-    };
-    let out = run(&["exec", "--nproc-per-node", "1"]);
-    assert_eq!(out.status.code(), Some(1));
-    insta::assert_snapshot!(text(&out.stderr), @"
-    error[E0402]: no command for the ranks to run: no job spec or plan was given, and nothing follows `--`
-     = help: give the program each rank runs after `--`, e.g. `numaplan exec --nproc-per-node 2 -- python train.py`
-    ");
-    std::fs::write(
-        dir.path().join("job.yaml"),
-        "ranks_per_node: 1\ngpus: none\n",
-    )
-    .unwrap();
-    let out = run(&["exec", "job.yaml"]);
-    assert_eq!(out.status.code(), Some(1));
-    insta::assert_snapshot!(text(&out.stderr), @"
-    error[E0402]: the plan has no `command` for the ranks to run
-     = help: add the program each rank runs to the job spec, e.g. `command: [python, train.py]`, or give it after `--`
-    ");
-}
-
 #[test]
 fn verify_running_processes() {
     let dir = tempfile::tempdir().unwrap();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 pub enum ExecError {
     #[error("{}", match spec {
         true => "the plan has no `command` for the ranks to run",
-        false => "no command for the ranks to run: no job spec or plan was given, and nothing follows `--`",
+        false => "no command for the ranks to run: nothing follows `--`",
     })]
     /// `spec`: whether a job spec or plan was given (where the command could go).
     NoCommand { spec: bool },
