@@ -1060,3 +1060,77 @@ fn bind_replaces_a_launchers_binding_and_says_so() {
         text(&out.stderr)
     );
 }
+
+/// A cgroup cpuset on this kernel, made for one test and removed after it: cgroup v1's cpuset
+/// hierarchy, or v2's root with the cpuset controller (root only).
+struct Cpuset(std::path::PathBuf);
+
+impl Cpuset {
+    fn new(cpus: &str) -> Option<Cpuset> {
+        let name = format!("numaplan-test-{}", std::process::id());
+        let v1 = Path::new("/sys/fs/cgroup/cpuset");
+        let parent = if v1.join("cpuset.cpus").exists() {
+            v1.to_path_buf()
+        } else {
+            let v2 = Path::new("/sys/fs/cgroup");
+            std::fs::write(v2.join("cgroup.subtree_control"), "+cpuset").ok()?;
+            v2.to_path_buf()
+        };
+        let cpuset = Cpuset(parent.join(name));
+        std::fs::create_dir(&cpuset.0).ok()?;
+        std::fs::write(cpuset.0.join("cpuset.cpus"), cpus).ok()?;
+        std::fs::write(cpuset.0.join("cpuset.mems"), "0").ok()?;
+        Some(cpuset)
+    }
+}
+
+impl Drop for Cpuset {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// A rank started inside a cgroup cpuset of one CPU, by a launcher that binds (Open MPI's
+/// variables): its affinity is the cgroup's, so there is no launcher binding to replace, and the
+/// plan's other CPU is refused as outside its affinity (E0411), with no W0215. Were the cgroup
+/// not found (read as every online CPU), `bind` would take the cgroup for Open MPI's binding and
+/// "replace" it with a CPU the cgroup does not allow.
+#[test]
+fn a_cgroup_cpuset_is_no_launchers_binding() {
+    let two_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    let is_root = text(&Command::new("id").arg("-u").output().unwrap().stdout).trim() == "0";
+    if !two_cpus || !is_root {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = shared_plan_here(dir.path());
+    assert_eq!(plan["ranks"][0]["cpus"], "0-1", "{plan}");
+    let Some(cpuset) = Cpuset::new("1") else {
+        // A container whose cgroup tree is read-only, or v2 without the cpuset controller.
+        eprintln!(
+            "a_cgroup_cpuset_is_no_launchers_binding: skipped, no cgroup cpuset could be made"
+        );
+        return;
+    };
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "echo $$ > \"$1/cgroup.procs\" && exec \"$0\" bind plan.yaml -- true",
+        ])
+        .arg(env!("CARGO_BIN_EXE_numaplan"))
+        .arg(&cpuset.0)
+        .env_clear_launchers()
+        .env("OMPI_COMM_WORLD_LOCAL_RANK", "0")
+        .env("OMPI_COMM_WORLD_LOCAL_SIZE", "2")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("W0215"), "{stderr}");
+    assert!(
+        stderr.contains("error[E0411]")
+            && stderr.contains("CPUs 0 are outside this process's affinity (it may use CPUs 1"),
+        "{stderr}"
+    );
+}
