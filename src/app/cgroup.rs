@@ -14,17 +14,25 @@ use crate::cpuset::CpuSet;
 
 /// The CPUs this process's cgroup allows, within `online`; `online` where no cpuset says.
 pub(super) fn cgroup_cpus(online: &CpuSet) -> CpuSet {
-    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let dirs = match std::fs::read_to_string("/proc/self/mountinfo") {
-        Ok(mountinfo) => cpuset_dirs(&cgroup, &mountinfo),
+    let cgroup = read_small(Path::new("/proc/self/cgroup")).unwrap_or_default();
+    let dirs = match read_small(Path::new("/proc/self/mountinfo")) {
+        Some(mountinfo) => cpuset_dirs(&cgroup, &mountinfo),
         // No mount table (a /proc without it): where systemd and Docker mount them.
-        Err(_) => cpuset_dirs(&cgroup, CONVENTIONAL_MOUNTS),
+        None => cpuset_dirs(&cgroup, CONVENTIONAL_MOUNTS),
     };
-    let read = |path: &Path| std::fs::read_to_string(path).ok();
-    match effective_cpus(&dirs, read) {
+    match effective_cpus(&dirs, read_small) {
         Some(cpus) => cpus.intersection(online),
         None => online.clone(),
     }
+}
+
+/// A `/proc` or `/sys` file in one or two reads: these files say their size is 0, so
+/// `read_to_string` would start at 32 bytes and double (eight reads of mountinfo here).
+fn read_small(path: &Path) -> Option<String> {
+    let mut text = String::with_capacity(16 * 1024);
+    let mut file = std::fs::File::open(path).ok()?;
+    std::io::Read::read_to_string(&mut file, &mut text).ok()?;
+    Some(text)
 }
 
 /// The usual mounts, in mountinfo's form: v1 cpuset, v2 alone, v2 beside v1 (hybrid).
