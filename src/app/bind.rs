@@ -73,7 +73,10 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     }
     checked?;
     if argv.is_empty() {
-        return Err(ExecError::NoCommand { spec: true }.into());
+        return Err(ExecError::NoCommand {
+            input: exec::error::Input::Given,
+        }
+        .into());
     }
     if args.verbose {
         warnings.info(&report.verbose_line());

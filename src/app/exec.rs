@@ -17,6 +17,7 @@ use crate::cli::{ExecArgs, NprocPerNode, ReportFormat};
 use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
 use crate::error::Error;
+use crate::exec::error::Input;
 use crate::exec::{
     self, ExecError, ExecOptions, Force, NodePlace, OutputMode, hostlist, launcher, verify,
 };
@@ -45,8 +46,11 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let plan = subject.plan;
     if plan.command.is_empty() && args.extra.is_empty() {
         // Without a spec, the program can only come after `--`: say that, not "the spec".
-        let spec = args.input.is_some();
-        return Err(ExecError::NoCommand { spec }.into());
+        let input = match args.input {
+            Some(_) => Input::Given,
+            None => Input::None,
+        };
+        return Err(ExecError::NoCommand { input }.into());
     }
     let shown = launcher::warnings(&plan, &plan.ranks, &environment());
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;

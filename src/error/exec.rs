@@ -3,14 +3,15 @@
 
 use crate::diag::Diagnostic;
 use crate::diag::codes::*;
+use crate::exec::error::Input;
 use crate::exec::{ExecError, NodeMismatch};
 
 pub(super) fn exec(e: &ExecError) -> Diagnostic {
     let message = e.to_string();
     match e {
-        ExecError::NoCommand { spec: true } => Diagnostic::error(E0402_MISSING_COMMAND, message)
+        ExecError::NoCommand { input: Input::Given } => Diagnostic::error(E0402_MISSING_COMMAND, message)
             .help("add the program each rank runs to the job spec, e.g. `command: [python, train.py]`, or give it after `--`"),
-        ExecError::NoCommand { spec: false } => Diagnostic::error(E0402_MISSING_COMMAND, message)
+        ExecError::NoCommand { input: Input::None } => Diagnostic::error(E0402_MISSING_COMMAND, message)
             .help("give the program each rank runs after `--`, e.g. `numaplan exec --nproc-per-node 2 -- python train.py`"),
         ExecError::NodeCount { .. } | ExecError::NodeRank { .. } | ExecError::NoNodePlace { .. } => {
             Diagnostic::error(E0410_NODE_PLACE, message).help(

@@ -4,12 +4,12 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
-    #[error("{}", match spec {
-        true => "the plan has no `command` for the ranks to run",
-        false => "no command for the ranks to run: nothing follows `--`",
+    #[error("{}", match input {
+        Input::Given => "the plan has no `command` for the ranks to run",
+        Input::None => "no command for the ranks to run: nothing follows `--`",
     })]
-    /// `spec`: whether a job spec or plan was given (where the command could go).
-    NoCommand { spec: bool },
+    /// `input`: whether a job spec or plan was given (where the command could go).
+    NoCommand { input: Input },
     #[error("the plan is for {plan} node(s), but this job has {job}")]
     NodeCount { plan: u32, job: u32 },
     #[error("node rank {node_rank} is not below the node count {nodes}")]
@@ -122,6 +122,13 @@ pub enum ExecError {
         program: String,
         source: std::io::Error,
     },
+}
+
+/// Whether a job spec or plan was given: where a missing command could go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    Given,
+    None,
 }
 
 /// Why a node cannot run a plan, which decides what can be done about it.

@@ -60,7 +60,9 @@ pub struct Launch {
 /// in a multi-node job (global `RANK`, `NODE_RANK`/`GROUP_RANK`, `MASTER_ADDR`).
 pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecError> {
     if plan.command.is_empty() && opts.extra_args.is_empty() {
-        return Err(ExecError::NoCommand { spec: true });
+        return Err(ExecError::NoCommand {
+            input: super::error::Input::Given,
+        });
     }
     if opts.place.nodes != plan.nodes {
         return Err(ExecError::NodeCount {
