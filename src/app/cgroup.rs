@@ -26,13 +26,9 @@ pub(super) fn cgroup_cpus(online: &CpuSet) -> CpuSet {
     }
 }
 
-/// A `/proc` or `/sys` file in one or two reads: these files say their size is 0, so
-/// `read_to_string` would start at 32 bytes and double (eight reads of mountinfo here).
+/// A cgroup file (mountinfo runs to kilobytes in a container), in one or two reads.
 fn read_small(path: &Path) -> Option<String> {
-    let mut text = String::with_capacity(16 * 1024);
-    let mut file = std::fs::File::open(path).ok()?;
-    std::io::Read::read_to_string(&mut file, &mut text).ok()?;
-    Some(text)
+    super::node::proc_read(path, 16 * 1024)
 }
 
 /// The usual mounts, in mountinfo's form: v1 cpuset, v2 alone, v2 beside v1 (hybrid).

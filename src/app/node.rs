@@ -79,13 +79,8 @@ fn count_gpus_in(
         return 0;
     };
     let functions: Vec<std::path::PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
-    // In one or two reads: procfs says its size is 0, so `read_to_string` would start small and
-    // double (eight reads for a few PCI functions).
-    let mut text = String::with_capacity(64 * 1024);
-    let listing = std::fs::File::open(proc)
-        .and_then(|mut f| std::io::Read::read_to_string(&mut f, &mut text))
-        .ok()
-        .map(|_| PciListing::parse(&text))
+    let listing = proc_read(proc, 64 * 1024)
+        .map(|text| PciListing::parse(&text))
         // An empty or masked file (a container) lists fewer: every function is read then.
         .filter(|listing| listing.functions == functions.len());
     // `vendor` is `0x10de`, `device` `0x20b0`, `class` the 24-bit `0x030200` (base class,
@@ -166,6 +161,16 @@ impl PciListing {
 /// A list file of `/sys` (`0-3,8`), when readable.
 fn sys_list(path: &str) -> Option<CpuSet> {
     sys_read(std::path::Path::new(path))?.trim().parse().ok()
+}
+
+/// A `/proc` file of any length in one or two reads where it fits in `expected` bytes: procfs
+/// says its size is 0, so `read_to_string` alone would start at 32 bytes and double (eight
+/// reads of a few PCI functions' listing, or of mountinfo).
+pub(super) fn proc_read(path: &std::path::Path, expected: usize) -> Option<String> {
+    let mut text = String::with_capacity(expected);
+    let mut file = std::fs::File::open(path).ok()?;
+    std::io::Read::read_to_string(&mut file, &mut text).ok()?;
+    Some(text)
 }
 
 /// A small `/sys` or `/proc` file in one read (`read_to_string` also asks for its size and reads
