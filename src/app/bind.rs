@@ -17,7 +17,6 @@ use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
 use crate::emit::templates::sh;
 use crate::error::Error;
-use crate::exec::affinity::Binding;
 use crate::exec::launcher::{self, Env, LocalRank};
 use crate::exec::verify::numa_maps_policy;
 use crate::exec::{self, ExecError, Force, replaced};
@@ -81,7 +80,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     if args.verbose {
         warnings.info(&report.verbose_line());
     }
-    let binding = Binding::new(&rank.cpus, &rank.memory).map_err(|source| ExecError::Bind {
+    let binding = exec::binding(&rank.cpus, &rank.memory).map_err(|source| ExecError::Bind {
         rank: local.rank,
         cpus: rank.cpus.to_string(),
         source,
@@ -117,7 +116,7 @@ fn launcher_binding_replaced(
     // An affinity of every online CPU is no narrower than the cgroup's: no file to read.
     let may_use = || match facts.allowed == facts.online_cpus {
         true => facts.online_cpus.clone(),
-        false => super::cgroup::cgroup_cpus(&facts.online_cpus),
+        false => crate::sys::cgroup::cgroup_cpus(&facts.online_cpus),
     };
     if let Some(found) = replaced::launcher_binding(env, &facts.allowed, may_use) {
         shown.extend(found.warning(local.rank, &rank.cpus));

@@ -2,7 +2,6 @@
 //! errors itself. `review` holds `diff` and `explain`.
 
 mod bind;
-mod cgroup;
 mod docs;
 mod exec;
 mod input;

@@ -5,9 +5,10 @@
 use crate::cpuset::CpuSet;
 use crate::error::Error;
 use crate::exec::launcher::Env;
-use crate::exec::{ExecError, NodeFacts, affinity};
+use crate::exec::{ExecError, NodeFacts};
 use crate::pci_addr::PciAddr;
 use crate::plan::MachineShape;
+use crate::sys::{affinity, proc};
 use crate::topology::devices::{self, Vendor};
 use crate::topology::kfd;
 
@@ -28,10 +29,10 @@ pub(super) fn node_facts() -> Result<NodeFacts, Error> {
             what: "read this process's CPU affinity",
             source,
         })?,
-        online_cpus: sys_list("/sys/devices/system/cpu/online")
+        online_cpus: proc::list("/sys/devices/system/cpu/online")
             .unwrap_or_else(|| CpuSet::range(0, shape.cpus.max(1) as u32 - 1)),
         shape,
-        online_nodes: sys_list("/sys/devices/system/node/online")
+        online_nodes: proc::list("/sys/devices/system/node/online")
             .unwrap_or_else(|| [0].into_iter().collect()),
     })
 }
@@ -79,14 +80,14 @@ fn count_gpus_in(
         return 0;
     };
     let functions: Vec<std::path::PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
-    let listing = proc_read(proc, 64 * 1024)
+    let listing = proc::read_expecting(proc, 64 * 1024)
         .map(|text| PciListing::parse(&text))
         // An empty or masked file (a container) lists fewer: every function is read then.
         .filter(|listing| listing.functions == functions.len());
     // `vendor` is `0x10de`, `device` `0x20b0`, `class` the 24-bit `0x030200` (base class,
     // subclass, interface).
     let hex = |path: std::path::PathBuf| {
-        let text = sys_read(&path)?;
+        let text = proc::read_small(&path)?;
         u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
     };
     let mut kfd: Option<Vec<PciAddr>> = None;
@@ -156,30 +157,6 @@ impl PciListing {
                 .contains(&(a.bus, a.device << 3 | a.function))
         })
     }
-}
-
-/// A list file of `/sys` (`0-3,8`), when readable.
-fn sys_list(path: &str) -> Option<CpuSet> {
-    sys_read(std::path::Path::new(path))?.trim().parse().ok()
-}
-
-/// A `/proc` file of any length in one or two reads where it fits in `expected` bytes: procfs
-/// says its size is 0, so `read_to_string` alone would start at 32 bytes and double (eight
-/// reads of a few PCI functions' listing, or of mountinfo).
-pub(super) fn proc_read(path: &std::path::Path, expected: usize) -> Option<String> {
-    let mut text = String::with_capacity(expected);
-    let mut file = std::fs::File::open(path).ok()?;
-    std::io::Read::read_to_string(&mut file, &mut text).ok()?;
-    Some(text)
-}
-
-/// A small `/sys` or `/proc` file in one read (`read_to_string` also asks for its size and reads
-/// twice; the node check reads two files per PCI device).
-fn sys_read(path: &std::path::Path) -> Option<String> {
-    use std::io::Read as _;
-    let mut buf = [0u8; 4096];
-    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
-    String::from_utf8(buf[..n].to_vec()).ok()
 }
 
 #[cfg(test)]

@@ -10,8 +10,10 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::{FromRawFd as _, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::time::Duration;
+
+use crate::sys::perf::{self, PERF_TYPE_HW_CACHE, PerfEvent as Source};
 
 /// A rank's counts over the window, scaled where the kernel multiplexed the counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,13 +61,6 @@ enum Event {
     Misses,
 }
 
-/// What the kernel counts for one `Event`: `perf_event_attr`'s `type` and `config`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Source {
-    kind: u32,
-    config: u64,
-}
-
 /// `node-loads` and `node-load-misses`: `PERF_COUNT_HW_CACHE_NODE | OP_READ << 8 |
 /// RESULT_{ACCESS,MISS} << 16`.
 const NODE_EVENTS: [(Event, Source); 2] = [
@@ -105,13 +100,13 @@ impl Counting {
     fn start(pids: &[(u32, u32)], events: [(Event, Source); 2]) -> Result<Counting, Unavailable> {
         let mut open = Vec::new();
         for &(_, pid) in pids {
-            for tid in super::verify::task_ids(pid) {
+            for tid in crate::sys::proc::task_ids(pid) {
                 for (event, source) in events {
-                    match perf_event_open(tid, source) {
+                    match perf::open(tid, source) {
                         Ok(fd) => open.push((pid, event, fd)),
                         // The thread ended in between: nothing to count.
                         Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
-                        Err(e) => return Err(unavailable(&e, paranoid())),
+                        Err(e) => return Err(unavailable(&e, perf::paranoid())),
                     }
                 }
             }
@@ -125,7 +120,7 @@ impl Counting {
         let mut counts: BTreeMap<u32, Counts> =
             self.pids.iter().map(|&p| (p, Counts::default())).collect();
         for (pid, event, fd) in &self.open {
-            if let Some(reading) = read_counter(fd) {
+            if let Some(reading) = perf::read(fd) {
                 counts.entry(*pid).or_default().add(*event, reading);
             }
         }
@@ -152,83 +147,6 @@ pub fn unavailable(e: &io::Error, paranoid: Option<i32>) -> Unavailable {
     Unavailable(why)
 }
 
-fn paranoid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-/// `struct perf_event_attr` up to `config1` (`PERF_ATTR_SIZE_VER0`, 64 bytes): every kernel
-/// since 2.6.31 takes it, and the fields after it are not needed here.
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    kind: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-}
-
-const PERF_TYPE_HW_CACHE: u32 = 3;
-const PERF_FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
-const PERF_FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
-const FLAG_INHERIT: u64 = 1 << 1;
-const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
-const FLAG_EXCLUDE_HV: u64 = 1 << 6;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-
-/// A counter of `source` on thread `tid` and the threads it starts from now on, counting.
-fn perf_event_open(tid: u32, source: Source) -> io::Result<OwnedFd> {
-    let attr = PerfEventAttr {
-        kind: source.kind,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: source.config,
-        read_format: PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING,
-        flags: FLAG_INHERIT | FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV,
-        ..PerfEventAttr::default()
-    };
-    // SAFETY: the attribute is a valid, fully initialised perf_event_attr of the size it
-    // states; the kernel only reads it during the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            tid as libc::pid_t,
-            -1 as libc::c_int,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just returned this descriptor, and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
-}
-
-/// `value`, `time_enabled`, `time_running` of a counter.
-fn read_counter(fd: &OwnedFd) -> Option<[u64; 3]> {
-    use std::io::Read as _;
-    let mut file = std::fs::File::from(fd.try_clone().ok()?);
-    let mut raw = [0u8; 24];
-    file.read_exact(&mut raw).ok()?;
-    Some(decode(&raw))
-}
-
-/// Three native-endian u64s, as `read(2)` of a counter returns them.
-fn decode(raw: &[u8; 24]) -> [u64; 3] {
-    let word = |i: usize| u64::from_ne_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-    [word(0), word(1), word(2)]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,20 +169,20 @@ mod tests {
         let mut rank = Counts::default();
         rank.add(
             Event::Loads,
-            decode(&raw([1_204_331, 2_000_412_117, 2_000_412_117])),
+            perf::decode(&raw([1_204_331, 2_000_412_117, 2_000_412_117])),
         );
         rank.add(
             Event::Misses,
-            decode(&raw([79_486, 2_000_409_803, 2_000_409_803])),
+            perf::decode(&raw([79_486, 2_000_409_803, 2_000_409_803])),
         );
         // Multiplexed: counted 1.0 s of 2.0 s, so scaled by two.
         rank.add(
             Event::Loads,
-            decode(&raw([300_000, 2_000_000_000, 1_000_000_000])),
+            perf::decode(&raw([300_000, 2_000_000_000, 1_000_000_000])),
         );
         rank.add(
             Event::Misses,
-            decode(&raw([90_000, 2_000_000_000, 1_000_000_000])),
+            perf::decode(&raw([90_000, 2_000_000_000, 1_000_000_000])),
         );
         assert_eq!(
             rank,
@@ -308,7 +226,6 @@ mod tests {
         let [(loads, l), (misses, m)] = NODE_EVENTS;
         assert_eq!((loads, l.kind, l.config), (Event::Loads, 3, 0x6));
         assert_eq!((misses, m.kind, m.config), (Event::Misses, 3, 0x10006));
-        assert_eq!(std::mem::size_of::<PerfEventAttr>(), 64);
     }
 
     /// The kernel's page-fault counts (software events, which every kernel offers, PMU or
@@ -349,34 +266,15 @@ mod tests {
         writeln!(std::io::stdout(), "ready").expect("says ready");
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line).expect("go");
-        std::thread::spawn(move || touch_small_pages(bytes))
+        std::thread::spawn(move || perf::touch_small_pages(bytes))
             .join()
             .expect("touched");
     }
 
-    fn touch_small_pages(bytes: usize) {
-        if bytes == 0 {
-            return;
-        }
-        // SAFETY: a fresh private anonymous mapping, written only within its length and
-        // unmapped once; MADV_NOHUGEPAGE keeps one fault per 4 KiB page.
-        unsafe {
-            let at = libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            assert_ne!(at, libc::MAP_FAILED);
-            libc::madvise(at, bytes, libc::MADV_NOHUGEPAGE);
-            let base = at.cast::<u8>();
-            for page in 0..bytes / PAGE {
-                std::ptr::write_volatile(base.add(page * PAGE), 1);
-            }
-            libc::munmap(at, bytes);
-        }
+    /// The helper's name as the test harness takes it (its path less the crate's name).
+    fn helper_test_name() -> String {
+        let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+        format!("{module}::helper_rank_that_touches_memory_in_a_new_thread")
     }
 
     /// The counting path on the real kernel's `perf_event_open`, with software events in
@@ -391,7 +289,7 @@ mod tests {
             let mut child = Command::new(std::env::current_exe().expect("test binary"))
                 .args([
                     "--exact",
-                    "exec::counters::tests::helper_rank_that_touches_memory_in_a_new_thread",
+                    &helper_test_name(),
                     "--nocapture",
                     "--test-threads=1",
                 ])

@@ -46,7 +46,7 @@ pub enum ExecError {
     },
     #[error("rank {rank} {how}")]
     RankFailed { rank: u32, how: String, code: i32 },
-    #[error("numaplan received {}; the ranks were stopped", crate::exec::affinity::signal_name(*signal))]
+    #[error("numaplan received {}; the ranks were stopped", crate::sys::signals::signal_name(*signal))]
     Interrupted { signal: i32 },
     #[error("no running process matches `{pattern}`")]
     NoProcesses {

@@ -2,7 +2,6 @@
 //! policy) in the child before `exec`, supervise them like torchrun, and verify bindings from
 //! `/proc`. Imports only `plan`, `ids`, `cpuset` (and `spec`'s `MemPolicy` enum).
 
-pub mod affinity;
 pub mod counters;
 pub mod error;
 pub mod hostlist;
@@ -11,8 +10,6 @@ pub mod launcher;
 pub mod local_rank;
 pub mod matching;
 mod node;
-pub mod numa_maps;
-pub mod process;
 pub mod relay;
 pub mod replaced;
 mod start;
@@ -32,7 +29,11 @@ use start::{prepare, start_all};
 use supervise::{Running, short_status, supervise};
 pub use supervise::{describe, exit_code};
 
-use crate::plan::Plan;
+use crate::cpuset::CpuSet;
+use crate::plan::{MemoryBinding, Plan};
+use crate::spec::MemPolicy;
+use crate::sys::affinity::{Binding, Memory, MemoryMode};
+use crate::sys::{process, signals};
 
 /// Starts every rank bound, supervises until all have exited, and returns how the job ended.
 /// `report` receives numaplan's own lines (the verification table, which rank failed).
@@ -62,7 +63,7 @@ pub fn run(
             source,
         })?
         .into();
-    affinity::catch_signals().map_err(|source| ExecError::Syscall {
+    signals::catch_signals().map_err(|source| ExecError::Syscall {
         what: "install signal handlers",
         source,
     })?;
@@ -202,4 +203,22 @@ fn report_held_open(held: Vec<(u32, relay::Stream)>, report: &mut dyn std::io::W
             streams.join(" and ")
         );
     }
+}
+
+/// A rank's CPUs and memory policy as the binding syscalls take them: what exec's child applies
+/// before `execve`, and `bind` before its own.
+pub fn binding(cpus: &CpuSet, memory: &MemoryBinding) -> std::io::Result<Binding> {
+    let mode = match memory.policy {
+        MemPolicy::None => None,
+        MemPolicy::Preferred => Some(MemoryMode::Preferred),
+        MemPolicy::Bind => Some(MemoryMode::Bind),
+        MemPolicy::Interleave => Some(MemoryMode::Interleave),
+    };
+    Binding::new(
+        cpus,
+        Memory {
+            mode,
+            nodes: &memory.nodes,
+        },
+    )
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::process;
+use crate::sys::process;
 
 /// How long a relay waits for more output once every rank has exited.
 const DRAIN: Duration = Duration::from_millis(20);

@@ -3,7 +3,6 @@
 
 use std::os::fd::OwnedFd;
 
-use super::affinity::Binding;
 use super::supervise::Running;
 use super::{ExecError, Launch, OutputMode, process, relay};
 use crate::plan::{Plan, RankBinding};
@@ -89,7 +88,7 @@ pub(super) fn prepare(
     launch: &Launch,
     binding: &RankBinding,
 ) -> Result<process::Prepared, ExecError> {
-    let bind = Binding::new(&binding.cpus, &binding.memory)
+    let bind = super::binding(&binding.cpus, &binding.memory)
         .map_err(|source| bind_failed(launch, binding, source))?;
     preparer
         .prepare(&launch.argv, &launch.env, bind)

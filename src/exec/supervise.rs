@@ -5,7 +5,8 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use super::{ExecError, affinity, process};
+use super::ExecError;
+use crate::sys::{process, signals};
 
 /// A started rank.
 pub(super) struct Running {
@@ -29,7 +30,7 @@ fn rank_failed(r: &Running, status: ExitStatus) -> ExecError {
 pub(super) fn short_status(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(c), _) => c.to_string(),
-        (None, Some(s)) => affinity::signal_name(s),
+        (None, Some(s)) => signals::signal_name(s),
         _ => "?".into(),
     }
 }
@@ -51,7 +52,7 @@ pub(super) fn supervise(
     let mut kill_at: Option<Instant> = None;
     let mut pause = Duration::from_micros(200);
     loop {
-        if let Some(signal) = affinity::take_signal() {
+        if let Some(signal) = signals::take_signal() {
             for r in running.iter().filter(|r| r.status.is_none()) {
                 process::signal_group(r.pid, signal);
             }
@@ -107,7 +108,7 @@ pub(super) fn supervise(
 pub fn describe(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(c), _) => format!("exited with status {c}"),
-        (None, Some(s)) => format!("was killed by {}", affinity::signal_name(s)),
+        (None, Some(s)) => format!("was killed by {}", signals::signal_name(s)),
         _ => "ended".into(),
     }
 }

@@ -4,13 +4,13 @@
 //! rank's memory is (`numa_maps`' pages per node): under the plan's threshold on its planned
 //! nodes, a rank is a mismatch however its policy reads.
 
-use super::affinity;
-use super::numa_maps::{self, Residence};
 use crate::cpuset::CpuSet;
 use crate::ids::{NodeId, node_list};
 use crate::phrase::{plural, size};
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
+use crate::sys::numa_maps::{self, Residence};
+use crate::sys::proc::{thread_cpus, thread_name};
 
 pub struct Table {
     pub rows: Vec<Row>,
@@ -255,49 +255,6 @@ pub fn outside_its_places(rank: &RankBinding, cpus: &CpuSet) -> Option<String> {
         "may run on CPUs {cpus}, across its compute CPUs {compute} and its helper CPUs {}",
         rank.helpers
     ))
-}
-
-/// `(tid, CPUs)` of every live thread of process `pid`, each read with one syscall. A zombie
-/// leader (a rank that exited and that its parent has not reaped yet, as `exec` keeps its ranks
-/// until the end) is no live thread: a rank whose threads are all gone has none.
-fn thread_cpus(pid: u32) -> Vec<(u32, CpuSet)> {
-    let tids = task_ids(pid);
-    if tids.is_empty() {
-        return Vec::new();
-    }
-    let leader_gone = stat(pid).is_none_or(|(state, _)| matches!(state, 'Z' | 'X'));
-    tids.into_iter()
-        .filter(|&tid| !(tid == pid && leader_gone))
-        .filter_map(|tid| Some((tid, affinity::thread_affinity(tid).ok()?)))
-        .collect()
-}
-
-/// The ids of a process's threads (`/proc/PID/task`), sorted; none when it is gone.
-pub fn task_ids(pid: u32) -> Vec<u32> {
-    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|dir| {
-            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    tids.sort();
-    tids
-}
-
-/// The state letter (`R`, `S`, `Z`...) and parent of a process, from `/proc/PID/stat` (read
-/// after the command name, which may hold spaces and parentheses).
-pub fn stat(pid: u32) -> Option<(char, u32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    Some((state, fields.next()?.parse().ok()?))
-}
-
-/// A thread's name (`comm`), read only for threads a report names.
-fn thread_name(pid: u32, tid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-        .map(|n| n.trim_end().to_string())
-        .unwrap_or_default()
 }
 
 impl Row {

@@ -11,12 +11,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::affinity;
 use super::verify::{self, Row, Table, Thread};
 use crate::cpuset::CpuSet;
 use crate::ids::{NodeId, node_list};
 use crate::phrase::{plural, size};
 use crate::plan::Plan;
+use crate::sys::affinity;
 
 /// How to watch.
 #[derive(Clone, Debug, PartialEq)]
@@ -458,7 +458,7 @@ fn repin(changes: &mut [Change], opts: &WatchOptions) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::numa_maps::Residence;
+    use crate::sys::numa_maps::Residence;
 
     fn row(pid: u32, threads: usize, outside: &[(u32, &str)], local: Option<(u64, u64)>) -> Row {
         let mut residence = Residence::default();

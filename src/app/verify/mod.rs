@@ -1,7 +1,7 @@
 //! `numaplan verify`: which processes are the plan's ranks (`--pids`, `--match`), what `/proc`
 //! shows of them against the plan, then `--watch`, `--repin` and `--counters`, as text or JSON.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use crate::exec::counters::{self, Counted};
 use crate::exec::matching::{self, Candidate, Found};
 use crate::exec::{ExecError, launcher, verify, watch};
 use crate::plan::Plan;
+use crate::sys::proc;
 
 mod counted;
 mod report;
@@ -140,23 +141,10 @@ fn given_pids(pids: &[u32]) -> Found {
 /// The local rank a process claims and the variable that says so: `NUMAPLAN_LOCAL_RANK`
 /// (set by exec and bind), else the first launcher variable `bind` reads.
 fn claim_of(pid: u32) -> Option<(u32, String)> {
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    let vars: BTreeMap<&[u8], &[u8]> = environ
-        .split(|&b| b == 0)
-        .filter_map(|kv| {
-            let eq = kv.iter().position(|&b| b == b'=')?;
-            Some((&kv[..eq], &kv[eq + 1..]))
-        })
-        .collect();
+    let vars = proc::environ(pid)?;
     std::iter::once(launcher::NUMAPLAN_LOCAL_RANK)
         .chain(launcher::local_rank_variables())
-        .find_map(|var| {
-            let rank = std::str::from_utf8(vars.get(var.as_bytes())?)
-                .ok()?
-                .parse()
-                .ok()?;
-            Some((rank, var.to_string()))
-        })
+        .find_map(|var| Some((vars.get(var)?.parse().ok()?, var.to_string())))
 }
 
 /// `skipped process 4711 (mpiexec -n 2 ...): why`, one line each.
@@ -172,25 +160,17 @@ fn skipped_lines(found: &Found) -> Vec<String> {
 /// `exec` supervisor whose arguments name the program): those are not ranks. Each with its
 /// parent, its command line (shortened) and the local rank it claims.
 fn find_processes(name: &str) -> Vec<Candidate> {
-    let numaplan = std::fs::read_link("/proc/self/exe").ok();
-    let is_numaplan = |pid: u32| {
-        numaplan.is_some() && std::fs::read_link(format!("/proc/{pid}/exe")).ok() == numaplan
-    };
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut found: Vec<Candidate> = entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|&pid: &u32| !is_numaplan(pid))
+    let numaplan = proc::exe("self");
+    let is_numaplan = |pid: u32| numaplan.is_some() && proc::exe(&pid.to_string()) == numaplan;
+    let mut found: Vec<Candidate> = proc::pids()
+        .into_iter()
+        .filter(|&pid| !is_numaplan(pid))
         .filter_map(|pid| {
-            let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let command: String = String::from_utf8_lossy(&raw)
-                .trim_end_matches('\0')
-                .replace('\0', " ");
+            let command = proc::command_line(pid)?;
             if !command.contains(name) {
                 return None;
             }
-            let (_, ppid) = verify::stat(pid)?;
+            let (_, ppid) = proc::stat(pid)?;
             Some(Candidate {
                 pid,
                 ppid,

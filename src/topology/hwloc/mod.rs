@@ -66,23 +66,8 @@ fn with_hwloc_settings<T>(check: Check, build: impl FnOnce() -> T) -> T {
         Check::Consistency => Some(("HWLOC_DEBUG_CHECK", "1")),
         Check::None => None,
     };
-    let ours: Vec<&str> = SETTINGS
-        .iter()
-        .chain(checked.iter())
-        .filter(|(var, _)| std::env::var_os(var).is_none())
-        .map(|(var, value)| {
-            // SAFETY: numaplan reads topologies before it starts any thread (exec's relays
-            // start later), so no other thread reads the environment meanwhile.
-            unsafe { std::env::set_var(var, value) };
-            *var
-        })
-        .collect();
-    let built = build();
-    for var in ours {
-        // SAFETY: as above.
-        unsafe { std::env::remove_var(var) };
-    }
-    built
+    let vars: Vec<(&str, &str)> = SETTINGS.iter().chain(checked.iter()).copied().collect();
+    crate::sys::env::with_vars(&vars, build)
 }
 
 /// The hwloc numaplan runs with: the release it was built against (pkg-config's, by build.rs),

@@ -5,7 +5,7 @@ use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::convert::{convert, text};
 use super::{Check, with_hwloc_settings};
-use crate::sandbox::Outcome;
+use crate::sys::sandbox::Outcome;
 use crate::topology::error::TopologyError;
 use crate::topology::model::{self, Topology};
 use crate::topology::{fixture, hwloc_v3, xml_precheck};
@@ -37,7 +37,7 @@ pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, Topology
     };
     // The variables are set here, before the fork: the child must take no lock.
     let ended = with_hwloc_settings(check, || {
-        crate::sandbox::in_child(|| encode(import_xml(file, name, text)))
+        crate::sys::sandbox::in_child(|| encode(import_xml(file, name, text)))
     })
     .map_err(|e| rejected(format!("cannot start the importing process: {e}")))?;
     // What hwloc said (a failed assertion, an out-of-order object), in one line.

@@ -1,13 +1,12 @@
-//! The binding syscalls, shared by `exec` and `bind`, and `exec`'s signal handling: with
-//! `process.rs`, the launcher's only `unsafe` code. A `Binding` is prepared in the parent
-//! (allocation allowed); `Binding::apply` runs in the forked child before `exec` and makes only
-//! async-signal-safe calls on data prepared beforehand (no allocation, no locks).
+//! The binding syscalls, shared by `exec` and `bind`: CPU affinity and memory policy. A
+//! `Binding` is prepared in the parent (allocation allowed); `Binding::apply` runs in the
+//! forked child before `exec` and makes only async-signal-safe calls on data prepared
+//! beforehand (no allocation, no locks).
 
 use std::io;
 
 use crate::cpuset::CpuSet;
-use crate::plan::MemoryBinding;
-use crate::spec::MemPolicy;
+use crate::ids::NodeId;
 
 /// Node masks cover this many nodes (Linux's largest `MAX_NUMNODES` is 1024).
 const NODE_WORDS: usize = 16;
@@ -20,13 +19,32 @@ pub struct Binding {
     nodes: [libc::c_ulong; NODE_WORDS],
 }
 
-const MPOL_PREFERRED: libc::c_int = 1;
-const MPOL_BIND: libc::c_int = 2;
-const MPOL_INTERLEAVE: libc::c_int = 3;
+/// A memory policy `set_mempolicy` applies (`MPOL_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryMode {
+    Preferred = 1,
+    Bind = 2,
+    Interleave = 3,
+}
+
+/// The memory policy of a `Binding`: a mode on nodes, or none (the inherited policy stays).
+#[derive(Clone, Copy, Debug)]
+pub struct Memory<'a> {
+    pub mode: Option<MemoryMode>,
+    pub nodes: &'a [NodeId],
+}
+
+impl Memory<'_> {
+    /// No memory policy: the inherited one stays.
+    pub const NONE: Memory<'static> = Memory {
+        mode: None,
+        nodes: &[],
+    };
+}
 
 impl Binding {
     /// Fails (EINVAL) for a CPU or node beyond what a mask can hold.
-    pub fn new(cpus: &CpuSet, memory: &MemoryBinding) -> io::Result<Binding> {
+    pub fn new(cpus: &CpuSet, memory: Memory) -> io::Result<Binding> {
         // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
         let max_cpus = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
@@ -39,22 +57,16 @@ impl Binding {
         }
         let mut nodes = [0 as libc::c_ulong; NODE_WORDS];
         let bits = libc::c_ulong::BITS as usize;
-        for n in &memory.nodes {
+        for n in memory.nodes {
             let n = n.0 as usize;
             if n >= NODE_WORDS * bits {
                 return Err(io::Error::from_raw_os_error(libc::EINVAL));
             }
             nodes[n / bits] |= 1 << (n % bits);
         }
-        let mode = match memory.policy {
-            MemPolicy::None => None,
-            MemPolicy::Preferred => Some(MPOL_PREFERRED),
-            MemPolicy::Bind => Some(MPOL_BIND),
-            MemPolicy::Interleave => Some(MPOL_INTERLEAVE),
-        };
         Ok(Binding {
             cpus: set,
-            mode,
+            mode: memory.mode.map(|m| m as libc::c_int),
             nodes,
         })
     }
@@ -83,13 +95,7 @@ impl Binding {
 /// Puts thread `tid` (of any process this one may act on) back on `cpus`: `verify --repin`'s
 /// correction of a thread that left its rank's CPUs.
 pub fn set_thread_affinity(tid: u32, cpus: &CpuSet) -> io::Result<()> {
-    let binding = Binding::new(
-        cpus,
-        &MemoryBinding {
-            policy: MemPolicy::None,
-            nodes: Vec::new(),
-        },
-    )?;
+    let binding = Binding::new(cpus, Memory::NONE)?;
     // SAFETY: a syscall with a valid pointer to the set `binding` owns for the call.
     let done = unsafe {
         libc::sched_setaffinity(
@@ -139,53 +145,4 @@ pub fn thread_affinity(tid: u32) -> io::Result<CpuSet> {
         }
         words *= 4;
     }
-}
-
-/// The signals numaplan forwards to the ranks.
-pub const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
-static PENDING: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-extern "C" fn remember(signal: libc::c_int) {
-    PENDING.store(signal, std::sync::atomic::Ordering::SeqCst);
-}
-
-/// Catches SIGINT, SIGTERM and SIGHUP so that `take_signal` reports them instead of numaplan
-/// dying with its ranks orphaned.
-pub fn catch_signals() -> io::Result<()> {
-    for s in FORWARDED {
-        // SAFETY: `remember` only stores to an atomic, which is async-signal-safe.
-        let previous = unsafe { libc::signal(s, remember as *const () as libc::sighandler_t) };
-        if previous == libc::SIG_ERR {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// The last signal caught since the previous call, if any.
-pub fn take_signal() -> Option<libc::c_int> {
-    match PENDING.swap(0, std::sync::atomic::Ordering::SeqCst) {
-        0 => None,
-        s => Some(s),
-    }
-}
-
-/// `SIGKILL` for 9, as `kill -l` names it.
-pub fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGTERM => "SIGTERM",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_string()
 }

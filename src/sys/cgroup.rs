@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::cpuset::CpuSet;
 
 /// The CPUs this process's cgroup allows, within `online`; `online` where no cpuset says.
-pub(super) fn cgroup_cpus(online: &CpuSet) -> CpuSet {
+pub fn cgroup_cpus(online: &CpuSet) -> CpuSet {
     let cgroup = read_small(Path::new("/proc/self/cgroup")).unwrap_or_default();
     let dirs = match read_small(Path::new("/proc/self/mountinfo")) {
         Some(mountinfo) => cpuset_dirs(&cgroup, &mountinfo),
@@ -28,7 +28,7 @@ pub(super) fn cgroup_cpus(online: &CpuSet) -> CpuSet {
 
 /// A cgroup file (mountinfo runs to kilobytes in a container), in one or two reads.
 fn read_small(path: &Path) -> Option<String> {
-    super::node::proc_read(path, 16 * 1024)
+    super::proc::read_expecting(path, 16 * 1024)
 }
 
 /// The usual mounts, in mountinfo's form: v1 cpuset, v2 alone, v2 beside v1 (hybrid).

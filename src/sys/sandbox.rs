@@ -1,7 +1,6 @@
 //! Code that may crash the whole process (hwloc reading an untrusted XML file: libhwloc 2.9
 //! segfaults on some, and its bindings panic on others) runs in a forked child, so a crash
-//! becomes an error about the input instead of numaplan dying of a signal. With
-//! `exec/affinity.rs`, the only module with `unsafe` syscalls.
+//! becomes an error about the input instead of numaplan dying of a signal.
 
 use std::io::{self, Read as _};
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};

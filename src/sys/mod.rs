@@ -1,0 +1,17 @@
+//! Everything numaplan asks of the kernel beyond plain file IO: the binding syscalls
+//! (`affinity`), starting and waiting for processes (`process`), signals, `perf_event_open`
+//! (`perf`), what `/proc` shows of running processes (`proc`, `numa_maps`, `cgroup`), the
+//! forked sandbox of hwloc's XML import (`sandbox`) and environment variables set around a call
+//! (`env`). Every `unsafe` block of the crate is in this folder (a tidy test), and it imports
+//! only the foundation types (`cpuset`, `ids`): the launcher, `verify` and discovery all build on
+//! it, so it can depend on none of them.
+
+pub mod affinity;
+pub mod cgroup;
+pub mod env;
+pub mod numa_maps;
+pub mod perf;
+pub mod proc;
+pub mod process;
+pub mod sandbox;
+pub mod signals;
