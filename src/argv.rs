@@ -348,7 +348,7 @@ impl Globals {
 #[derive(Default)]
 struct BindWords {
     input: Option<String>,
-    local_rank: Option<crate::exec::launcher::LocalRankChoice>,
+    local_rank: Option<crate::rank::LocalRankChoice>,
     topology: Option<String>,
     set: Vec<crate::yaml::Override>,
     force: bool,

@@ -295,9 +295,9 @@ fn the_man_pages_environment_names_every_variable() {
         })
         .collect();
     named.extend(
-        numaplan::exec::launcher::local_rank_variables()
+        numaplan::rank::local_rank_variables()
             .into_iter()
-            .chain(numaplan::exec::visible::VISIBILITY)
+            .chain(numaplan::variables::VISIBILITY)
             .map(String::from),
     );
     named.extend(

@@ -17,11 +17,11 @@ use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
 use crate::emit::templates::sh;
 use crate::error::Error;
-use crate::exec::launcher::{self, Env, LocalRank};
 use crate::exec::verify::numa_maps_policy;
-use crate::exec::{self, ExecError, Force, replaced};
+use crate::exec::{self, ExecError, Force};
 use crate::ids::node_list;
 use crate::plan::RankBinding;
+use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let env = environment();
@@ -32,22 +32,22 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         &args.overrides.set,
     )?;
     let plan = subject.plan;
-    let local = launcher::local_rank(args.local_rank, &plan, &env)?;
+    let local = rank::local_rank(args.local_rank, &plan, &env)?;
     // Local rank 0 speaks for the node; the others would print the same warnings again.
     let voice = if local.rank == 0 {
         Voice::Speaks
     } else {
         Voice::Silent
     };
-    let rank = launcher::rank_of(&plan, &local, &env)?;
+    let rank = numbering::rank_of(&plan, &local, &env)?;
     // A worker chosen by the GPUs it sees renumbers them by design: no visibility warning.
     let mut shown = match local.by_gpu {
         true => plan.warnings.clone(),
-        false => launcher::warnings(&plan, std::slice::from_ref(rank), &env),
+        false => visible::warnings(&plan, std::slice::from_ref(rank), &env),
     };
     let facts = launcher_binding_replaced(node_facts()?, &env, &local, rank, &mut shown);
     warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
-    let set = launcher::rank_environment(&plan, rank, &local, &env);
+    let set = numbering::rank_environment(&plan, rank, &local, &env);
     let argv: Vec<OsString> = if args.command.is_empty() {
         plan.command.iter().map(OsString::from).collect()
     } else {

@@ -18,10 +18,9 @@ use crate::diag::report::Reporter;
 use crate::emit::templates::sh;
 use crate::error::Error;
 use crate::exec::error::Input;
-use crate::exec::{
-    self, ExecError, ExecOptions, Force, NodePlace, OutputMode, hostlist, launcher, verify,
-};
+use crate::exec::{self, ExecError, ExecOptions, Force, NodePlace, OutputMode, verify};
 use crate::plan::Plan;
+use crate::rank::{hostlist, visible};
 use crate::yaml::Override;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
@@ -52,7 +51,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         };
         return Err(ExecError::NoCommand { input }.into());
     }
-    let shown = launcher::warnings(&plan, &plan.ranks, &environment());
+    let shown = visible::warnings(&plan, &plan.ranks, &environment());
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     let opts = ExecOptions {
         place: node_place(args, &plan)?,

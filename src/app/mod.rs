@@ -29,6 +29,7 @@ use crate::spec::SpecError;
 use crate::spec::load::{LoadedSpec, load_with};
 use crate::text::TextError;
 use crate::topology::{self, Topology, fixture, summary};
+use crate::variables::{CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES};
 
 /// Runs a command: its data goes to `stdout`, the plan's warnings to `warnings`.
 pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
@@ -110,7 +111,7 @@ pub(crate) fn compile_loaded(
     let t = load_topology(&topology_arg)?;
     let mut spec = loaded.spec.clone();
     if let GpuChoice::Visible(visible) = &mut spec.gpus {
-        *visible = ["CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"]
+        *visible = [CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES]
             .into_iter()
             .find_map(|var| Some((var.to_string(), std::env::var(var).ok()?)));
     }

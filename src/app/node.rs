@@ -4,10 +4,10 @@
 
 use crate::cpuset::CpuSet;
 use crate::error::Error;
-use crate::exec::launcher::Env;
 use crate::exec::{ExecError, NodeFacts};
 use crate::pci_addr::PciAddr;
 use crate::plan::MachineShape;
+use crate::rank::Env;
 use crate::sys::{affinity, proc};
 use crate::topology::devices::{self, Vendor};
 use crate::topology::kfd;

@@ -118,7 +118,7 @@ pub struct BindArgs {
     /// `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`, `PALS_LOCAL_RANKID`,
     /// `FLUX_TASK_LOCAL_ID`.
     #[arg(long, value_name = "N|gpu")]
-    pub local_rank: Option<crate::exec::launcher::LocalRankChoice>,
+    pub local_rank: Option<crate::rank::LocalRankChoice>,
 
     /// The machine a job spec is compiled for (default: the spec's, else this machine).
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]

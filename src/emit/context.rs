@@ -5,6 +5,7 @@ use serde::Serialize;
 use crate::ids::node_list;
 use crate::plan::Plan;
 use crate::spec::MemPolicy;
+use crate::variables::TORCHRUN_NUMBERING;
 
 /// What the header of a generated file records.
 pub struct Origin<'a> {
@@ -196,10 +197,7 @@ fn rank_variables(plan: &Plan) -> (Vec<SbatchRank>, Vec<EnvVar>) {
         .ranks
         .iter()
         .map(|r| {
-            let vars = r
-                .env
-                .iter()
-                .filter(|(k, _)| !FROM_SLURM.contains(&k.as_str()));
+            let vars = r.env.iter().filter(|(k, _)| !from_slurm(k));
             (r.local_rank, vars.collect())
         })
         .collect();
@@ -245,16 +243,11 @@ fn rank_variables(plan: &Plan) -> (Vec<SbatchRank>, Vec<EnvVar>) {
     (ranks, long_values)
 }
 
-/// Variables the batch file sets from Slurm's own per-task values or once per job.
-const FROM_SLURM: &[&str] = &[
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "GROUP_RANK",
-    "NODE_RANK",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-];
+/// Whether the batch file sets this variable from Slurm's own per-task values or once per job:
+/// torchrun's numbering, but for `LOCAL_WORLD_SIZE`, which is the plan's.
+fn from_slurm(var: &str) -> bool {
+    var != "LOCAL_WORLD_SIZE" && TORCHRUN_NUMBERING.contains(&var)
+}
 
 /// A CPU set as the hexadecimal mask Slurm's `mask_cpu` takes (`0x3`).
 fn hex_mask(set: &crate::cpuset::CpuSet) -> String {

@@ -10,15 +10,18 @@ use crate::diag::{Diagnostic, SourceMap};
 use crate::emit::EmitError;
 use crate::exec::ExecError;
 use crate::plan_file::PlanFileError;
+use crate::rank::RankError;
 use crate::resolve::{ResolveError, ResolveErrorKind};
 use crate::spec::SpecError;
 use crate::topology::TopologyError;
 
 mod exec;
+mod rank;
 mod topology;
 mod yaml;
 
 use exec::exec;
+use rank::rank;
 use topology::topology;
 use yaml::{PLAN_CODES, SPEC_CODES, yaml_error};
 
@@ -54,6 +57,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Exec(#[from] ExecError),
+    #[error(transparent)]
+    Rank(#[from] RankError),
     /// A plan file that cannot be read back.
     #[error(transparent)]
     PlanFile(#[from] PlanFileError),
@@ -170,6 +175,7 @@ impl Error {
                 format!("cannot write to standard output: {e}"),
             ),
             Error::Exec(e) => exec(e),
+            Error::Rank(e) => rank(e),
             Error::PlanFile(PlanFileError::Yaml { map, error }) => {
                 yaml_error(map, error, "plan", PLAN_CODES)
             }

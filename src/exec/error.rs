@@ -56,67 +56,6 @@ pub enum ExecError {
     },
     #[error("{mismatches} rank(s) are not bound as planned")]
     Verify { mismatches: usize },
-    #[error("no launcher variable says which local rank this process is")]
-    NoLocalRank { looked: String },
-    #[error("the launchers' local ranks disagree: {values}")]
-    LocalRankDisagree { values: String },
-    #[error("torchrun's variables disagree: {values}")]
-    TorchrunLocalRank { values: String },
-    #[error("`{var}={value}` is not a count")]
-    LauncherVariable { var: String, value: String },
-    #[error("local rank {rank} ({var}) is at or past the local size {size} ({size_var})")]
-    LocalRankPastSize {
-        var: String,
-        rank: u32,
-        size_var: String,
-        size: u32,
-    },
-    #[error("the launcher runs {launcher} local ranks ({var}), and the plan has {plan} per node")]
-    LocalSizeMismatch {
-        var: String,
-        launcher: u32,
-        plan: u32,
-    },
-    #[error(
-        "the launcher runs {launcher} ranks ({var}), and the plan is for {nodes} node(s) x {ranks_per_node} ranks"
-    )]
-    WorldSizeMismatch {
-        var: String,
-        launcher: u64,
-        nodes: u32,
-        ranks_per_node: u32,
-    },
-    #[error("`{var}={value}` is neither a local rank (0, 1, ...) nor `gpu`")]
-    LocalRankValue { var: String, value: String },
-    #[error("no GPU is visible to this process: {why}")]
-    NoGpuVisible { why: String },
-    #[error("`{entry}` in `{via}` names no GPU of the plan: {why}")]
-    VisibleGpuUnknown {
-        via: String,
-        entry: String,
-        why: String,
-        /// The plan's ranks with their GPUs.
-        ranks: String,
-    },
-    #[error("no rank of the plan has exactly the {gpus} this process sees ({via})")]
-    NoRankForGpus {
-        via: String,
-        gpus: String,
-        /// The plan's ranks with their GPUs.
-        ranks: String,
-    },
-    #[error(
-        "several ranks of the plan ({sharing}) have exactly the {gpus} this process sees ({via})"
-    )]
-    RanksShareGpus {
-        via: String,
-        gpus: String,
-        sharing: String,
-        /// The plan's ranks with their GPUs.
-        ranks: String,
-    },
-    #[error("local rank {rank} (from {via}) is past the plan's {ranks} ranks per node")]
-    LocalRankPastPlan { rank: u32, via: String, ranks: u32 },
     #[error("cannot run `{program}`: {source}")]
     BindExec {
         program: String,

@@ -6,8 +6,9 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{ExecError, launcher, watch};
+use super::{ExecError, watch};
 use crate::plan::Plan;
+use crate::variables::NUMAPLAN_LOCAL_RANK;
 
 /// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,10 +83,7 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
         .map(|r| {
             let mut env = r.env.clone();
             // Which rank it is, for `verify --match` and a nested `numaplan bind`.
-            env.insert(
-                launcher::NUMAPLAN_LOCAL_RANK.into(),
-                r.local_rank.to_string(),
-            );
+            env.insert(NUMAPLAN_LOCAL_RANK.into(), r.local_rank.to_string());
             let node = opts.place.node_rank;
             let rank = node * plan.ranks_per_node + r.local_rank;
             if plan.nodes > 1 {

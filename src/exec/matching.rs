@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::launcher::NUMAPLAN_LOCAL_RANK;
+use crate::variables::NUMAPLAN_LOCAL_RANK;
 
 /// A process whose command line holds NAME.
 #[derive(Clone, Debug, PartialEq, Eq)]

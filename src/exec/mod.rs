@@ -4,18 +4,13 @@
 
 pub mod counters;
 pub mod error;
-pub mod hostlist;
 mod launch;
-pub mod launcher;
-pub mod local_rank;
 pub mod matching;
 mod node;
 pub mod relay;
-pub mod replaced;
 mod start;
 mod supervise;
 pub mod verify;
-pub mod visible;
 pub mod watch;
 
 use std::collections::BTreeMap;

@@ -24,6 +24,7 @@ use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{GpuChoice, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
+use crate::variables;
 
 pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     // Facts the topology's source found (NVML disagreeing with hwloc), then the spec's own.
@@ -363,9 +364,9 @@ fn environment(
     }
     if spec.visible == Visibility::Own {
         for (vendor, var) in [
-            (Vendor::Nvidia, "CUDA_VISIBLE_DEVICES"),
-            (Vendor::Amd, "ROCR_VISIBLE_DEVICES"),
-            (Vendor::Intel, "ZE_AFFINITY_MASK"),
+            (Vendor::Nvidia, variables::CUDA_VISIBLE_DEVICES),
+            (Vendor::Amd, variables::ROCR_VISIBLE_DEVICES),
+            (Vendor::Intel, variables::ZE_AFFINITY_MASK),
         ] {
             let ids: Vec<String> = unit
                 .gpus

@@ -11,9 +11,10 @@ use crate::cli::{ReportFormat, VerifyArgs, WatchArgs};
 use crate::error::Error;
 use crate::exec::counters::{self, Counted};
 use crate::exec::matching::{self, Candidate, Found};
-use crate::exec::{ExecError, launcher, verify, watch};
+use crate::exec::{ExecError, verify, watch};
 use crate::plan::Plan;
 use crate::sys::proc;
+use crate::variables::NUMAPLAN_LOCAL_RANK;
 
 mod counted;
 mod report;
@@ -142,8 +143,8 @@ fn given_pids(pids: &[u32]) -> Found {
 /// (set by exec and bind), else the first launcher variable `bind` reads.
 fn claim_of(pid: u32) -> Option<(u32, String)> {
     let vars = proc::environ(pid)?;
-    std::iter::once(launcher::NUMAPLAN_LOCAL_RANK)
-        .chain(launcher::local_rank_variables())
+    std::iter::once(NUMAPLAN_LOCAL_RANK)
+        .chain(crate::rank::local_rank_variables())
         .find_map(|var| Some((vars.get(var)?.parse().ok()?, var.to_string())))
 }
 

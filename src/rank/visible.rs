@@ -6,17 +6,14 @@
 
 use std::collections::BTreeSet;
 
-use super::ExecError;
-use super::launcher::{Env, LocalRank};
-use crate::plan::{Plan, PlannedGpu};
-
-/// The variables that narrow or renumber the GPUs a process sees (CUDA, ROCm, HIP, Level Zero).
-pub const VISIBILITY: [&str; 4] = [
-    "CUDA_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-    "HIP_VISIBLE_DEVICES",
-    "ZE_AFFINITY_MASK",
-];
+use super::Env;
+use super::error::{NothingVisible, RankError, RankGpus, UnknownGpu};
+use crate::diag::Warning;
+use crate::diag::codes::W0214_GPUS_RENUMBERED;
+use crate::plan::{Plan, PlannedGpu, RankBinding};
+use crate::variables::{
+    CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, VISIBILITY, ZE_AFFINITY_MASK,
+};
 
 /// The GPUs a process sees, by the machine's index, and the variables that said so.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,27 +29,27 @@ pub struct Visible {
 /// `CUDA_VISIBLE_DEVICES` names GPUs by the machine's index (as `nvidia-smi` numbers them) or
 /// UUID (`GPU-8f3c`, a prefix; a MIG instance `MIG-GPU-<uuid>/1/0` by its GPU); Level Zero's
 /// `ZE_AFFINITY_MASK` names devices (`0`, `1.0`: device 1's tile 0) of what is left.
-pub fn visible_gpus(plan: &Plan, env: &Env) -> Result<Visible, ExecError> {
+pub fn visible_gpus(plan: &Plan, env: &Env) -> Result<Visible, RankError> {
     let get = |var: &'static str| env.get(var).map(|v| (var, v.as_str()));
-    let mut layers: Vec<(&str, &str)> = Vec::new();
-    layers.extend(get("ROCR_VISIBLE_DEVICES"));
-    layers.extend(get("HIP_VISIBLE_DEVICES").or_else(|| get("CUDA_VISIBLE_DEVICES")));
-    layers.extend(get("ZE_AFFINITY_MASK"));
+    let mut layers: Vec<(&'static str, &str)> = Vec::new();
+    layers.extend(get(ROCR_VISIBLE_DEVICES));
+    layers.extend(get(HIP_VISIBLE_DEVICES).or_else(|| get(CUDA_VISIBLE_DEVICES)));
+    layers.extend(get(ZE_AFFINITY_MASK));
     if layers.is_empty() {
-        return Err(ExecError::NoGpuVisible {
-            why: format!("none of {} is set", VISIBILITY.join(", ")),
+        return Err(RankError::NoGpuVisible {
+            why: NothingVisible::NoneSet,
         });
     }
     let mut seen: Option<Vec<u32>> = None;
     for (var, value) in &layers {
         if value.trim().is_empty() {
-            return Err(ExecError::NoGpuVisible {
-                why: format!("{var} is set to nothing"),
+            return Err(RankError::NoGpuVisible {
+                why: NothingVisible::Empty(var),
             });
         }
         let mut gpus = Vec::new();
         for entry in value.split(',').map(str::trim) {
-            let unknown = |why: String| ExecError::VisibleGpuUnknown {
+            let unknown = |why: UnknownGpu| RankError::VisibleGpuUnknown {
                 via: format!("{var}={value}"),
                 entry: entry.to_string(),
                 why,
@@ -62,14 +59,13 @@ pub fn visible_gpus(plan: &Plan, env: &Env) -> Result<Visible, ExecError> {
                 Some(k) => match &seen {
                     None if k < plan.machine.gpus as u64 => k as u32,
                     None => {
-                        return Err(unknown(match plan.machine.gpus {
-                            0 => "the plan's machine has no GPU".to_string(),
-                            n => format!("the plan's machine has GPUs 0 to {}", n - 1),
+                        return Err(unknown(UnknownGpu::PastMachine {
+                            gpus: plan.machine.gpus as u32,
                         }));
                     }
-                    Some(left) => *left.get(k as usize).ok_or_else(|| {
-                        unknown(format!("only {} GPUs are left visible to it", left.len()))
-                    })?,
+                    Some(left) => *left
+                        .get(k as usize)
+                        .ok_or_else(|| unknown(UnknownGpu::PastVisible { left: left.len() }))?,
                 },
                 None => by_uuid(plan, entry).map_err(unknown)?,
             };
@@ -87,31 +83,21 @@ pub fn visible_gpus(plan: &Plan, env: &Env) -> Result<Visible, ExecError> {
 /// An entry that numbers a device: `3`, or for Level Zero `1.0` (device 1's tile 0).
 fn device_number(var: &str, entry: &str) -> Option<u64> {
     let device = match var {
-        "ZE_AFFINITY_MASK" => entry.split('.').next()?,
+        ZE_AFFINITY_MASK => entry.split('.').next()?,
         _ => entry,
     };
     device.parse().ok()
 }
 
 /// The GPU whose UUID `entry` starts (a MIG instance `MIG-GPU-<uuid>/1/0` by its GPU's).
-fn by_uuid(plan: &Plan, entry: &str) -> Result<u32, String> {
+fn by_uuid(plan: &Plan, entry: &str) -> Result<u32, UnknownGpu> {
     let gpus: Vec<&PlannedGpu> = plan.ranks.iter().flat_map(|r| &r.gpus).collect();
     if gpus.iter().all(|g| g.uuid.is_none()) {
-        return Err(
-            "the plan knows its GPUs by index only (its topology has no UUIDs: \
-                    compile it on the machine, where NVML gives them)"
-                .into(),
-        );
+        return Err(UnknownGpu::NoUuids);
     }
     let uuid = match entry.strip_prefix("MIG-") {
         Some(mig) if mig.starts_with("GPU-") => mig.split('/').next().unwrap_or(mig),
-        Some(_) => {
-            return Err(
-                "it is a MIG instance's own UUID, which does not name its GPU; use the GPU's \
-                 index or UUID"
-                    .into(),
-            );
-        }
+        Some(_) => return Err(UnknownGpu::MigInstance),
         None => entry,
     };
     let mut matching: Vec<u32> = gpus
@@ -123,13 +109,14 @@ fn by_uuid(plan: &Plan, entry: &str) -> Result<u32, String> {
     matching.dedup();
     match matching.as_slice() {
         [one] => Ok(*one),
-        [] => Err("no GPU of the plan's ranks has that UUID".into()),
-        _ => Err("it is the start of several GPUs' UUIDs".into()),
+        [] => Err(UnknownGpu::NoSuchUuid),
+        _ => Err(UnknownGpu::AmbiguousUuid),
     }
 }
 
-/// The rank whose GPUs are exactly the ones this process sees.
-pub fn by_gpu(plan: &Plan, env: &Env) -> Result<LocalRank, ExecError> {
+/// The local rank whose GPUs are exactly the ones this process sees, and the variables that
+/// say so (`CUDA_VISIBLE_DEVICES=3`).
+pub fn by_gpu(plan: &Plan, env: &Env) -> Result<(u32, String), RankError> {
     let visible = visible_gpus(plan, env)?;
     let wanted: BTreeSet<u32> = visible.gpus.iter().copied().collect();
     let matching: Vec<u32> = plan
@@ -138,57 +125,78 @@ pub fn by_gpu(plan: &Plan, env: &Env) -> Result<LocalRank, ExecError> {
         .filter(|r| r.gpus.iter().map(|g| g.index.0).collect::<BTreeSet<_>>() == wanted)
         .map(|r| r.local_rank)
         .collect();
-    let gpus = gpu_list(&visible.gpus);
     match matching.as_slice() {
-        [rank] => Ok(LocalRank {
-            rank: *rank,
+        [rank] => Ok((*rank, visible.via)),
+        [] => Err(RankError::NoRankForGpus {
             via: visible.via,
-            size: None,
-            by_gpu: true,
-        }),
-        [] => Err(ExecError::NoRankForGpus {
-            via: visible.via,
-            gpus,
+            gpus: visible.gpus,
             ranks: ranks_and_gpus(plan),
         }),
-        several => Err(ExecError::RanksShareGpus {
+        several => Err(RankError::RanksShareGpus {
             via: visible.via,
-            gpus,
+            gpus: visible.gpus,
             ranks: ranks_and_gpus(plan),
-            sharing: several
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
+            sharing: several.to_vec(),
         }),
     }
 }
 
-/// `GPU 3`, `GPUs 2, 3`.
-fn gpu_list(gpus: &[u32]) -> String {
-    match gpus {
-        [one] => format!("GPU {one}"),
-        _ => {
-            let all: Vec<String> = gpus.iter().map(u32::to_string).collect();
-            format!("GPUs {}", all.join(", "))
-        }
-    }
-}
-
-/// The plan's ranks with their GPUs: `0: GPU 0; 1: GPU 1; 2: none`.
-fn ranks_and_gpus(plan: &Plan) -> String {
-    let each: Vec<String> = plan
-        .ranks
+/// The plan's ranks with their GPUs.
+fn ranks_and_gpus(plan: &Plan) -> Vec<RankGpus> {
+    plan.ranks
         .iter()
-        .map(|r| {
-            let gpus: Vec<u32> = r.gpus.iter().map(|g| g.index.0).collect();
-            match gpus.is_empty() {
-                true => format!("{}: no GPU", r.local_rank),
-                false => format!("{}: {}", r.local_rank, gpu_list(&gpus)),
-            }
+        .map(|r| RankGpus {
+            local_rank: r.local_rank,
+            gpus: r.gpus.iter().map(|g| g.index.0).collect(),
         })
+        .collect()
+}
+
+/// The warnings to show before `ranks` start: the plan's, then what the environment they
+/// inherit changes (`visibility_warning`).
+pub fn warnings(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Vec<Warning> {
+    let mut all = plan.warnings.clone();
+    all.extend(visibility_warning(plan, ranks, env));
+    all
+}
+
+/// A warning when the environment the ranks inherit renumbers their GPUs and the plan does not
+/// set that variable itself: a rank placed next to GPU 3 by the machine's numbering would use
+/// whichever GPU the variable makes its device 3 (Slurm's `--gpus-per-task` sets one per task,
+/// a login shell may carry one over). A variable that lists every GPU in order renumbers
+/// nothing.
+fn visibility_warning(plan: &Plan, ranks: &[RankBinding], env: &Env) -> Option<Warning> {
+    let gpus: Vec<String> = ranks
+        .iter()
+        .flat_map(|r| r.gpus.iter().map(|g| g.index.to_string()))
         .collect();
-    each.join("; ")
+    if gpus.is_empty() {
+        return None;
+    }
+    let identity: Vec<String> = (0..plan.machine.gpus).map(|i| i.to_string()).collect();
+    let (var, value) = VISIBILITY.iter().find_map(|&var| {
+        let value = env.get(var).filter(|v| !v.trim().is_empty())?;
+        let listed: Vec<&str> = value.split(',').map(str::trim).collect();
+        let renumbers = listed != identity;
+        // One rank that sees exactly its own GPUs (torchrun --virtual-local-rank) uses them.
+        let own = ranks.len() == 1 && listed == gpus;
+        let planned = ranks.iter().all(|r| r.env.contains_key(var));
+        (renumbers && !planned && !own).then_some((var, value))
+    })?;
+    let planned = match gpus.as_slice() {
+        [one] => format!("GPU {one}"),
+        _ => format!("GPUs {}", gpus.join(", ")),
+    };
+    Some(Warning::new(
+        W0214_GPUS_RENUMBERED,
+        format!(
+            "{var}={value} in the environment renumbers the GPUs a rank sees, but the plan placed \
+         its ranks next to {planned} by the machine's numbering and sets no {var}: a rank may \
+         run on another GPU than the one it is bound next to; unset {var}, compile the plan \
+         where it is set with `gpus: visible`, or give each rank its GPUs with \
+         `gpu: {{visible: own}}`"
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -221,7 +229,7 @@ mod tests {
             .collect()
     }
 
-    fn seen(pairs: &[(&str, &str)]) -> Result<Vec<u32>, ExecError> {
+    fn seen(pairs: &[(&str, &str)]) -> Result<Vec<u32>, RankError> {
         visible_gpus(&plan(), &env(pairs)).map(|v| v.gpus)
     }
 
@@ -252,12 +260,12 @@ mod tests {
     #[test]
     fn what_names_no_gpu_is_an_error() {
         let unknown = |pairs: &[(&str, &str)]| {
-            matches!(seen(pairs), Err(ExecError::VisibleGpuUnknown { .. }))
+            matches!(seen(pairs), Err(RankError::VisibleGpuUnknown { .. }))
         };
-        assert!(matches!(seen(&[]), Err(ExecError::NoGpuVisible { .. })));
+        assert!(matches!(seen(&[]), Err(RankError::NoGpuVisible { .. })));
         assert!(matches!(
             seen(&[("CUDA_VISIBLE_DEVICES", " ")]),
-            Err(ExecError::NoGpuVisible { .. })
+            Err(RankError::NoGpuVisible { .. })
         ));
         assert!(
             unknown(&[("CUDA_VISIBLE_DEVICES", "6")]),
@@ -274,16 +282,16 @@ mod tests {
     #[test]
     fn the_rank_is_the_one_with_exactly_those_gpus() {
         let p = plan();
-        let rank = by_gpu(&p, &env(&[("CUDA_VISIBLE_DEVICES", "GPU-bb")])).unwrap();
-        assert_eq!(
-            (rank.rank, rank.via.as_str(), rank.by_gpu),
-            (1, "CUDA_VISIBLE_DEVICES=GPU-bb", true)
-        );
+        let (rank, via) = by_gpu(&p, &env(&[("CUDA_VISIBLE_DEVICES", "GPU-bb")])).unwrap();
+        assert_eq!((rank, via.as_str()), (1, "CUDA_VISIBLE_DEVICES=GPU-bb"));
         // A GPU no rank has (4 of the machine's 6), and two GPUs where ranks have one.
         for value in ["4", "0,1"] {
             match by_gpu(&p, &env(&[("CUDA_VISIBLE_DEVICES", value)])) {
-                Err(ExecError::NoRankForGpus { ranks, .. }) => {
-                    assert_eq!(ranks, "0: GPU 0; 1: GPU 1; 2: GPU 2; 3: GPU 3")
+                Err(RankError::NoRankForGpus { ranks, .. }) => {
+                    assert_eq!(
+                        super::super::error::ranks_text(&ranks),
+                        "0: GPU 0; 1: GPU 1; 2: GPU 2; 3: GPU 3"
+                    )
                 }
                 other => panic!("{value}: {other:?}"),
             }

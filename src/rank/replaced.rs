@@ -5,7 +5,7 @@
 //! (W0215). Which launcher it was is read from the variables each one sets; that the process
 //! is bound at all, from its affinity being narrower than what its cgroup allows.
 
-use super::launcher::Env;
+use super::Env;
 use crate::cpuset::CpuSet;
 use crate::diag::Warning;
 use crate::diag::codes::W0215_LAUNCHER_BOUND;

@@ -3,9 +3,10 @@
 //! PALS, Flux), checked against each other and against the launcher's local size. Pure: the
 //! environment comes in as a map.
 
-use super::ExecError;
-use super::launcher::Env;
+use super::error::Claim;
+use super::{Env, RankError};
 use crate::plan::Plan;
+use crate::variables::{CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, NUMAPLAN_LOCAL_RANK};
 
 /// A launcher's local-rank variable and, where it sets one, its local-size variable.
 struct Launcher {
@@ -89,17 +90,13 @@ impl std::str::FromStr for LocalRankChoice {
     }
 }
 
-/// The variable that tells a process started by someone else's code its local rank (a number
-/// or `gpu`), as `--local-rank` does.
-pub const NUMAPLAN_LOCAL_RANK: &str = "NUMAPLAN_LOCAL_RANK";
-
 /// The local rank: `flag`, else `NUMAPLAN_LOCAL_RANK`, else the launchers' variables
 /// (`from_launchers`); `gpu` finds it by the GPUs this process sees (`by_gpu`).
 pub fn local_rank(
     flag: Option<LocalRankChoice>,
     plan: &Plan,
     env: &Env,
-) -> Result<LocalRank, ExecError> {
+) -> Result<LocalRank, RankError> {
     let (choice, via) = match flag {
         Some(choice) => (Some(choice), "--local-rank"),
         None => match env
@@ -107,7 +104,7 @@ pub fn local_rank(
             .filter(|v| !v.trim().is_empty())
         {
             Some(value) => {
-                let choice = value.parse().map_err(|_| ExecError::LocalRankValue {
+                let choice = value.parse().map_err(|_| RankError::LocalRankValue {
                     var: NUMAPLAN_LOCAL_RANK.into(),
                     value: value.clone(),
                 })?;
@@ -123,7 +120,15 @@ pub fn local_rank(
             size: None,
             by_gpu: false,
         }),
-        Some(LocalRankChoice::Gpu) => super::visible::by_gpu(plan, env),
+        Some(LocalRankChoice::Gpu) => {
+            let (rank, via) = super::visible::by_gpu(plan, env)?;
+            Ok(LocalRank {
+                rank,
+                via,
+                size: None,
+                by_gpu: true,
+            })
+        }
         None => from_launchers(env),
     }
 }
@@ -131,7 +136,7 @@ pub fn local_rank(
 /// The local rank the launchers' variables say. When they disagree, a launcher that runs one
 /// task per node is the outer one (`srun --ntasks-per-node=1 torchrun ...`) and yields to the
 /// inner one; any other disagreement is an error.
-fn from_launchers(env: &Env) -> Result<LocalRank, ExecError> {
+fn from_launchers(env: &Env) -> Result<LocalRank, RankError> {
     let mut found: Vec<LocalRank> = Vec::new();
     for l in &LAUNCHERS {
         let Some(value) = env.get(l.rank).filter(|v| !v.is_empty()) else {
@@ -140,7 +145,7 @@ fn from_launchers(env: &Env) -> Result<LocalRank, ExecError> {
         let rank = value
             .trim()
             .parse()
-            .map_err(|_| ExecError::LauncherVariable {
+            .map_err(|_| RankError::LauncherVariable {
                 var: l.rank.into(),
                 value: value.clone(),
             })?;
@@ -148,7 +153,7 @@ fn from_launchers(env: &Env) -> Result<LocalRank, ExecError> {
         if let Some((n, size_var)) = &size
             && rank >= *n
         {
-            return Err(ExecError::LocalRankPastSize {
+            return Err(RankError::LocalRankPastSize {
                 var: l.rank.into(),
                 rank,
                 size_var: size_var.clone(),
@@ -174,20 +179,21 @@ fn from_launchers(env: &Env) -> Result<LocalRank, ExecError> {
         .collect();
     let chosen = match () {
         _ if all.is_empty() => {
-            return Err(ExecError::NoLocalRank {
-                looked: local_rank_variables().join(", "),
+            return Err(RankError::NoLocalRank {
+                looked: local_rank_variables(),
             });
         }
         _ if agreeing(&all) => all[0],
         _ if !inner.is_empty() && agreeing(&inner) => inner[0],
         _ => {
-            let values: Vec<String> = found
+            let claims = found
                 .iter()
-                .map(|l| format!("{}={}", l.via, l.rank))
+                .map(|l| Claim {
+                    var: l.via.clone(),
+                    rank: l.rank,
+                })
                 .collect();
-            return Err(ExecError::LocalRankDisagree {
-                values: values.join(", "),
-            });
+            return Err(RankError::LocalRankDisagree { claims });
         }
     };
     Ok(chosen.clone())
@@ -198,7 +204,7 @@ fn from_launchers(env: &Env) -> Result<LocalRank, ExecError> {
 /// it, and a plan's nodes are alike). Under `--virtual-local-rank` every worker has
 /// `LOCAL_RANK=0` and one visible GPU: the real local rank is the derived one. Any other
 /// disagreement is an error, never two ranks bound as one.
-fn torchrun_local_rank(given: LocalRank, env: &Env) -> Result<LocalRank, ExecError> {
+fn torchrun_local_rank(given: LocalRank, env: &Env) -> Result<LocalRank, RankError> {
     let number = |var: &str| env.get(var).and_then(|v| v.trim().parse::<u32>().ok());
     let (Some(global), Some(group), Some(size)) = (
         number("RANK"),
@@ -213,41 +219,35 @@ fn torchrun_local_rank(given: LocalRank, env: &Env) -> Result<LocalRank, ExecErr
     if derived == Some(given.rank) {
         return Ok(given);
     }
-    let one_gpu_visible = ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"]
-        .iter()
-        .any(|v| {
-            env.get(*v)
-                .is_some_and(|list| !list.trim().is_empty() && !list.contains(','))
-        });
+    let one_gpu_visible = [CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES].iter().any(|v| {
+        env.get(*v)
+            .is_some_and(|list| !list.trim().is_empty() && !list.contains(','))
+    });
     match derived {
         Some(real) if given.rank == 0 && one_gpu_visible => Ok(LocalRank {
             rank: real,
             via: "RANK - GROUP_RANK x LOCAL_WORLD_SIZE (torchrun --virtual-local-rank)".into(),
             ..given
         }),
-        _ => Err(ExecError::TorchrunLocalRank {
-            values: format!(
-                "LOCAL_RANK={}, but RANK={global} - GROUP_RANK={group} x LOCAL_WORLD_SIZE={size} \
-                 gives {}",
-                given.rank,
-                match derived {
-                    Some(d) => format!("local rank {d}"),
-                    None => "no local rank of this node".into(),
-                }
-            ),
+        _ => Err(RankError::TorchrunLocalRank {
+            local_rank: given.rank,
+            global,
+            group,
+            size,
+            derived,
         }),
     }
 }
 
-fn local_size(size: &Size, env: &Env) -> Result<Option<(u32, String)>, ExecError> {
-    let parse = |var: &str| -> Result<Option<(u32, String)>, ExecError> {
+fn local_size(size: &Size, env: &Env) -> Result<Option<(u32, String)>, RankError> {
+    let parse = |var: &str| -> Result<Option<(u32, String)>, RankError> {
         match env.get(var).filter(|v| !v.is_empty()) {
             None => Ok(None),
             Some(v) => v
                 .trim()
                 .parse()
                 .map(|n| Some((n, var.to_string())))
-                .map_err(|_| ExecError::LauncherVariable {
+                .map_err(|_| RankError::LauncherVariable {
                     var: var.into(),
                     value: v.clone(),
                 }),
@@ -401,18 +401,18 @@ mod tests {
     fn no_or_disagreeing_variables_are_errors() {
         assert!(matches!(
             from_launchers(&env(&[])),
-            Err(ExecError::NoLocalRank { .. })
+            Err(RankError::NoLocalRank { .. })
         ));
         assert!(matches!(
             from_launchers(&env(&[
                 ("LOCAL_RANK", "1"),
                 ("OMPI_COMM_WORLD_LOCAL_RANK", "2")
             ])),
-            Err(ExecError::LocalRankDisagree { .. })
+            Err(RankError::LocalRankDisagree { .. })
         ));
         assert!(matches!(
             from_launchers(&env(&[("LOCAL_RANK", "x")])),
-            Err(ExecError::LauncherVariable { .. })
+            Err(RankError::LauncherVariable { .. })
         ));
     }
 }

@@ -1,0 +1,65 @@
+//! How `bind`'s rank errors read: no or disagreeing local ranks, a launcher whose world differs
+//! from the plan's, a worker whose visible GPUs name no rank.
+
+use crate::diag::Diagnostic;
+use crate::diag::codes::*;
+use crate::rank::RankError;
+use crate::rank::error::ranks_text;
+
+pub(super) fn rank(e: &RankError) -> Diagnostic {
+    let message = e.to_string();
+    match e {
+        RankError::NoLocalRank { looked } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .note(format!("looked for {}", looked.join(", ")))
+            .help("run under a launcher (torchrun, srun, mpirun), or pass `--local-rank N`"),
+        RankError::LocalRankDisagree { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .help("pass `--local-rank N`, or unset the variable of the launcher that does not start this process"),
+        RankError::TorchrunLocalRank { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .note("under `torchrun --virtual-local-rank` every worker has LOCAL_RANK=0 and sees one GPU (CUDA_VISIBLE_DEVICES), which tells numaplan to take the rank RANK gives; here nothing says which is right")
+            .help("run under torchrun as it sets them (a wrapper changed one), or pass `--local-rank N`"),
+        RankError::LauncherVariable { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .help("unset the variable, or pass `--local-rank N`"),
+        RankError::LocalRankPastSize { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .note("a launcher numbers its local ranks from 0 to the local size less one")
+            .help("fix the launcher's variables (a wrapper that sets them by hand), or pass `--local-rank N`"),
+        RankError::LocalRankValue { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .help("set it to this process's local rank, or to `gpu` for the rank whose GPUs it sees"),
+        RankError::NoGpuVisible { .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+            .help("start the worker with its GPU visible (Ray's `num_gpus`, `CUDA_VISIBLE_DEVICES`), or pass `--local-rank N`"),
+        RankError::VisibleGpuUnknown { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+            .note(format!("the plan's ranks: {}", ranks_text(ranks)))
+            .help("make one rank's GPUs visible to the worker, by index or UUID, or pass `--local-rank N`"),
+        RankError::NoRankForGpus { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+            .note(format!("the plan's ranks: {}", ranks_text(ranks)))
+            .help("make each worker see exactly one rank's GPUs (one worker per GPU for one GPU per rank), or pass `--local-rank N`"),
+        RankError::RanksShareGpus { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+            .note(format!("the plan's ranks: {}", ranks_text(ranks)))
+            .help("give each rank its own GPUs in the job spec, or pass `--local-rank N` to say which rank this is"),
+        RankError::LocalRankPastPlan { ranks, .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+            .help(format!("start {ranks} ranks per node, as the plan has, or recompile the plan for more")),
+        RankError::LocalSizeMismatch { launcher, plan, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
+            .help(format!("start the launcher with {plan} ranks per node (`--nproc-per-node {plan}`, `--ntasks-per-node={plan}`), or recompile the plan with `--set ranks_per_node={launcher}`")),
+        RankError::WorldSizeMismatch { launcher, nodes, ranks_per_node, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
+            .help(world_size_help(*launcher, *nodes, *ranks_per_node)),
+    }
+}
+
+/// What to do when the launcher's world size is not the plan's: start the plan's count, or
+/// recompile for the launcher's, by the node count or the ranks per node that give it (never a
+/// value the plan already has, never zero).
+fn world_size_help(launcher: u64, nodes: u32, ranks_per_node: u32) -> String {
+    let planned = u64::from(nodes) * u64::from(ranks_per_node);
+    let fits = |total: u64, by: u32| {
+        (by > 0 && total > 0 && total % u64::from(by) == 0).then(|| total / u64::from(by))
+    };
+    let recompile = match (fits(launcher, ranks_per_node), fits(launcher, nodes)) {
+        (Some(n), _) if n != u64::from(nodes) => {
+            format!(", or recompile the plan for the job with `--set nodes={n}`")
+        }
+        (_, Some(r)) if r != u64::from(ranks_per_node) => {
+            format!(", or recompile the plan for the job with `--set ranks_per_node={r}`")
+        }
+        _ => String::new(),
+    };
+    format!("start {planned} ranks in all ({nodes} x {ranks_per_node}), as the plan has{recompile}")
+}

@@ -1,0 +1,123 @@
+//! A rank's place in the launcher's job: its local rank checked against the plan and the
+//! launcher's local and world sizes (`rank_of`), and torchrun's numbering filled in where the
+//! launcher sets none (`rank_environment`).
+
+use std::collections::BTreeMap;
+
+use super::{Env, LocalRank, RankError, hostlist};
+use crate::plan::{Plan, RankBinding};
+use crate::variables::{
+    GLOBAL_RANK, NODE_ID, NUMAPLAN_LOCAL_RANK, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
+};
+
+/// Checks the local rank, the launcher's local size and the job's size (nodes x ranks per node)
+/// against the plan; returns the rank's binding. A worker chosen by its GPUs (`by_gpu`) is no
+/// launcher's rank: the launchers' sizes are not its job's.
+pub fn rank_of<'p>(
+    plan: &'p Plan,
+    local: &LocalRank,
+    env: &Env,
+) -> Result<&'p RankBinding, RankError> {
+    // The local size first: where it differs, it is what to change (a world size that differs
+    // too follows from it).
+    if let Some((n, var)) = &local.size
+        && *n != plan.ranks_per_node
+    {
+        return Err(RankError::LocalSizeMismatch {
+            var: var.clone(),
+            launcher: *n,
+            plan: plan.ranks_per_node,
+        });
+    }
+    if let Some((var, value)) = WORLD_SIZE
+        .iter()
+        .filter(|_| !local.by_gpu)
+        .find_map(|v| Some((*v, env.get(*v).filter(|x| !x.is_empty())?)))
+    {
+        let size: u64 = value
+            .trim()
+            .parse()
+            .map_err(|_| RankError::LauncherVariable {
+                var: var.into(),
+                value: value.clone(),
+            })?;
+        let planned = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
+        if size != planned {
+            return Err(RankError::WorldSizeMismatch {
+                var: var.into(),
+                launcher: size,
+                nodes: plan.nodes,
+                ranks_per_node: plan.ranks_per_node,
+            });
+        }
+    }
+    plan.ranks
+        .get(local.rank as usize)
+        .ok_or_else(|| RankError::LocalRankPastPlan {
+            rank: local.rank,
+            via: local.via.clone(),
+            ranks: plan.ranks.len() as u32,
+        })
+}
+
+/// The variables `bind` sets for a rank: the plan's NIC, visibility, OpenMP and user variables
+/// always (but not the visibility of a worker chosen by its GPUs: its own already names them);
+/// torchrun's numbering only where the environment has none, from the launcher's global
+/// variables (Open MPI, MPICH/PMI, PALS, Flux, Slurm), else from the plan.
+pub fn rank_environment(
+    plan: &Plan,
+    rank: &RankBinding,
+    local: &LocalRank,
+    env: &Env,
+) -> BTreeMap<String, String> {
+    let first = |vars: &[&str]| {
+        vars.iter()
+            .find_map(|v| env.get(*v).filter(|x| !x.is_empty()).cloned())
+    };
+    let rpn = plan.ranks_per_node;
+    let global = first(&GLOBAL_RANK);
+    let node = first(&NODE_ID).or_else(|| {
+        let g: u32 = global.as_ref()?.parse().ok()?;
+        Some((g / rpn.max(1)).to_string())
+    });
+    let filled: BTreeMap<&str, Option<String>> = BTreeMap::from([
+        ("RANK", global.clone()),
+        ("WORLD_SIZE", first(&WORLD_SIZE[1..])),
+        ("LOCAL_RANK", Some(local.rank.to_string())),
+        (
+            "LOCAL_WORLD_SIZE",
+            Some(local.size.as_ref().map_or(rpn, |(n, _)| *n).to_string()),
+        ),
+        ("GROUP_RANK", node.clone()),
+        ("NODE_RANK", node),
+        (
+            "MASTER_ADDR",
+            env.get("SLURM_JOB_NODELIST")
+                .and_then(|l| hostlist::first_host(l)),
+        ),
+        ("MASTER_PORT", None),
+    ]);
+    let mut out = BTreeMap::new();
+    // Which rank it is, for `verify --match` and a nested `numaplan bind`.
+    out.insert(NUMAPLAN_LOCAL_RANK.to_string(), rank.local_rank.to_string());
+    for (k, v) in &rank.env {
+        let keeps_own = local.by_gpu && VISIBILITY.contains(&k.as_str());
+        if !TORCHRUN_NUMBERING.contains(&k.as_str()) && !keeps_own {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    for var in TORCHRUN_NUMBERING {
+        if env.get(var).is_some_and(|v| !v.is_empty()) {
+            continue; // the launcher's own numbering stays
+        }
+        let value = filled
+            .get(var)
+            .cloned()
+            .flatten()
+            .or_else(|| rank.env.get(var).cloned());
+        if let Some(v) = value {
+            out.insert(var.to_string(), v);
+        }
+    }
+    out
+}

@@ -1,0 +1,58 @@
+//! The environment variables of the launchers and GPU runtimes that numaplan reads and sets,
+//! each list written once: torchrun's numbering, the MPI, PMI, PALS, Flux and Slurm rank and
+//! size variables, and each vendor's GPU visibility variable. `resolve` sets them in a plan,
+//! the batch files take some from Slurm, and `rank/` reads them to tell which rank a process is.
+
+/// What tells a process started by someone else's code its local rank (a number or `gpu`), as
+/// `bind --local-rank` does; `exec` and `bind` set it in every rank.
+pub const NUMAPLAN_LOCAL_RANK: &str = "NUMAPLAN_LOCAL_RANK";
+
+/// torchrun's numbering, as it sets it in every worker.
+pub const TORCHRUN_NUMBERING: [&str; 8] = [
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+];
+
+/// The job's size, torchrun's first, then Open MPI, MPICH/PMI, Flux and Slurm.
+pub const WORLD_SIZE: [&str; 5] = [
+    "WORLD_SIZE",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_SIZE",
+    "FLUX_JOB_SIZE",
+    "SLURM_NTASKS",
+];
+
+/// A process's global rank under Open MPI, MPICH/PMI, PALS, Flux and Slurm.
+pub const GLOBAL_RANK: [&str; 5] = [
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "PALS_RANKID",
+    "FLUX_TASK_RANK",
+    "SLURM_PROCID",
+];
+
+/// A node's place in the job under Slurm and PALS.
+pub const NODE_ID: [&str; 2] = ["SLURM_NODEID", "PALS_NODEID"];
+
+/// CUDA's (and HIP's) visibility variable: device indices or UUIDs.
+pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+/// ROCm's: narrows the machine's GPUs before HIP numbers what is left.
+pub const ROCR_VISIBLE_DEVICES: &str = "ROCR_VISIBLE_DEVICES";
+/// HIP's: indexes what ROCm left.
+pub const HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
+/// Level Zero's (Intel): devices and tiles (`1.0`).
+pub const ZE_AFFINITY_MASK: &str = "ZE_AFFINITY_MASK";
+
+/// The variables that narrow or renumber the GPUs a process sees (CUDA, ROCm, HIP, Level Zero).
+pub const VISIBILITY: [&str; 4] = [
+    CUDA_VISIBLE_DEVICES,
+    ROCR_VISIBLE_DEVICES,
+    HIP_VISIBLE_DEVICES,
+    ZE_AFFINITY_MASK,
+];
