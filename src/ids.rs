@@ -48,3 +48,11 @@ pub fn node_list(nodes: &[NodeId]) -> String {
         .collect::<crate::cpuset::CpuSet>()
         .to_string()
 }
+
+/// A running rank: its local rank in the plan and the process that is it. Ordered by rank,
+/// then pid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RankPid {
+    pub rank: u32,
+    pub pid: u32,
+}

@@ -17,9 +17,9 @@ use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
 use crate::emit::templates::sh;
 use crate::error::Error;
-use crate::exec::verify::numa_maps_policy;
 use crate::exec::{self, ExecError, Force};
 use crate::ids::node_list;
+use crate::observe::verify::numa_maps_policy;
 use crate::plan::RankBinding;
 use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 

@@ -36,14 +36,7 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
             .help("the rank's own output above says why"),
         ExecError::Interrupted { .. } => Diagnostic::error(E0415_INTERRUPTED, message)
             .note("the signal was forwarded to every rank's process group"),
-        ExecError::NoProcesses { skipped, .. } => skipped
-            .iter()
-            .fold(Diagnostic::error(E0417_NO_PROCESSES, message), |d, line| {
-                d.note(line.trim_end().to_string())
-            })
-            .help("`--match` looks for NAME in the command lines of processes that say which local rank they are (NUMAPLAN_LOCAL_RANK, set by exec and bind, or a launcher's variable); `--pids` names them"),
-        ExecError::Verify { .. } => Diagnostic::error(E0416_VERIFY, message)
-            .help("the table above shows planned and actual bindings per rank"),
+        ExecError::Observe(e) => super::observe::observe(e),
         ExecError::BindExec { .. } => Diagnostic::error(E0413_SPAWN, message)
             .note("the binding was applied; the program could not replace numaplan"),
     }

@@ -16,6 +16,7 @@ use crate::spec::SpecError;
 use crate::topology::TopologyError;
 
 mod exec;
+mod observe;
 mod rank;
 mod topology;
 mod yaml;
@@ -59,6 +60,8 @@ pub enum Error {
     Exec(#[from] ExecError),
     #[error(transparent)]
     Rank(#[from] RankError),
+    #[error(transparent)]
+    Observe(#[from] crate::observe::ObserveError),
     /// A plan file that cannot be read back.
     #[error(transparent)]
     PlanFile(#[from] PlanFileError),
@@ -176,6 +179,7 @@ impl Error {
             ),
             Error::Exec(e) => exec(e),
             Error::Rank(e) => rank(e),
+            Error::Observe(e) => observe::observe(e),
             Error::PlanFile(PlanFileError::Yaml { map, error }) => {
                 yaml_error(map, error, "plan", PLAN_CODES)
             }

@@ -48,14 +48,8 @@ pub enum ExecError {
     RankFailed { rank: u32, how: String, code: i32 },
     #[error("numaplan received {}; the ranks were stopped", crate::sys::signals::signal_name(*signal))]
     Interrupted { signal: i32 },
-    #[error("no running process matches `{pattern}`")]
-    NoProcesses {
-        pattern: String,
-        /// The processes that matched but are no rank, one line each, and why.
-        skipped: Vec<String>,
-    },
-    #[error("{mismatches} rank(s) are not bound as planned")]
-    Verify { mismatches: usize },
+    #[error(transparent)]
+    Observe(#[from] crate::observe::ObserveError),
     #[error("cannot run `{program}`: {source}")]
     BindExec {
         program: String,

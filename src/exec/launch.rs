@@ -6,7 +6,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{ExecError, watch};
+use super::ExecError;
+use crate::observe::watch;
 use crate::plan::Plan;
 use crate::variables::NUMAPLAN_LOCAL_RANK;
 

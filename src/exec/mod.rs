@@ -2,16 +2,12 @@
 //! policy) in the child before `exec`, supervise them like torchrun, and verify bindings from
 //! `/proc`. Imports only `plan`, `ids`, `cpuset` (and `spec`'s `MemPolicy` enum).
 
-pub mod counters;
 pub mod error;
 mod launch;
-pub mod matching;
 mod node;
 pub mod relay;
 mod start;
 mod supervise;
-pub mod verify;
-pub mod watch;
 
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
@@ -25,6 +21,8 @@ use supervise::{Running, short_status, supervise};
 pub use supervise::{describe, exit_code};
 
 use crate::cpuset::CpuSet;
+use crate::ids::RankPid;
+use crate::observe::{ObserveError, verify, watch};
 use crate::plan::{MemoryBinding, Plan};
 use crate::spec::MemPolicy;
 use crate::sys::affinity::{Binding, Memory, MemoryMode};
@@ -136,8 +134,14 @@ fn supervise_watched(
     outcome
 }
 
-fn pids_of(running: &[Running]) -> Vec<(u32, u32)> {
-    running.iter().map(|r| (r.local_rank, r.pid)).collect()
+fn pids_of(running: &[Running]) -> Vec<RankPid> {
+    running
+        .iter()
+        .map(|r| RankPid {
+            rank: r.local_rank,
+            pid: r.pid,
+        })
+        .collect()
 }
 
 /// `--verify`: reads every started rank's binding back from /proc and reports the table; the
@@ -178,8 +182,10 @@ fn verify_started(
         let _ = writeln!(report, "node {} of {}:", place.node_rank, place.nodes);
     }
     let _ = report.write_all(table.render().as_bytes());
-    let mismatch = (!table.ok()).then(|| ExecError::Verify {
-        mismatches: table.mismatches(),
+    let mismatch = (!table.ok()).then(|| {
+        ExecError::Observe(ObserveError::Verify {
+            mismatches: table.mismatches(),
+        })
     });
     (table, mismatch)
 }

@@ -4,11 +4,12 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::exec::counters::{Counted, Unavailable};
+use crate::ids::RankPid;
+use crate::observe::counters::{Counted, Unavailable};
 
 /// `--counters`' lines under the table: each rank's (`(local rank, pid)`) remote share, or why
 /// there is none.
-pub(super) fn counters_text(ranks: &[(u32, u32)], counted: Option<&Counted>) -> String {
+pub(super) fn counters_text(ranks: &[RankPid], counted: Option<&Counted>) -> String {
     let Some(Counted { seconds, counts }) = counted else {
         return String::new();
     };
@@ -19,7 +20,7 @@ pub(super) fn counters_text(ranks: &[(u32, u32)], counted: Option<&Counted>) -> 
         }
     };
     let mut out = format!("counters over {seconds} s (node-loads, node-load-misses):\n");
-    for &(rank, pid) in ranks {
+    for &RankPid { rank, pid } in ranks {
         let c = counts.get(&pid).copied().unwrap_or_default();
         let share = match c.remote_share() {
             Some(share) => format!("{:.1}% remote", share * 100.0),
@@ -53,14 +54,11 @@ struct CountedRank {
 
 impl CountersReport {
     /// Each rank's (`(local rank, pid)`) counts, or why the machine has none.
-    pub(super) fn new(
-        ranks: &[(u32, u32)],
-        Counted { seconds, counts }: &Counted,
-    ) -> CountersReport {
+    pub(super) fn new(ranks: &[RankPid], Counted { seconds, counts }: &Counted) -> CountersReport {
         let ranks = match counts {
             Ok(counts) => ranks
                 .iter()
-                .map(|&(rank, pid)| {
+                .map(|&RankPid { rank, pid }| {
                     let c = counts.get(&pid).copied().unwrap_or_default();
                     CountedRank {
                         rank,
@@ -84,13 +82,13 @@ impl CountersReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::counters::Counts;
+    use crate::observe::counters::Counts;
 
     /// What `--counters` prints once a machine has counted (this one has no PMU to show it
     /// live): a share per rank, in the order of the ranks; a rank without loads says so.
     #[test]
     fn counted_ranks_read_as_remote_shares() {
-        let ranks = [(0, 4711), (1, 4712), (2, 4713)];
+        let ranks = [(0, 4711), (1, 4712), (2, 4713)].map(|(rank, pid)| RankPid { rank, pid });
         let counts = [
             (
                 4711,

@@ -9,12 +9,11 @@ use super::input::{PlanMachine, load_subject};
 use super::{emit, json};
 use crate::cli::{ReportFormat, VerifyArgs, WatchArgs};
 use crate::error::Error;
-use crate::exec::counters::{self, Counted};
-use crate::exec::matching::{self, Candidate, Found};
-use crate::exec::{ExecError, verify, watch};
+use crate::ids::RankPid;
+use crate::observe::counters::{self, Counted};
+use crate::observe::matching::{self, Found};
+use crate::observe::{ObserveError, find, verify, watch};
 use crate::plan::Plan;
-use crate::sys::proc;
-use crate::variables::NUMAPLAN_LOCAL_RANK;
 
 mod counted;
 mod report;
@@ -31,15 +30,15 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     )?
     .plan;
     let found = match &args.match_name {
-        Some(name) => matching::select(&find_processes(name), plan.ranks_per_node),
-        None => given_pids(&args.pids),
+        Some(name) => matching::select(&find::matching(name), plan.ranks_per_node),
+        None => find::given(&args.pids),
     };
     let ranked = found.ranks.clone();
     if ranked.is_empty() {
         let pattern = args.match_name.clone().unwrap_or_default();
-        return Err(ExecError::NoProcesses {
+        return Err(ObserveError::NoProcesses {
             pattern,
-            skipped: skipped_lines(&found),
+            skipped: found.skipped,
         }
         .into());
     }
@@ -56,9 +55,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let watching = args.watch.watch || args.watch.repin;
     let text = match args.format {
         ReportFormat::Text => {
-            skipped_lines(&found).join("")
-                + &table.render()
-                + &counters_text(&ranked, counted.as_ref())
+            skipped_lines(&found) + &table.render() + &counters_text(&ranked, counted.as_ref())
         }
         // JSON Lines under --watch: the report on one line, the events after it.
         ReportFormat::Json if watching => {
@@ -81,7 +78,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     }
     match mismatched.len() + missing {
         0 => Ok(()),
-        mismatches => Err(ExecError::Verify { mismatches }.into()),
+        mismatches => Err(ObserveError::Verify { mismatches }.into()),
     }
 }
 
@@ -90,7 +87,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
 fn watch_after(
     args: &VerifyArgs,
     plan: &Plan,
-    ranked: &[(u32, u32)],
+    ranked: &[RankPid],
     first: &verify::Table,
     stdout: &mut dyn Write,
 ) -> Result<Vec<u32>, Error> {
@@ -126,68 +123,7 @@ pub(super) fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
     }
 }
 
-/// `--pids`: each process the local rank it claims, else its place in the list; two that claim
-/// one rank are flagged as under `--match`.
-fn given_pids(pids: &[u32]) -> Found {
-    let mut found = Found::default();
-    for (i, &pid) in pids.iter().enumerate() {
-        let rank = claim_of(pid).map_or(i as u32, |(rank, _)| rank);
-        found.ranks.push((rank, pid));
-    }
-    found.duplicates = matching::duplicates(&found.ranks);
-    found.ranks.sort();
-    found
-}
-
-/// The local rank a process claims and the variable that says so: `NUMAPLAN_LOCAL_RANK`
-/// (set by exec and bind), else the first launcher variable `bind` reads.
-fn claim_of(pid: u32) -> Option<(u32, String)> {
-    let vars = proc::environ(pid)?;
-    std::iter::once(NUMAPLAN_LOCAL_RANK)
-        .chain(crate::rank::local_rank_variables())
-        .find_map(|var| Some((vars.get(var)?.parse().ok()?, var.to_string())))
-}
-
-/// `skipped process 4711 (mpiexec -n 2 ...): why`, one line each.
-fn skipped_lines(found: &Found) -> Vec<String> {
-    found
-        .skipped
-        .iter()
-        .map(|(pid, command, why)| format!("skipped process {pid} ({command}): {why}\n"))
-        .collect()
-}
-
-/// Processes whose command line contains `name`, other than numaplan's own (this `verify`, an
-/// `exec` supervisor whose arguments name the program): those are not ranks. Each with its
-/// parent, its command line (shortened) and the local rank it claims.
-fn find_processes(name: &str) -> Vec<Candidate> {
-    let numaplan = proc::exe("self");
-    let is_numaplan = |pid: u32| numaplan.is_some() && proc::exe(&pid.to_string()) == numaplan;
-    let mut found: Vec<Candidate> = proc::pids()
-        .into_iter()
-        .filter(|&pid| !is_numaplan(pid))
-        .filter_map(|pid| {
-            let command = proc::command_line(pid)?;
-            if !command.contains(name) {
-                return None;
-            }
-            let (_, ppid) = proc::stat(pid)?;
-            Some(Candidate {
-                pid,
-                ppid,
-                command: shorten(&command),
-                claim: claim_of(pid),
-            })
-        })
-        .collect();
-    found.sort_by_key(|c| c.pid);
-    found
-}
-
-/// A command line cut to 60 characters for a message.
-fn shorten(command: &str) -> String {
-    match command.char_indices().nth(60) {
-        Some((at, _)) => format!("{}...", &command[..at]),
-        None => command.to_string(),
-    }
+/// `skipped process 4711 (mpiexec -n 2 ...): why`, a line each.
+fn skipped_lines(found: &Found) -> String {
+    found.skipped.iter().map(|s| format!("{s}\n")).collect()
 }

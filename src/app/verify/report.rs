@@ -8,9 +8,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::counted::CountersReport;
-use crate::exec::counters::Counted;
-use crate::exec::matching::Found;
-use crate::exec::{verify, watch};
+use crate::observe::counters::Counted;
+use crate::observe::matching::Found;
+use crate::observe::{verify, watch};
 
 /// `verify --format json` (`"numaplan_verify": 1`, schemas/verify.schema.json): per rank what
 /// was planned and what /proc shows.
@@ -109,10 +109,10 @@ impl VerifyReport {
             skipped: found
                 .skipped
                 .iter()
-                .map(|(pid, command, why)| SkippedProcess {
-                    pid: *pid,
-                    command: command.clone(),
-                    why: why.clone(),
+                .map(|s| SkippedProcess {
+                    pid: s.pid,
+                    command: s.command.clone(),
+                    why: s.why.to_string(),
                 })
                 .collect(),
             counters,

@@ -5,6 +5,7 @@
 //! nodes, a rank is a mismatch however its policy reads.
 
 use crate::cpuset::CpuSet;
+use crate::ids::RankPid;
 use crate::ids::{NodeId, node_list};
 use crate::phrase::{plural, size};
 use crate::plan::{MemoryBinding, Plan, RankBinding};
@@ -86,20 +87,20 @@ pub enum Pages {
 }
 
 /// Checks each `(local rank, pid)` against the plan (`min_local`: `--min-local`, 0 to 1).
-pub fn check(plan: &Plan, pids: &[(u32, u32)], asked_min_local: Option<f64>) -> Table {
+pub fn check(plan: &Plan, pids: &[RankPid], asked_min_local: Option<f64>) -> Table {
     check_with(plan, pids, asked_min_local, Pages::Read)
 }
 
 /// `check`, reading `numa_maps` or not.
 pub fn check_with(
     plan: &Plan,
-    pids: &[(u32, u32)],
+    pids: &[RankPid],
     asked_min_local: Option<f64>,
     pages: Pages,
 ) -> Table {
     let rows = pids
         .iter()
-        .map(|&(rank, pid)| {
+        .map(|&RankPid { rank, pid }| {
             let planned = plan.ranks.get(rank as usize);
             let mut row = Row {
                 rank,

@@ -1,5 +1,5 @@
 //! `verify --match NAME`: which of the processes whose command line holds NAME are the plan's
-//! ranks. Pure: `app` reads each candidate's environment and parent from `/proc`.
+//! ranks. Pure: `find.rs` reads each candidate's environment and parent from `/proc`.
 //!
 //! A rank says which local rank it is: `NUMAPLAN_LOCAL_RANK`, which `exec` and `bind` set in
 //! every rank they start, else a launcher's variable (`LOCAL_RANK`, `SLURM_LOCALID`, ...). A
@@ -10,7 +10,9 @@
 //! is one process per rank; two claiming one rank, or a rank that none claims, is a problem.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
+use crate::ids::RankPid;
 use crate::variables::NUMAPLAN_LOCAL_RANK;
 
 /// A process whose command line holds NAME.
@@ -27,10 +29,9 @@ pub struct Candidate {
 /// The ranks found, the processes left out and why, and what is wrong with the rest.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Found {
-    /// `(local rank, pid)`, sorted.
-    pub ranks: Vec<(u32, u32)>,
-    /// `(pid, command, why)`.
-    pub skipped: Vec<(u32, String, String)>,
+    /// Sorted by rank.
+    pub ranks: Vec<RankPid>,
+    pub skipped: Vec<Skipped>,
     /// Local ranks that more than one process claims: rank -> pids.
     pub duplicates: BTreeMap<u32, Vec<u32>>,
     /// Local ranks of the plan that no process claims.
@@ -48,14 +49,12 @@ pub fn select(candidates: &[Candidate], ranks_per_node: u32) -> Found {
     let mut kept: Vec<&Candidate> = Vec::new();
     for c in candidates {
         match &c.claim {
-            None => found.skipped.push(skip(
-                c,
-                "it says no local rank (no NUMAPLAN_LOCAL_RANK or launcher variable): a launcher or a helper",
-            )),
-            Some((_, var)) if any_own && var != NUMAPLAN_LOCAL_RANK => found.skipped.push(skip(
-                c,
-                &format!("it has {var} but not NUMAPLAN_LOCAL_RANK: a launcher's process around a rank numaplan bound"),
-            )),
+            None => found.skipped.push(skip(c, Why::NoClaim)),
+            Some((_, var)) if any_own && var != NUMAPLAN_LOCAL_RANK => {
+                found
+                    .skipped
+                    .push(skip(c, Why::LauncherOnly { var: var.clone() }));
+            }
             Some(_) => kept.push(c),
         }
     }
@@ -70,18 +69,15 @@ pub fn select(candidates: &[Candidate], ranks_per_node: u32) -> Found {
         .collect();
     for c in kept {
         if let Some(inner) = wrappers.get(&c.pid) {
-            found.skipped.push(skip(
-                c,
-                &format!("it wraps process {inner}, which claims the same rank"),
-            ));
+            found.skipped.push(skip(c, Why::Wraps { inner: *inner }));
             continue;
         }
         let rank = c.claim.as_ref().expect("kept claims").0;
-        found.ranks.push((rank, c.pid));
+        found.ranks.push(RankPid { rank, pid: c.pid });
     }
     found.duplicates = duplicates(&found.ranks);
     found.ranks.sort();
-    let claimed: BTreeSet<u32> = found.ranks.iter().map(|r| r.0).collect();
+    let claimed: BTreeSet<u32> = found.ranks.iter().map(|r| r.rank).collect();
     found.missing = (0..ranks_per_node)
         .filter(|r| !claimed.contains(r))
         .collect();
@@ -90,10 +86,10 @@ pub fn select(candidates: &[Candidate], ranks_per_node: u32) -> Found {
 
 /// The local ranks that more than one of `ranks` (`(local rank, pid)`) claims, with their pids
 /// in the order given.
-pub fn duplicates(ranks: &[(u32, u32)]) -> BTreeMap<u32, Vec<u32>> {
+pub fn duplicates(ranks: &[RankPid]) -> BTreeMap<u32, Vec<u32>> {
     let mut claims: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for &(rank, pid) in ranks {
-        claims.entry(rank).or_default().push(pid);
+    for r in ranks {
+        claims.entry(r.rank).or_default().push(r.pid);
     }
     claims.retain(|_, pids| pids.len() > 1);
     claims
@@ -117,13 +113,72 @@ fn ancestor_claiming(
     None
 }
 
-fn skip(c: &Candidate, why: &str) -> (u32, String, String) {
-    (c.pid, c.command.clone(), why.to_string())
+fn skip(c: &Candidate, why: Why) -> Skipped {
+    Skipped {
+        pid: c.pid,
+        command: c.command.clone(),
+        why,
+    }
+}
+
+/// A process whose command line matched but that is no rank, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    pub pid: u32,
+    /// Its command line, shortened.
+    pub command: String,
+    pub why: Why,
+}
+
+/// Why a matching process is no rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// It says no local rank: a launcher or a helper.
+    NoClaim,
+    /// Only a launcher's variable (`var`) where other processes carry numaplan's: a launcher's
+    /// process around a rank numaplan bound.
+    LauncherOnly { var: String },
+    /// Its descendant `inner` claims the same rank: a shell that did not `exec`.
+    Wraps { inner: u32 },
+}
+
+impl fmt::Display for Why {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Why::NoClaim => f.write_str(
+                "it says no local rank (no NUMAPLAN_LOCAL_RANK or launcher variable): a launcher \
+                 or a helper",
+            ),
+            Why::LauncherOnly { var } => write!(
+                f,
+                "it has {var} but not NUMAPLAN_LOCAL_RANK: a launcher's process around a rank \
+                 numaplan bound"
+            ),
+            Why::Wraps { inner } => {
+                write!(f, "it wraps process {inner}, which claims the same rank")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Skipped {
+    /// `skipped process 4711 (mpiexec -n 2 ...): why`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "skipped process {} ({}): {}",
+            self.pid, self.command, self.why
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rp(rank: u32, pid: u32) -> RankPid {
+        RankPid { rank, pid }
+    }
 
     fn c(pid: u32, ppid: u32, command: &str, claim: Option<(u32, &str)>) -> Candidate {
         Candidate {
@@ -158,12 +213,13 @@ mod tests {
             ],
             2,
         );
-        assert_eq!(found.ranks, [(0, 20), (1, 21)]);
-        let skipped: Vec<u32> = found.skipped.iter().map(|s| s.0).collect();
+        assert_eq!(found.ranks, [rp(0, 20), rp(1, 21)]);
+        let skipped: Vec<u32> = found.skipped.iter().map(|s| s.pid).collect();
         assert_eq!(skipped, [10, 11, 12, 13]);
         assert!(
             found.skipped[2]
-                .2
+                .why
+                .to_string()
                 .contains("MPI_LOCALRANKID but not NUMAPLAN_LOCAL_RANK")
         );
         assert!(found.duplicates.is_empty() && found.missing.is_empty());
@@ -179,9 +235,9 @@ mod tests {
             ],
             2,
         );
-        assert_eq!(found.ranks, [(0, 6)]);
+        assert_eq!(found.ranks, [rp(0, 6)]);
         assert_eq!(
-            found.skipped[0].2,
+            found.skipped[0].why.to_string(),
             "it wraps process 6, which claims the same rank"
         );
         assert_eq!(found.missing, [1]);
@@ -196,7 +252,7 @@ mod tests {
             ],
             2,
         );
-        assert_eq!(found.ranks, [(0, 30), (0, 31)]);
+        assert_eq!(found.ranks, [rp(0, 30), rp(0, 31)]);
         assert_eq!(found.duplicates, BTreeMap::from([(0, vec![30, 31])]));
         assert_eq!(found.missing, [1]);
     }

@@ -13,6 +13,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use crate::ids::RankPid;
 use crate::sys::perf::{self, PERF_TYPE_HW_CACHE, PerfEvent as Source};
 
 /// A rank's counts over the window, scaled where the kernel multiplexed the counters.
@@ -82,7 +83,7 @@ const NODE_EVENTS: [(Event, Source); 2] = [
 
 /// Counts every rank (`(local rank, pid)`) for `window`: pid -> counts. A rank that exits
 /// meanwhile keeps what it counted.
-pub fn count(pids: &[(u32, u32)], window: Duration) -> Result<BTreeMap<u32, Counts>, Unavailable> {
+pub fn count(pids: &[RankPid], window: Duration) -> Result<BTreeMap<u32, Counts>, Unavailable> {
     let counting = Counting::start(pids, NODE_EVENTS)?;
     std::thread::sleep(window);
     Ok(counting.read())
@@ -97,9 +98,9 @@ struct Counting {
 impl Counting {
     /// One counter per event on each thread the ranks have now; the threads and processes
     /// they start later inherit it.
-    fn start(pids: &[(u32, u32)], events: [(Event, Source); 2]) -> Result<Counting, Unavailable> {
+    fn start(pids: &[RankPid], events: [(Event, Source); 2]) -> Result<Counting, Unavailable> {
         let mut open = Vec::new();
-        for &(_, pid) in pids {
+        for &RankPid { pid, .. } in pids {
             for tid in crate::sys::proc::task_ids(pid) {
                 for (event, source) in events {
                     match perf::open(tid, source) {
@@ -111,7 +112,7 @@ impl Counting {
                 }
             }
         }
-        let pids = pids.iter().map(|&(_, pid)| pid).collect();
+        let pids = pids.iter().map(|&RankPid { pid, .. }| pid).collect();
         Ok(Counting { pids, open })
     }
 
@@ -308,7 +309,7 @@ mod tests {
         };
         let (mut toucher, toucher_out) = spawn(TOUCHED_MIB);
         let (mut idle, idle_out) = spawn(0);
-        let ranks = [(0, toucher.id()), (1, idle.id())];
+        let ranks = [(0, toucher.id()), (1, idle.id())].map(|(rank, pid)| RankPid { rank, pid });
         let counting = match Counting::start(&ranks, FAULTS) {
             Ok(counting) => counting,
             // Debian's kernel.perf_event_paranoid=3 keeps perf from users who are not root: a

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::verify::{self, Row, Table, Thread};
 use crate::cpuset::CpuSet;
+use crate::ids::RankPid;
 use crate::ids::{NodeId, node_list};
 use crate::phrase::{plural, size};
 use crate::plan::Plan;
@@ -336,7 +337,7 @@ fn memory(row: &Row, seen: &mut Seen, changes: &mut Vec<Change>) {
 /// Repins as `opts` says.
 pub fn run(
     plan: &Plan,
-    pids: &[(u32, u32)],
+    pids: &[RankPid],
     first: &Table,
     opts: &WatchOptions,
     min_local: Option<f64>,

@@ -1,0 +1,15 @@
+//! `ObserveError`: no process to verify, or ranks not bound as planned.
+
+use super::matching::Skipped;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ObserveError {
+    #[error("no running process matches `{pattern}`")]
+    NoProcesses {
+        pattern: String,
+        /// The processes that matched but are no rank, and why.
+        skipped: Vec<Skipped>,
+    },
+    #[error("{mismatches} rank(s) are not bound as planned")]
+    Verify { mismatches: usize },
+}
