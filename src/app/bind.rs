@@ -73,7 +73,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     checked?;
     if argv.is_empty() {
         return Err(ExecError::NoCommand {
-            input: exec::error::Input::Given,
+            input: exec::Input::Given,
         }
         .into());
     }

@@ -3,7 +3,7 @@
 
 use crate::diag::Diagnostic;
 use crate::diag::codes::*;
-use crate::exec::error::Input;
+use crate::exec::Input;
 use crate::exec::{ExecError, NodeMismatch};
 
 pub(super) fn exec(e: &ExecError) -> Diagnostic {
@@ -36,7 +36,6 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
             .help("the rank's own output above says why"),
         ExecError::Interrupted { .. } => Diagnostic::error(E0415_INTERRUPTED, message)
             .note("the signal was forwarded to every rank's process group"),
-        ExecError::Observe(e) => super::observe::observe(e),
         ExecError::BindExec { .. } => Diagnostic::error(E0413_SPAWN, message)
             .note("the binding was applied; the program could not replace numaplan"),
     }

@@ -48,8 +48,6 @@ pub enum ExecError {
     RankFailed { rank: u32, how: String, code: i32 },
     #[error("numaplan received {}; the ranks were stopped", crate::sys::signals::signal_name(*signal))]
     Interrupted { signal: i32 },
-    #[error(transparent)]
-    Observe(#[from] crate::observe::ObserveError),
     #[error("cannot run `{program}`: {source}")]
     BindExec {
         program: String,

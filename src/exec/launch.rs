@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::ExecError;
-use crate::observe::watch;
 use crate::plan::Plan;
 use crate::variables::NUMAPLAN_LOCAL_RANK;
 
@@ -35,12 +34,6 @@ pub struct ExecOptions {
     pub output: OutputMode,
     /// Between TERM and KILL when stopping ranks.
     pub grace: Duration,
-    pub verify: bool,
-    /// With `verify`: the share of a rank's memory that must be on its planned nodes (0 to 1),
-    /// as `verify::min_local` takes it.
-    pub min_local: Option<f64>,
-    /// With `verify`: keep watching the ranks while they run (`--watch`, `--repin`).
-    pub watch: Option<watch::WatchOptions>,
     /// Appended to the plan's command for every rank (the command itself when the plan has
     /// none), byte for byte.
     pub extra_args: Vec<OsString>,

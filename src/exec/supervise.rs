@@ -27,7 +27,7 @@ fn rank_failed(r: &Running, status: ExitStatus) -> ExecError {
 }
 
 /// `0`, `3`, `SIGKILL`: how a process ended, in a table cell.
-pub(super) fn short_status(status: ExitStatus) -> String {
+pub fn short_status(status: ExitStatus) -> String {
     match (status.code(), status.signal()) {
         (Some(c), _) => c.to_string(),
         (None, Some(s)) => signals::signal_name(s),
@@ -35,19 +35,23 @@ pub(super) fn short_status(status: ExitStatus) -> String {
     }
 }
 
-/// Waits for every rank. The first failure (or `stopped_by`, a failure before supervision)
-/// stops the others (TERM, then KILL after `grace`); a signal to numaplan is forwarded to
-/// every rank's process group.
-pub(super) fn supervise(
+/// Waits for every rank. The first failure (or `stopped_by`, a failure before supervision, or
+/// what `outside` returns at any turn) stops the others (TERM, then KILL after `grace`); a
+/// signal to numaplan is forwarded to every rank's process group. `E` is the caller's error:
+/// a failure outside the launcher (a check of the ranks) stops the job as a rank's does.
+pub(super) fn supervise<E: From<ExecError>>(
     running: &mut [Running],
     grace: Duration,
-    stopped_by: Option<ExecError>,
-) -> Result<(), ExecError> {
-    // A rank reaped before supervision (during `--verify`) may already have failed.
-    let mut failure = stopped_by.or_else(|| {
-        running
-            .iter()
-            .find_map(|r| r.status.filter(|s| !s.success()).map(|s| rank_failed(r, s)))
+    stopped_by: Option<E>,
+    outside: &dyn Fn() -> Option<E>,
+) -> Result<(), E> {
+    // A rank whose end was seen before supervision (during `--verify`) may already have failed.
+    let mut failure: Option<E> = stopped_by.or_else(|| {
+        running.iter().find_map(|r| {
+            r.status
+                .filter(|s| !s.success())
+                .map(|s| rank_failed(r, s).into())
+        })
     });
     let mut kill_at: Option<Instant> = None;
     let mut pause = Duration::from_micros(200);
@@ -57,7 +61,7 @@ pub(super) fn supervise(
                 process::signal_group(r.pid, signal);
             }
             if failure.is_none() {
-                failure = Some(ExecError::Interrupted { signal });
+                failure = Some(ExecError::Interrupted { signal }.into());
             }
             kill_at.get_or_insert(Instant::now() + grace);
         }
@@ -66,9 +70,12 @@ pub(super) fn supervise(
                 r.status = Some(status);
                 pause = Duration::from_micros(200);
                 if !status.success() && failure.is_none() {
-                    failure = Some(rank_failed(r, status));
+                    failure = Some(rank_failed(r, status).into());
                 }
             }
+        }
+        if failure.is_none() {
+            failure = outside();
         }
         let live: Vec<u32> = running
             .iter()
