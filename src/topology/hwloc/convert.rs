@@ -3,29 +3,17 @@
 //! their locality (`pci.rs`), CPU kinds and the allowed sets.
 
 use std::collections::BTreeMap;
-use std::ffi::CStr;
 
 use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::types::{CacheType, ObjectType};
 
+use super::object::{node_number, package_id, pu_number, text, to_cpuset};
 use super::pci::{Locality, number_gpus, pci_devices};
 use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
 use crate::topology::model::{Core, CpuKind, NodeKind, NumaNode, TopologyParts};
-
-pub(super) fn text(c: Option<&CStr>) -> Option<String> {
-    c.map(|s| s.to_string_lossy().into_owned())
-}
-
-pub(super) fn os_index(obj: &TopologyObject) -> u32 {
-    obj.os_index().unwrap_or(obj.logical_index()) as u32
-}
-
-pub(super) fn to_cpuset(set: &hwlocality::cpu::cpuset::CpuSet) -> CpuSet {
-    set.iter_set().map(|i| usize::from(i) as u32).collect()
-}
 
 /// NUMA nodes among `obj`'s memory children (looking through memory-side caches).
 fn numa_children(obj: &TopologyObject) -> Vec<&TopologyObject> {
@@ -62,8 +50,8 @@ fn cpu_node_of(pu: &TopologyObject) -> Option<u32> {
         if nodes.is_empty() {
             continue;
         }
-        nodes.sort_by_key(|n| (memory_kind(n).is_some(), os_index(n)));
-        return nodes.first().map(|n| os_index(n));
+        nodes.sort_by_key(|n| (memory_kind(n).is_some(), node_number(n)));
+        return nodes.first().and_then(|n| node_number(n));
     }
     None
 }
@@ -135,6 +123,8 @@ struct FoundCores {
     unlisted: BTreeMap<u32, (CpuSet, PackageId)>,
     /// CPUs of no NUMA node at all: their complete nodeset is empty.
     nodeless: CpuSet,
+    /// PUs without an OS index or a cpuset (an export hwloc's check did not read).
+    unnumbered: usize,
 }
 
 impl FoundCores {
@@ -145,6 +135,13 @@ impl FoundCores {
                 "CPUs {} have no NUMA node in hwloc's view (their nodeset is empty); plans \
                  leave them out",
                 self.nodeless
+            ));
+        }
+        if self.unnumbered > 0 {
+            notes.push(format!(
+                "{} PU(s) have neither an OS index nor a cpuset in hwloc's view; plans leave \
+                 them out",
+                self.unnumbered
             ));
         }
         for (node, (cpus, _)) in &self.unlisted {
@@ -205,14 +202,17 @@ fn cores(topo: &hwlocality::Topology) -> FoundCores {
         cpu_nodes: BTreeMap::new(),
         unlisted: BTreeMap::new(),
         nodeless: CpuSet::new(),
+        unnumbered: 0,
     };
     let mut l3_ids: BTreeMap<L3Key, u32> = BTreeMap::new();
     for pu in topo.objects_with_type(ObjectType::PU) {
-        let cpu = os_index(pu);
-        let package = PackageId(
-            pu.first_ancestor_with_type(ObjectType::Package)
-                .map_or(0, os_index),
-        );
+        let Some(cpu) = pu_number(pu) else {
+            found.unnumbered += 1;
+            continue;
+        };
+        let package = pu
+            .first_ancestor_with_type(ObjectType::Package)
+            .map_or(PackageId(0), package_id);
         let node = match pu_node(pu) {
             PuNode::Attached(node) => node,
             PuNode::Unlisted(node) => {
@@ -260,8 +260,8 @@ fn cores(topo: &hwlocality::Topology) -> FoundCores {
 /// subtype says.
 fn numa_nodes(topo: &hwlocality::Topology, cpu_nodes: &BTreeMap<u32, ()>) -> Vec<NumaNode> {
     topo.objects_with_type(ObjectType::NUMANode)
-        .map(|n| {
-            let id = os_index(n);
+        .filter_map(|n| {
+            let id = node_number(n)?;
             let kind = if cpu_nodes.contains_key(&id) {
                 NodeKind::Cpu
             } else {
@@ -271,14 +271,14 @@ fn numa_nodes(topo: &hwlocality::Topology, cpu_nodes: &BTreeMap<u32, ()>) -> Vec
                 Some(ObjectAttributes::NUMANode(a)) => a.local_memory().map(|m| m.get() >> 20),
                 _ => None,
             };
-            NumaNode {
+            Some(NumaNode {
                 id: NodeId(id),
                 package: n
                     .first_ancestor_with_type(ObjectType::Package)
-                    .map(|p| PackageId(os_index(p))),
+                    .map(package_id),
                 kind,
                 memory_mib,
-            }
+            })
         })
         .collect()
 }
@@ -294,12 +294,16 @@ fn node_distances(topo: &hwlocality::Topology) -> Vec<(NodeId, NodeId, u32)> {
             .all(|o| o.is_some_and(|o| o.object_type() == ObjectType::NUMANode))
     });
     if let Some(m) = numa {
-        let ids: Vec<u32> = m.objects().map(|o| o.map_or(0, os_index)).collect();
+        let ids: Vec<Option<u32>> = m.objects().map(|o| o.and_then(node_number)).collect();
         let values = m.distances();
         for (i, from) in ids.iter().enumerate() {
             for (j, to) in ids.iter().enumerate() {
-                if let Some(d) = values.get(i * ids.len() + j) {
-                    distances.push((NodeId(*from), NodeId(*to), *d as u32));
+                if let (Some(from), Some(to), Some(d)) = (from, to, values.get(i * ids.len() + j)) {
+                    distances.push((
+                        NodeId(*from),
+                        NodeId(*to),
+                        u32::try_from(*d).unwrap_or(u32::MAX),
+                    ));
                 }
             }
         }

@@ -24,11 +24,12 @@ use super::model::{Topology, Vendor};
 use crate::cpuset::CpuSet;
 
 mod convert;
+mod object;
 mod pci;
 mod xml;
 
 pub use convert::convert;
-use convert::to_cpuset;
+use object::to_cpuset;
 pub use xml::load_xml;
 
 /// The hwloc API numaplan is linked with, as `major.x`.

@@ -10,7 +10,7 @@ use hwlocality::object::attributes::{
 };
 use hwlocality::object::types::{BridgeType, OSDeviceType, ObjectType};
 
-use super::convert::{os_index, text, to_cpuset};
+use super::object::{package_id, text, to_cpuset};
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
@@ -58,7 +58,7 @@ impl<'c> Locality<'c> {
             .ancestors()
             .chain(std::iter::once(anc))
             .find(|a| a.object_type() == ObjectType::Package)
-            .map(|p| PackageId(os_index(p)));
+            .map(package_id);
         let set = anc.cpuset().map(|s| to_cpuset(&s)).unwrap_or_default();
         let candidates: Vec<u32> = self
             .node_cpus

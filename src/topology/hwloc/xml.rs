@@ -3,7 +3,8 @@
 
 use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
-use super::convert::{convert, text};
+use super::convert::convert;
+use super::object::text;
 use super::{Check, with_hwloc_settings};
 use crate::sys::sandbox::Outcome;
 use crate::topology::error::TopologyError;
