@@ -7,11 +7,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::diag::Code;
 use crate::diag::codes::warning_code;
 use crate::diag::render::MessageFormat;
-use crate::yaml::Override;
 
+mod options;
 mod review;
 mod run;
 
+pub use options::{ReportFormat, SpecOverrides, key_value};
 pub use review::{ColourChoice, DiffArgs, ExplainArgs, ExplainFormat};
 pub use run::{BindArgs, ExecArgs, NprocPerNode, VerifyArgs, WatchArgs};
 
@@ -243,24 +244,6 @@ pub enum Command {
     },
 }
 
-/// `--set KEY=VALUE`, shared by the commands that read a job spec.
-#[derive(Debug, Default, clap::Args)]
-pub struct SpecOverrides {
-    /// Override a key of the job spec (repeatable; dotted keys: `cpu.policy=exclusive`,
-    /// `memory.policy=bind`, `gpus=4`, `env.NCCL_DEBUG=INFO`); the value is YAML.
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = key_value)]
-    pub set: Vec<Override>,
-}
-
-pub fn key_value(arg: &str) -> Result<Override, String> {
-    match arg.split_once('=') {
-        Some((key, value)) if !key.is_empty() => Ok(Override::set(key, value)),
-        _ => Err(format!(
-            "`{arg}` is not KEY=VALUE (e.g. `cpu.policy=exclusive`)"
-        )),
-    }
-}
-
 #[derive(Debug, clap::Args)]
 pub struct CompileArgs {
     /// The job spec (YAML); `-` reads it from standard input.
@@ -298,12 +281,6 @@ pub struct CompileArgs {
     /// it. Default: no modeline.
     #[arg(long, value_name = "PATH|URL", value_hint = clap::ValueHint::FilePath)]
     pub schema_ref: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    Text,
-    Json,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -24,7 +24,7 @@ mod yaml;
 use exec::exec;
 use rank::rank;
 use topology::topology;
-use yaml::{PLAN_CODES, SPEC_CODES, yaml_error};
+use yaml::{PLAN_CODES, SPEC_CODES, not_utf8, yaml_error};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -227,13 +227,6 @@ fn unknown_code(code: &str) -> Diagnostic {
         )),
         None => d.help("`numaplan codes` lists every code"),
     }
-}
-
-/// A file that is not UTF-8 text, whichever kind of input it was.
-fn not_utf8(message: String, path: &std::path::Path, at: crate::text::BadByte) -> Diagnostic {
-    Diagnostic::error(E0105_NOT_UTF8, message)
-        .at_position(path.display().to_string(), at.line, at.col)
-        .help("save the file as UTF-8 (`iconv -f LATIN1 -t UTF-8`, for one)")
 }
 
 /// A constraint the plan cannot meet, pointed at the spec key it concerns when the spec has it.

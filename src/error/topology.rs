@@ -1,6 +1,6 @@
 //! How a topology that cannot be read, or is not consistent, reads.
 
-use super::not_utf8;
+use super::yaml::not_utf8;
 use super::yaml::{FIXTURE_CODES, yaml_error};
 use crate::diag::Diagnostic;
 use crate::diag::codes::*;

@@ -160,3 +160,14 @@ fn duplicated_key(detail: &str) -> Option<&str> {
     };
     key.filter(|k| !k.is_empty())
 }
+
+/// A file that is not UTF-8 text, whichever kind of input it was.
+pub(super) fn not_utf8(
+    message: String,
+    path: &std::path::Path,
+    at: crate::text::BadByte,
+) -> Diagnostic {
+    Diagnostic::error(E0105_NOT_UTF8, message)
+        .at_position(path.display().to_string(), at.line, at.col)
+        .help("save the file as UTF-8 (`iconv -f LATIN1 -t UTF-8`, for one)")
+}

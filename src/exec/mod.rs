@@ -17,13 +17,11 @@ pub use error::{ExecError, Input, NodeMismatch};
 pub use job::Job;
 pub use launch::{ExecOptions, Launch, NodePlace, OutputMode, launches};
 pub use node::{Force, NodeFacts, check_node};
+pub use start::binding;
 use start::{prepare, start_all};
 pub use supervise::{describe, exit_code, short_status};
 
-use crate::cpuset::CpuSet;
-use crate::plan::{MemoryBinding, Plan};
-use crate::spec::MemPolicy;
-use crate::sys::affinity::{Binding, Memory, MemoryMode};
+use crate::plan::Plan;
 use crate::sys::{process, signals};
 
 /// Starts every rank of the plan bound, in parallel, and returns the running job. When a rank
@@ -73,22 +71,4 @@ pub fn start(plan: &Plan, opts: &ExecOptions) -> Result<Job, ExecError> {
             .wait(Some(e), &|| None, &mut std::io::sink())
             .expect_err("a job stopped by a failure fails")),
     }
-}
-
-/// A rank's CPUs and memory policy as the binding syscalls take them: what exec's child applies
-/// before `execve`, and `bind` before its own.
-pub fn binding(cpus: &CpuSet, memory: &MemoryBinding) -> std::io::Result<Binding> {
-    let mode = match memory.policy {
-        MemPolicy::None => None,
-        MemPolicy::Preferred => Some(MemoryMode::Preferred),
-        MemPolicy::Bind => Some(MemoryMode::Bind),
-        MemPolicy::Interleave => Some(MemoryMode::Interleave),
-    };
-    Binding::new(
-        cpus,
-        Memory {
-            mode,
-            nodes: &memory.nodes,
-        },
-    )
 }

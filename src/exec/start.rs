@@ -4,8 +4,12 @@
 use std::os::fd::OwnedFd;
 
 use super::supervise::Running;
-use super::{ExecError, Launch, OutputMode, process, relay};
-use crate::plan::{Plan, RankBinding};
+use super::{ExecError, Launch, OutputMode, relay};
+use crate::cpuset::CpuSet;
+use crate::plan::{MemoryBinding, Plan, RankBinding};
+use crate::spec::MemPolicy;
+use crate::sys::affinity::{Binding, Memory, MemoryMode};
+use crate::sys::process;
 
 /// How many forked ranks may wait to be confirmed (each holds a pipe) before the oldest is.
 const UNCONFIRMED: usize = 32;
@@ -88,11 +92,29 @@ pub(super) fn prepare(
     launch: &Launch,
     binding: &RankBinding,
 ) -> Result<process::Prepared, ExecError> {
-    let bind = super::binding(&binding.cpus, &binding.memory)
+    let bind = self::binding(&binding.cpus, &binding.memory)
         .map_err(|source| bind_failed(launch, binding, source))?;
     preparer
         .prepare(&launch.argv, &launch.env, bind)
         .map_err(|source| spawn_failed(launch, source))
+}
+
+/// A rank's CPUs and memory policy as the binding syscalls take them: what exec's child applies
+/// before `execve`, and `bind` before its own.
+pub fn binding(cpus: &CpuSet, memory: &MemoryBinding) -> std::io::Result<Binding> {
+    let mode = match memory.policy {
+        MemPolicy::None => None,
+        MemPolicy::Preferred => Some(MemoryMode::Preferred),
+        MemPolicy::Bind => Some(MemoryMode::Bind),
+        MemPolicy::Interleave => Some(MemoryMode::Interleave),
+    };
+    Binding::new(
+        cpus,
+        Memory {
+            mode,
+            nodes: &memory.nodes,
+        },
+    )
 }
 
 /// A rank that was forked and did not reach its program: the step that failed, as an error.

@@ -7,6 +7,7 @@
 //!
 //! Pure: the environment comes in as a map (`Env`), read by the caller.
 
+mod env;
 pub mod error;
 pub mod hostlist;
 pub mod local_rank;
@@ -14,10 +15,6 @@ pub mod numbering;
 pub mod replaced;
 pub mod visible;
 
-use std::collections::BTreeMap;
-
+pub use env::Env;
 pub use error::RankError;
 pub use local_rank::{LocalRank, LocalRankChoice, local_rank, local_rank_variables};
-
-/// Environment variables by name.
-pub type Env = BTreeMap<String, String>;

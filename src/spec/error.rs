@@ -25,7 +25,7 @@ pub enum SpecError {
     /// Values that are well-formed but not acceptable; every one found.
     #[error("{} problems in the job spec", problems.len())]
     Invalid {
-        map: Box<super::load::SpecMaps>,
+        map: Box<SpecMaps>,
         problems: Vec<SpecProblem>,
     },
 }
@@ -37,4 +37,23 @@ pub struct SpecProblem {
     pub message: String,
     pub label: String,
     pub help: String,
+}
+
+/// Where a spec's values were written: the file, or a `--set` of the command line.
+#[derive(Clone, Debug)]
+pub struct SpecMaps {
+    pub file: SourceMap,
+    /// The `--set` arguments, one per line (file `--set`).
+    pub sets: SourceMap,
+}
+
+impl SpecMaps {
+    /// The map that locates `path`: the `--set` that wrote it (or an enclosing key), else the
+    /// file.
+    pub fn for_path(&self, path: &str) -> &SourceMap {
+        match self.sets.value(path) {
+            Some(_) => &self.sets,
+            None => &self.file,
+        }
+    }
 }

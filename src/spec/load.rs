@@ -3,35 +3,15 @@
 
 use std::path::Path;
 
-use super::error::SpecError;
+use super::error::{SpecError, SpecMaps};
 use super::raw::JobSpec;
 use super::{Spec, validate};
-use crate::diag::SourceMap;
 use crate::yaml::{self, Override};
 
 /// A loaded spec with the positions of its text, kept for pointing resolve errors at lines.
 pub struct LoadedSpec {
     pub spec: Spec,
     pub map: SpecMaps,
-}
-
-/// Where a spec's values were written: the file, or a `--set` of the command line.
-#[derive(Clone, Debug)]
-pub struct SpecMaps {
-    pub file: SourceMap,
-    /// The `--set` arguments, one per line (file `--set`).
-    pub sets: SourceMap,
-}
-
-impl SpecMaps {
-    /// The map that locates `path`: the `--set` that wrote it (or an enclosing key), else the
-    /// file.
-    pub fn for_path(&self, path: &str) -> &SourceMap {
-        match self.sets.value(path) {
-            Some(_) => &self.sets,
-            None => &self.file,
-        }
-    }
 }
 
 pub fn load_file(path: &Path) -> Result<LoadedSpec, SpecError> {

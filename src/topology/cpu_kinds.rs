@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{Core, ModelError, Subject, model_error};
+use super::model::{ModelError, Subject, model_error};
 use crate::cpuset::CpuSet;
 
 /// One kind of core on a hybrid machine (hwloc's CPU kinds): Intel P- or E-cores, Arm big or
@@ -31,7 +31,11 @@ impl CpuKind {
 
 /// Sorts the kinds and checks that each is non-empty, within the machine, disjoint from the
 /// others and made of whole cores.
-pub(super) fn check(kinds: &mut [CpuKind], cores: &[Core], all: &CpuSet) -> Result<(), ModelError> {
+pub(super) fn check(
+    kinds: &mut [CpuKind],
+    cores: &[&CpuSet],
+    all: &CpuSet,
+) -> Result<(), ModelError> {
     kinds.sort_by_key(|k| (k.efficiency, k.cpus.first()));
     let mut seen = CpuSet::new();
     for kind in kinds.iter() {
@@ -60,13 +64,13 @@ pub(super) fn check(kinds: &mut [CpuKind], cores: &[Core], all: &CpuSet) -> Resu
         seen = seen.union(&kind.cpus);
         if let Some(core) = cores
             .iter()
-            .find(|c| c.cpus.intersects(&kind.cpus) && !c.cpus.is_subset(&kind.cpus))
+            .find(|c| c.intersects(&kind.cpus) && !c.is_subset(&kind.cpus))
         {
             return Err(model_error(
                 subject(),
                 format!(
                     "the CPU kind of CPUs {} splits core {}; SMT siblings are always of one kind",
-                    kind.cpus, core.cpus
+                    kind.cpus, core
                 ),
             ));
         }
@@ -77,7 +81,6 @@ pub(super) fn check(kinds: &mut [CpuKind], cores: &[Core], all: &CpuSet) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{L3Id, NodeId, PackageId};
 
     fn kind(cpus: &str, efficiency: Option<u32>) -> CpuKind {
         CpuKind {
@@ -88,19 +91,14 @@ mod tests {
     }
 
     /// Four cores with two SMT threads each: {0,4}, {1,5}, {2,6}, {3,7}.
-    fn cores() -> Vec<Core> {
-        (0..4)
-            .map(|c| Core {
-                cpus: [c, c + 4].into_iter().collect(),
-                package: PackageId(0),
-                node: NodeId(0),
-                l3: L3Id(0),
-            })
-            .collect()
+    fn cores() -> Vec<CpuSet> {
+        (0..4).map(|c| [c, c + 4].into_iter().collect()).collect()
     }
 
     fn check_kinds(kinds: &mut [CpuKind]) -> Result<(), ModelError> {
-        check(kinds, &cores(), &"0-7".parse().unwrap())
+        let cores = cores();
+        let cores: Vec<&CpuSet> = cores.iter().collect();
+        check(kinds, &cores, &"0-7".parse().unwrap())
     }
 
     #[test]

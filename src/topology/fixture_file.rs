@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::cpuset::CpuSet;
+
 /// A numaplan topology fixture: one machine (one node of a cluster).
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -243,4 +245,38 @@ impl JsonSchema for CpuList {
             "minimum": 0
         })
     }
+}
+
+/// The format version written and accepted.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A value's place in the file (its path, like `nodes[2].l3[0].threads[1]`) and what is wrong
+/// with it.
+pub type Located = (String, String);
+
+/// Thread rows as cores: row 0 holds each core's first CPU, row t the t-th CPU of the first
+/// len(row t) cores; rows never grow.
+pub fn rows_to_cores(group_at: &str, rows: &[CpuSet]) -> Result<Vec<CpuSet>, Located> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let mut cores: Vec<CpuSet> = first.iter().map(|c| std::iter::once(c).collect()).collect();
+    for (t, row) in rows.iter().enumerate().skip(1) {
+        if row.len() > rows[t - 1].len() {
+            return Err((
+                format!("{group_at}.threads[{t}]"),
+                format!(
+                    "thread row {t} has {} CPUs but row {} has {}; rows must not grow (list \
+                     cores with different numbers of threads under `cores`)",
+                    row.len(),
+                    t - 1,
+                    rows[t - 1].len()
+                ),
+            ));
+        }
+        for (core, cpu) in cores.iter_mut().zip(row.iter()) {
+            core.insert(cpu);
+        }
+    }
+    Ok(cores)
 }

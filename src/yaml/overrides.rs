@@ -3,7 +3,7 @@
 
 use serde::de::DeserializeOwned;
 
-use super::{YamlError, YamlErrorKind, parse};
+use super::parse::{YamlError, YamlErrorKind, parse};
 use crate::diag::{Positions, SourceMap, Spot};
 
 /// One `--set KEY=VALUE` of the command line: a dotted key (`cpu.policy`) and a YAML value

@@ -5,7 +5,7 @@ use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::convert::convert;
 use super::object::text;
-use super::{Check, with_hwloc_settings};
+use super::settings::{Check, with_hwloc_settings};
 use crate::sys::sandbox::Outcome;
 use crate::topology::error::TopologyError;
 use crate::topology::model::{self, Topology};

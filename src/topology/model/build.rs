@@ -36,7 +36,8 @@ impl Topology {
         let all = check_cores(&cores, &nodes)?;
         order_cores(&mut cores)?;
         let node_cpus = node_cpus(&nodes, &cores)?;
-        crate::topology::cpu_kinds::check(&mut cpu_kinds, &cores, &all)?;
+        let core_cpus: Vec<&CpuSet> = cores.iter().map(|c| &c.cpus).collect();
+        crate::topology::cpu_kinds::check(&mut cpu_kinds, &core_cpus, &all)?;
         let (allowed, allowed_memory) = allowed_sets(allowed, allowed_memory, &all, &nodes)?;
         let distances = distance_map(distances, &nodes)?;
         check_gpus(&mut gpus, &nodes)?;

@@ -7,14 +7,17 @@
 //! machine in a different order give equal values.
 
 mod build;
+mod error;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use super::cpu_kinds::CpuKind;
 pub use super::devices::{Gpu, Nic, NicKind, Vendor};
 use crate::cpuset::CpuSet;
-use crate::ids::{GpuIndex, L3Id, NodeId, PackageId};
+use crate::ids::{L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
+pub(in crate::topology) use error::model_error;
+pub use error::{ModelError, Subject};
 
 /// A whole machine (one node of a cluster).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,39 +129,6 @@ pub struct TopologyParts {
     pub allowed_memory: Option<Vec<NodeId>>,
     pub gpus: Vec<Gpu>,
     pub nics: Vec<Nic>,
-}
-
-/// What in the parts an invariant violation is about, so each source can point at its own text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Subject {
-    Machine,
-    Node(NodeId),
-    Core(u32),
-    Gpu(GpuIndex),
-    /// A GPU's `numa_node`.
-    GpuLocality(GpuIndex),
-    Nic(String),
-    /// A NIC's `numa_node`.
-    NicLocality(String),
-    Distances,
-    Allowed,
-    /// The CPU kind with these CPUs.
-    CpuKind(CpuSet),
-}
-
-/// A broken invariant.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ModelError {
-    pub subject: Subject,
-    pub message: String,
-}
-
-pub(super) fn model_error(subject: Subject, message: impl Into<String>) -> ModelError {
-    ModelError {
-        subject,
-        message: message.into(),
-    }
 }
 
 impl Topology {

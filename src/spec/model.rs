@@ -1,0 +1,311 @@
+//! `Spec`, the validated job spec the resolver sees, and its enums: ids, `CpuSet`s and named
+//! choices, no strings standing for CPUs.
+
+use std::collections::BTreeMap;
+
+use crate::cpuset::CpuSet;
+use crate::ids::{GpuIndex, NodeId};
+
+/// A validated job spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub name: Option<String>,
+    pub command: Vec<String>,
+    pub topology: Option<String>,
+    pub nodes: u32,
+    pub ranks_per_node: Option<u32>,
+    pub gpus: GpuChoice,
+    /// The key with which the spec asked for GPUs outright (`gpus: all`, `gpus: visible`,
+    /// `gpus_per_rank`), where it did: then finding none is an error, not a CPU-only plan.
+    pub gpus_asked: Option<&'static str>,
+    pub gpus_per_rank: u32,
+    pub visible: Visibility,
+    pub cpu: CpuSpec,
+    pub memory: MemorySpec,
+    pub nic: NicPolicy,
+    pub env: BTreeMap<String, String>,
+    /// `openmp:`; `None` leaves OpenMP's placement to the runtime.
+    pub openmp: Option<OpenMpSpec>,
+    pub port: u16,
+    pub master_addr: String,
+    pub slurm: SlurmSpec,
+    /// Extra words of the `--emit mpirun` script's mpirun line.
+    pub mpirun: MpirunSpec,
+    /// What the spec says that the plan should repeat (a deprecated key), in order.
+    pub warnings: Vec<crate::diag::Warning>,
+    /// `allow_warnings:`, the warning codes accepted after review.
+    pub allowed_warnings: Vec<crate::diag::Code>,
+}
+
+/// Extra words of the `--emit mpirun` script's mpirun line, passed through to the plan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MpirunSpec {
+    pub extra: Vec<String>,
+    pub openmpi: Vec<String>,
+    pub mpich: Vec<String>,
+}
+
+/// Settings of the Slurm batch file, passed through to the plan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlurmSpec {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub time: Option<String>,
+    pub exclusive: bool,
+    pub extra: Vec<String>,
+    pub verbose: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuChoice {
+    All,
+    None,
+    Count(u32),
+    List(Vec<GpuIndex>),
+    /// `visible`: the GPUs a visibility variable names, as `(variable, value)`; the app fills it
+    /// in from the environment (`None`: neither variable is set, so every GPU).
+    Visible(Option<(String, String)>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Visibility {
+    All,
+    Own,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuSpec {
+    pub policy: Policy,
+    pub scope: Scope,
+    pub smt: Smt,
+    pub balance: Balance,
+    pub min_cores: u32,
+    pub max_cores: Option<u32>,
+    /// CPUs whose whole cores no rank gets (`cpu.reserve_cpus`).
+    pub reserve_cpus: CpuSet,
+    /// The last N cores of every node with CPUs (`cpu.reserve_cores`).
+    pub reserve_cores: u32,
+    /// The first N cores of every L3 group (`cpu.reserve_per_l3`).
+    pub reserve_per_l3: u32,
+    pub allowed: Option<CpuSet>,
+    /// Cores of each rank set aside for helper threads (`cpu.helpers`).
+    pub helpers: u32,
+    /// The options the spec sets explicitly, so that a policy that ignores one can say so.
+    pub set: Vec<CpuOption>,
+}
+
+/// OpenMP placement inside each rank (`openmp:`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenMpSpec {
+    pub places: Places,
+    pub bind: ProcBind,
+    pub threads: Threads,
+    /// Also set KMP_AFFINITY.
+    pub kmp_affinity: bool,
+}
+
+/// What one OpenMP place is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Places {
+    /// A compute core (its SMT siblings together).
+    Cores,
+    /// A compute CPU.
+    Threads,
+    /// No OMP_PLACES: the runtime's own.
+    None,
+}
+
+/// OMP_PROC_BIND: how threads are assigned to places.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcBind {
+    Close,
+    Spread,
+    Master,
+    /// Threads are not bound (OMP_PROC_BIND=false).
+    None,
+}
+
+impl ProcBind {
+    /// OMP_PROC_BIND's value (and the plan's spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcBind::Close => "close",
+            ProcBind::Spread => "spread",
+            ProcBind::Master => "master",
+            ProcBind::None => "false",
+        }
+    }
+}
+
+/// How many OpenMP threads a rank runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threads {
+    Count(u32),
+    /// One per compute core.
+    Cores,
+    /// One per compute CPU.
+    Cpus,
+    /// The number `env: {OMP_NUM_THREADS: ...}` starts with.
+    FromEnv(u32),
+}
+
+/// The `cpu:` options a policy may ignore (POLICIES.md, "Options a policy ignores").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CpuOption {
+    Scope,
+    Smt,
+    Balanced,
+    MinCores,
+    MaxCores,
+    ReserveCpus,
+    ReserveCores,
+    ReservePerL3,
+}
+
+impl CpuOption {
+    /// The spec key (`cpu.reserve_per_l3`).
+    pub fn key(self) -> &'static str {
+        match self {
+            CpuOption::Scope => "cpu.scope",
+            CpuOption::Smt => "cpu.smt",
+            CpuOption::Balanced => "cpu.balanced",
+            CpuOption::MinCores => "cpu.min_cores",
+            CpuOption::MaxCores => "cpu.max_cores",
+            CpuOption::ReserveCpus => "cpu.reserve_cpus",
+            CpuOption::ReserveCores => "cpu.reserve_cores",
+            CpuOption::ReservePerL3 => "cpu.reserve_per_l3",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Auto,
+    Node,
+    Socket,
+    Exclusive,
+    CoreComplex,
+    All,
+    Single,
+    SingleUnique,
+    UniqueContiguous,
+    UniqueInterleaved,
+}
+
+/// The three policy families of POLICIES.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// `torchrun --numa-binding` compatible.
+    PyTorch,
+    /// NVIDIA `gpu_affinity` compatible.
+    GpuAffinity,
+    /// numaplan's own.
+    Auto,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 10] = [
+        Policy::Auto,
+        Policy::Node,
+        Policy::Socket,
+        Policy::Exclusive,
+        Policy::CoreComplex,
+        Policy::All,
+        Policy::Single,
+        Policy::SingleUnique,
+        Policy::UniqueContiguous,
+        Policy::UniqueInterleaved,
+    ];
+
+    pub fn family(self) -> Family {
+        match self {
+            Policy::Auto => Family::Auto,
+            Policy::Node | Policy::Socket | Policy::Exclusive | Policy::CoreComplex => {
+                Family::PyTorch
+            }
+            _ => Family::GpuAffinity,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Auto => "auto",
+            Policy::Node => "node",
+            Policy::Socket => "socket",
+            Policy::Exclusive => "exclusive",
+            Policy::CoreComplex => "core-complex",
+            Policy::All => "all",
+            Policy::Single => "single",
+            Policy::SingleUnique => "single-unique",
+            Policy::UniqueContiguous => "unique-contiguous",
+            Policy::UniqueInterleaved => "unique-interleaved",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Node,
+    Socket,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Smt {
+    All,
+    One,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Balance {
+    Balanced,
+    Unbalanced,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemorySpec {
+    /// `None`: the family's default (preferred for `auto`, none for the compatibility families).
+    pub policy: Option<MemPolicy>,
+    /// `None`: the rank's home node(s).
+    pub nodes: Option<Vec<MemoryNode>>,
+}
+
+/// One entry of `memory.nodes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MemoryNode {
+    /// A node named by its id.
+    Node(NodeId),
+    /// `local+N`: the node whose id is the rank's home node's plus N (`local` is `local+0`).
+    Local(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MemPolicy {
+    None,
+    Preferred,
+    Bind,
+    Interleave,
+}
+
+impl MemPolicy {
+    pub const ALL: [MemPolicy; 4] = [
+        MemPolicy::None,
+        MemPolicy::Preferred,
+        MemPolicy::Bind,
+        MemPolicy::Interleave,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MemPolicy::None => "none",
+            MemPolicy::Preferred => "preferred",
+            MemPolicy::Bind => "bind",
+            MemPolicy::Interleave => "interleave",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NicPolicy {
+    Closest,
+    None,
+}
