@@ -406,7 +406,7 @@ impl BindWords {
         Some(BindArgs {
             input: self.input?,
             local_rank: self.local_rank,
-            topology: self.topology,
+            topology: self.topology.as_deref().map(crate::topology::Source::named),
             overrides: SpecOverrides { set: self.set },
             force: self.force,
             verbose: self.verbose,

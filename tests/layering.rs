@@ -24,8 +24,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("observe", &["rank", "plan", "spec", "sys"]),
     ("exec", &["plan", "spec", "sys"]),
     ("review", &["plan", "resolve", "spec", "topology"]),
-    ("cli", &["rank", "emit", "yaml", "diag"]),
-    ("argv", &["cli", "rank", "spec", "yaml", "diag"]),
+    ("cli", &["rank", "emit", "topology", "yaml", "diag"]),
+    ("argv", &["cli", "rank", "spec", "topology", "yaml", "diag"]),
     (
         "error",
         &[

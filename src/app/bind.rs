@@ -27,7 +27,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let env = environment();
     let subject = load_subject(
         Some(&args.input),
-        args.topology.as_deref(),
+        args.topology.as_ref(),
         PlanMachine::NotNeeded,
         &args.overrides.set,
     )?;

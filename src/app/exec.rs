@@ -40,7 +40,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         .collect();
     let subject = load_subject(
         args.input.as_deref(),
-        args.topology.as_deref(),
+        args.topology.as_ref(),
         PlanMachine::NotNeeded,
         &overrides,
     )?;

@@ -4,13 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Compiled, compile_loaded, load_topology};
+use super::{Compiled, compile_loaded};
 use crate::error::Error;
 use crate::plan::Plan;
 use crate::plan_file;
 use crate::spec::load::load_with;
 use crate::text::TextError;
-use crate::topology::{Topology, fixture};
+use crate::topology::{Source, Topology, fixture};
 use crate::yaml::Override;
 
 /// A plan under review, with the topology it is drawn on when known.
@@ -73,7 +73,7 @@ fn read_variable(var: &str) -> Result<String, std::env::VarError> {
 /// an error for a plan, which is not compiled again.
 pub(crate) fn load_subject(
     arg: Option<&str>,
-    topology: Option<&str>,
+    topology: Option<&Source>,
     machine: PlanMachine,
     overrides: &[Override],
 ) -> Result<Subject, Error> {
@@ -130,10 +130,10 @@ pub(crate) fn load_subject(
 fn plan_topology_source(
     loaded: &plan_file::LoadedPlan,
     input_dir: &Path,
-    topology: Option<&str>,
+    topology: Option<&Source>,
     machine: PlanMachine,
     notes: &mut Vec<String>,
-) -> Option<String> {
+) -> Option<Source> {
     let named = loaded
         .topology_file
         .as_ref()
@@ -141,8 +141,8 @@ fn plan_topology_source(
         .filter(|p| p.exists());
     match (machine, topology, &named) {
         (PlanMachine::NotNeeded, _, _) => None,
-        (_, Some(t), _) => Some(t.to_string()),
-        (_, None, Some(p)) => Some(p.display().to_string()),
+        (_, Some(t), _) => Some(t.clone()),
+        (_, None, Some(p)) => Some(Source::File(p.clone())),
         (_, None, None) => {
             if let Some(f) = &loaded.topology_file {
                 notes.push(format!(
@@ -153,7 +153,7 @@ fn plan_topology_source(
             }
             // Made on this machine (discovered, named after this host): this machine it is;
             // its fingerprint is checked like a file's.
-            (loaded.plan.topology == crate::topology::hostname()).then(|| "discover".to_string())
+            (loaded.plan.topology == crate::sys::proc::hostname()).then_some(Source::Discover)
         }
     }
 }
@@ -163,18 +163,18 @@ fn plan_topology_source(
 fn plan_topology(
     arg: &str,
     loaded: &plan_file::LoadedPlan,
-    source: String,
+    source: Source,
     machine: PlanMachine,
     notes: &mut Vec<String>,
 ) -> Result<Topology, Error> {
-    let t = load_topology(&source)?;
+    let t = source.load()?;
     let fp = fixture::fingerprint(&t);
     if fp != loaded.fingerprint {
         if machine == PlanMachine::Strict {
             return Err(Error::TopologyMismatch {
                 input: arg.to_string(),
                 expected: loaded.fingerprint.clone(),
-                topology: source,
+                topology: source.to_string(),
                 found: fp,
             });
         }

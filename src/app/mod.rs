@@ -28,7 +28,7 @@ use crate::spec::GpuChoice;
 use crate::spec::SpecError;
 use crate::spec::load::{LoadedSpec, load_with};
 use crate::text::TextError;
-use crate::topology::{self, Topology, fixture, summary};
+use crate::topology::{self, Source, Topology, fixture, summary};
 use crate::variables::{CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES};
 
 /// Runs a command: its data goes to `stdout`, the plan's warnings to `warnings`.
@@ -78,14 +78,6 @@ fn version(verbose: bool) -> String {
     text
 }
 
-/// Loads the topology a `--topology` value names.
-pub fn load_topology(spec: &str) -> Result<Topology, Error> {
-    Ok(match spec {
-        "discover" => topology::hwloc::discover()?,
-        path => topology::load_file(Path::new(path))?,
-    })
-}
-
 /// A spec compiled: the plan, the topology it is for, that topology's fingerprint, and the file
 /// it was read from (`None`: this machine, discovered).
 pub(crate) struct Compiled {
@@ -100,15 +92,15 @@ pub(crate) struct Compiled {
 pub(crate) fn compile_loaded(
     loaded: &LoadedSpec,
     spec_dir: &Path,
-    topology: Option<&str>,
+    topology: Option<&Source>,
 ) -> Result<Compiled, Error> {
-    let topology_arg = match (topology, &loaded.spec.topology) {
-        (Some(t), _) => t.to_string(),
+    let source = match (topology, &loaded.spec.topology) {
+        (Some(t), _) => t.clone(),
         // Relative to the spec file, as users write it next to their job.
-        (None, Some(t)) if t != "discover" => spec_dir.join(t).display().to_string(),
-        _ => "discover".to_string(),
+        (None, Some(t)) => t.relative_to(spec_dir),
+        (None, None) => Source::Discover,
     };
-    let t = load_topology(&topology_arg)?;
+    let t = source.load()?;
     let mut spec = loaded.spec.clone();
     if let GpuChoice::Visible(visible) = &mut spec.gpus {
         *visible = [CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES]
@@ -123,7 +115,7 @@ pub(crate) fn compile_loaded(
         fingerprint: fixture::fingerprint(&t),
         plan,
         topology: t,
-        topology_file: (topology_arg != "discover").then(|| PathBuf::from(topology_arg)),
+        topology_file: source.file().map(Path::to_path_buf),
     })
 }
 
@@ -139,7 +131,7 @@ fn compile(
         fingerprint,
         topology_file,
         ..
-    } = compile_loaded(&loaded, &spec_dir, args.topology.as_deref())?;
+    } = compile_loaded(&loaded, &spec_dir, args.topology.as_ref())?;
     warnings.plan_warnings(&spec_file, &plan.warnings, &plan.allowed_warnings)?;
     // Readers of the plan find its topology relative to the plan file, and so are the paths
     // of its header: the same plan compiled from another directory, or with `./` or an
@@ -211,9 +203,9 @@ fn regenerate_command(args: &CompileArgs, dir: Option<&Path>) -> String {
         words.push(format!("--set {}", sh(o.text())));
     }
     if let Some(t) = &args.topology {
-        let t = match t.as_str() {
-            "discover" => t.clone(),
-            _ => path(Path::new(t)),
+        let t = match t {
+            Source::Discover => t.to_string(),
+            Source::File(file) => path(file),
         };
         words.push(format!("--topology {t}"));
     }
@@ -334,7 +326,7 @@ fn check(stdout: &mut dyn Write, path: &Path, text: &str, regenerate: String) ->
 }
 
 fn topo(args: &TopoArgs, stdout: &mut dyn Write) -> Result<(), Error> {
-    let t = load_topology(&args.topology)?;
+    let t = args.topology.load()?;
     let text = match args.format {
         _ if args.matrix => topology::matrix::render(&t),
         TopoFormat::Text => summary::render(&t),
@@ -355,7 +347,7 @@ pub fn schema(which: SchemaKind) -> String {
         SchemaKind::Bind => schemars::schema_for!(bind::Report),
         SchemaKind::Exec => schemars::schema_for!(exec::DryRun),
         SchemaKind::Verify => schemars::schema_for!(verify::VerifyReport),
-        SchemaKind::Watch => schemars::schema_for!(verify::WatchEvent),
+        SchemaKind::Watch => schemars::schema_for!(verify::WatchLine),
         SchemaKind::Codes => schemars::schema_for!(CodesReport),
     };
     let mut s = serde_json::to_string_pretty(&schema).expect("invariant: schemas serialize");

@@ -24,7 +24,7 @@ pub(super) fn environment() -> Env {
 pub(super) fn node_facts() -> Result<NodeFacts, Error> {
     let shape = machine_shape();
     Ok(NodeFacts {
-        host: crate::topology::hostname(),
+        host: proc::hostname(),
         allowed: affinity::own_affinity().map_err(|source| ExecError::Syscall {
             what: "read this process's CPU affinity",
             source,

@@ -11,8 +11,8 @@ use crate::error::Error;
 use crate::review::{diff as plan_diff, explain as plan_explain, picture, svg};
 
 pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
-    let old_t = args.old_topology.as_deref().or(args.topology.as_deref());
-    let new_t = args.new_topology.as_deref().or(args.topology.as_deref());
+    let old_t = args.old_topology.as_ref().or(args.topology.as_ref());
+    let new_t = args.new_topology.as_ref().or(args.topology.as_ref());
     let old = load_subject(Some(&args.old), old_t, PlanMachine::Lenient, &[])?;
     let new = load_subject(
         Some(&args.new),
@@ -56,7 +56,7 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     };
     let mut s = load_subject(
         Some(&args.input),
-        args.topology.as_deref(),
+        args.topology.as_ref(),
         machine,
         &args.overrides.set,
     )?;

@@ -256,7 +256,7 @@ pub struct CompileArgs {
     /// The machine to plan for: a fixture, an hwloc XML export, or `discover`. Overrides the
     /// spec's `topology:`; default: the spec's, else this machine.
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
-    pub topology: Option<String>,
+    pub topology: Option<crate::topology::Source>,
 
     /// Plan format: YAML for people and diffs, JSON for scripts. Not with `--emit`, which
     /// writes a script.
@@ -294,7 +294,7 @@ pub struct TopoArgs {
     /// A topology file (numaplan YAML fixture or `lstopo --of xml` export, told apart by
     /// content), or `discover` for this machine (the default).
     #[arg(long, value_name = "PATH|discover", default_value = "discover", value_hint = clap::ValueHint::FilePath)]
-    pub topology: String,
+    pub topology: crate::topology::Source,
 
     /// Output format: a readable summary, a numaplan fixture (YAML), or the same as JSON.
     #[arg(long, value_enum, default_value_t = TopoFormat::Text)]

@@ -21,15 +21,15 @@ pub struct DiffArgs {
     /// The machine of both sides, for cores, L3 groups and quality figures (a job spec names its
     /// own; a plan file does not).
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
-    pub topology: Option<String>,
+    pub topology: Option<crate::topology::Source>,
 
     /// The machine of OLD only (overrides `--topology`).
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
-    pub old_topology: Option<String>,
+    pub old_topology: Option<crate::topology::Source>,
 
     /// The machine of NEW only (overrides `--topology`).
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
-    pub new_topology: Option<String>,
+    pub new_topology: Option<crate::topology::Source>,
 
     /// `--set KEY=VALUE` applies to NEW when it is a job spec: `diff job.yaml job.yaml --set
     /// cpu.policy=exclusive` shows what the change would do.
@@ -54,7 +54,7 @@ pub struct ExplainArgs {
 
     /// The machine (a job spec names its own; a plan file needs this).
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
-    pub topology: Option<String>,
+    pub topology: Option<crate::topology::Source>,
 
     #[command(flatten)]
     pub overrides: SpecOverrides,

@@ -24,7 +24,7 @@ pub struct ExecArgs {
 
     /// The machine a job spec is compiled for (default: the spec's, else this machine).
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
-    pub topology: Option<String>,
+    pub topology: Option<crate::topology::Source>,
 
     /// This node's index in a multi-node job (default: `SLURM_NODEID`).
     #[arg(long, value_name = "K")]
@@ -122,7 +122,7 @@ pub struct BindArgs {
 
     /// The machine a job spec is compiled for (default: the spec's, else this machine).
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
-    pub topology: Option<String>,
+    pub topology: Option<crate::topology::Source>,
 
     #[command(flatten)]
     pub overrides: SpecOverrides,
@@ -161,7 +161,7 @@ pub struct VerifyArgs {
 
     /// The machine a job spec is compiled for.
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
-    pub topology: Option<String>,
+    pub topology: Option<crate::topology::Source>,
 
     /// The ranks' process ids; each one's `LOCAL_RANK` (from /proc/PID/environ) says which rank
     /// it is, else the order given.
@@ -173,7 +173,7 @@ pub struct VerifyArgs {
     pub match_name: Option<String>,
 
     /// Text for people, or JSON (`"numaplan_verify": 1`, schemas/verify.schema.json); with
-    /// `--watch`, JSON Lines: the report on one line, then one `"numaplan_watch": 1` object per
+    /// `--watch`, JSON Lines: the report on one line, then one `"numaplan_watch": 2` object per
     /// change and a summary (schemas/watch.schema.json).
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,

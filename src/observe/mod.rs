@@ -8,7 +8,9 @@ pub mod counters;
 pub mod error;
 pub mod find;
 pub mod matching;
+pub mod problem;
 pub mod verify;
 pub mod watch;
 
 pub use error::ObserveError;
+pub use problem::Problem;

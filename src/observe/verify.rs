@@ -4,6 +4,7 @@
 //! rank's memory is (`numa_maps`' pages per node): under the plan's threshold on its planned
 //! nodes, a rank is a mismatch however its policy reads.
 
+use super::Problem;
 use crate::cpuset::CpuSet;
 use crate::ids::RankPid;
 use crate::ids::{NodeId, node_list};
@@ -39,7 +40,7 @@ pub struct Row {
     pub residence: Residence,
     /// The share of its memory that must be on `memory_nodes` (0 to 1), if any.
     pub min_local: Option<f64>,
-    pub problems: Vec<String>,
+    pub problems: Vec<Problem>,
     /// How the rank ended, when it had already exited by the time it was read: then what
     /// `/proc` shows is not its binding, and it is reported but not counted as a mismatch.
     pub exited: Option<String>,
@@ -119,8 +120,7 @@ pub fn check_with(
                 exited: None,
             };
             if planned.is_none() {
-                row.problems
-                    .push(format!("the plan has no local rank {rank}"));
+                row.problems.push(Problem::NotInPlan { rank });
             }
             read_threads(&mut row, planned);
             if pages == Pages::Read {
@@ -141,16 +141,17 @@ fn read_threads(row: &mut Row, planned: Option<&RankBinding>) {
     let threads = thread_cpus(pid);
     row.tids = threads.iter().map(|t| t.0).collect();
     if threads.is_empty() {
-        row.problems.push(format!("process {pid} is gone"));
+        row.problems.push(Problem::Gone { pid });
     }
     for (tid, cpus) in &threads {
         row.actual_cpus = row.actual_cpus.union(cpus);
         if !cpus.is_subset(&row.planned_cpus) {
             let name = thread_name(pid, *tid);
-            row.problems.push(format!(
-                "thread {tid} ({name}) may run on CPUs {} outside the plan",
-                cpus.difference(&row.planned_cpus)
-            ));
+            row.problems.push(Problem::ThreadOutside {
+                tid: *tid,
+                name: name.clone(),
+                outside: cpus.difference(&row.planned_cpus),
+            });
             row.outside.push(Thread {
                 tid: *tid,
                 name,
@@ -158,10 +159,14 @@ fn read_threads(row: &mut Row, planned: Option<&RankBinding>) {
             });
         } else if *cpus != row.planned_cpus {
             row.narrowed += 1;
-            if let Some(problem) = planned.and_then(|r| outside_its_places(r, cpus)) {
-                let name = thread_name(pid, *tid);
-                row.problems
-                    .push(format!("thread {tid} ({name}) {problem}"));
+            if let Some((compute, helpers)) = planned.and_then(|r| across_places(r, cpus)) {
+                row.problems.push(Problem::AcrossPlaces {
+                    tid: *tid,
+                    name: thread_name(pid, *tid),
+                    cpus: cpus.clone(),
+                    compute,
+                    helpers,
+                });
             }
         }
     }
@@ -173,14 +178,13 @@ fn read_memory(row: &mut Row) {
     row.actual_memory = row.residence.policy.clone().unwrap_or_else(|| "-".into());
     if row.actual_memory == "-" {
         if !row.tids.is_empty() {
-            row.problems
-                .push("numa_maps is empty (the rank has exited)".into());
+            row.problems.push(Problem::NoMappings);
         }
     } else if row.actual_memory != row.planned_memory {
-        row.problems.push(format!(
-            "memory policy is {}, planned {}",
-            row.actual_memory, row.planned_memory
-        ));
+        row.problems.push(Problem::MemoryPolicy {
+            actual: row.actual_memory.clone(),
+            planned: row.planned_memory.clone(),
+        });
     }
     row.problems.extend(memory_short(
         &row.residence,
@@ -190,16 +194,17 @@ fn read_memory(row: &mut Row) {
 }
 
 /// The problem of a rank whose memory is short of `min_local` on its planned nodes.
-fn memory_short(residence: &Residence, nodes: &[NodeId], min_local: Option<f64>) -> Option<String> {
+fn memory_short(
+    residence: &Residence,
+    nodes: &[NodeId],
+    min_local: Option<f64>,
+) -> Option<Problem> {
     let (min, share) = (min_local?, residence.share_on(nodes)?);
-    (share < min).then(|| {
-        format!(
-            "{:.1}% of its memory ({}) is on node {}, under {:.0}%",
-            share * 100.0,
-            size(residence.total()),
-            node_list(nodes),
-            min * 100.0
-        )
+    (share < min).then(|| Problem::MemoryShort {
+        share,
+        bytes: residence.total(),
+        nodes: nodes.to_vec(),
+        min,
     })
 }
 
@@ -244,7 +249,8 @@ impl Row {
 /// places: inside its compute CPUs (its places), or inside its helper pool, never across the
 /// two (an OpenMP thread on a helper core, a helper on a compute core). A thread that spans
 /// several places is not reported: runtimes and NCCL narrow threads to groups of cores.
-pub fn outside_its_places(rank: &RankBinding, cpus: &CpuSet) -> Option<String> {
+/// Returns the rank's compute and helper CPUs when `cpus` crosses them.
+pub fn across_places(rank: &RankBinding, cpus: &CpuSet) -> Option<(CpuSet, CpuSet)> {
     if rank.helpers.is_empty() && rank.openmp.is_none() {
         return None;
     }
@@ -252,10 +258,7 @@ pub fn outside_its_places(rank: &RankBinding, cpus: &CpuSet) -> Option<String> {
     if cpus.is_subset(&compute) || (!rank.helpers.is_empty() && cpus.is_subset(&rank.helpers)) {
         return None;
     }
-    Some(format!(
-        "may run on CPUs {cpus}, across its compute CPUs {compute} and its helper CPUs {}",
-        rank.helpers
-    ))
+    Some((compute, rank.helpers.clone()))
 }
 
 impl Row {
@@ -277,14 +280,11 @@ impl Table {
 
     /// Flags every row of a rank that several processes claim.
     pub fn claimed_twice(&mut self, rank: u32, pids: &[u32]) {
-        let list = pids
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
         for row in self.rows.iter_mut().filter(|r| r.rank == rank) {
-            row.problems
-                .push(format!("processes {list} all claim local rank {rank}"));
+            row.problems.push(Problem::ClaimedTwice {
+                rank,
+                pids: pids.to_vec(),
+            });
         }
     }
 
@@ -300,10 +300,7 @@ impl Table {
         self.rows
             .iter()
             .filter(|r| r.mismatch())
-            .filter(|r| {
-                let short = memory_short(&r.residence, &r.memory_nodes, r.min_local).is_some();
-                r.problems.len() > r.outside.len() + usize::from(short)
-            })
+            .filter(|r| r.problems.iter().any(|p| !p.watched()))
             .map(|r| r.pid)
     }
 
@@ -348,7 +345,8 @@ impl Table {
                         "ok".into()
                     }
                 } else {
-                    format!("MISMATCH: {}", r.problems.join("; "))
+                    let problems: Vec<String> = r.problems.iter().map(Problem::to_string).collect();
+                    format!("MISMATCH: {}", problems.join("; "))
                 };
                 [
                     r.rank.to_string(),
@@ -463,7 +461,9 @@ mod tests {
             "rank 3: 257.0 MiB, 99.6% on node 2, 0.4% on node 3"
         );
         assert_eq!(
-            memory_short(&residence, &[NodeId(3)], Some(0.9)).unwrap(),
+            memory_short(&residence, &[NodeId(3)], Some(0.9))
+                .unwrap()
+                .to_string(),
             "0.4% of its memory (257.0 MiB) is on node 3, under 90%"
         );
         assert_eq!(memory_short(&residence, &[NodeId(2)], Some(0.9)), None);
@@ -473,17 +473,32 @@ mod tests {
     #[test]
     fn narrowed_threads_stay_on_one_side_of_the_helper_pool() {
         let r = rank("0-3", "3");
-        let on = |cpus: &str| outside_its_places(&r, &cpus.parse().unwrap());
+        let on = |cpus: &str| {
+            let cpus: CpuSet = cpus.parse().unwrap();
+            across_places(&r, &cpus).map(|(compute, helpers)| {
+                Problem::AcrossPlaces {
+                    tid: 7,
+                    name: "omp".into(),
+                    cpus,
+                    compute,
+                    helpers,
+                }
+                .to_string()
+            })
+        };
         assert_eq!(on("0"), None, "an OpenMP thread on its place");
         assert_eq!(on("0-2"), None, "a thread narrowed to the compute CPUs");
         assert_eq!(on("3"), None, "a worker pinned to the helper pool");
         assert_eq!(
             on("2-3").as_deref(),
-            Some("may run on CPUs 2-3, across its compute CPUs 0-2 and its helper CPUs 3")
+            Some(
+                "thread 7 (omp) may run on CPUs 2-3, across its compute CPUs 0-2 and its helper \
+                 CPUs 3"
+            )
         );
         // Without a helper pool or places, narrowing is only checked against the rank's CPUs.
         assert_eq!(
-            outside_its_places(&rank("0-3", ""), &"2-3".parse().unwrap()),
+            across_places(&rank("0-3", ""), &"2-3".parse().unwrap()),
             None
         );
     }

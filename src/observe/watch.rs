@@ -118,12 +118,59 @@ impl Change {
         }
     }
 
+    /// What kind of change it is.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Change::ThreadLeft { .. } => Kind::ThreadLeft,
+            Change::ThreadBack { cpus: Some(_), .. } => Kind::ThreadBack,
+            Change::ThreadBack { cpus: None, .. } => Kind::ThreadEnded,
+            Change::Memory { back: false, .. } => Kind::MemoryLow,
+            Change::Memory { back: true, .. } => Kind::MemoryBack,
+            Change::RankExited { .. } => Kind::RankExited,
+        }
+    }
+
+    /// The rank's process.
+    pub fn pid(&self) -> u32 {
+        match self {
+            Change::ThreadLeft { pid, .. }
+            | Change::ThreadBack { pid, .. }
+            | Change::Memory { pid, .. }
+            | Change::RankExited { pid, .. } => *pid,
+        }
+    }
+
     /// Whether the change is a problem that stays one (not a return, not a thread put back).
     pub fn is_problem(&self) -> bool {
         match self {
             Change::ThreadLeft { repinned, .. } => !matches!(repinned, Some(Ok(()))),
             Change::Memory { back, .. } => !back,
             Change::ThreadBack { .. } | Change::RankExited { .. } => false,
+        }
+    }
+}
+
+/// The kinds of change, by the names the JSON lines and the summary's counts use: one
+/// vocabulary for both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    ThreadLeft,
+    ThreadBack,
+    ThreadEnded,
+    MemoryLow,
+    MemoryBack,
+    RankExited,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::ThreadLeft => "thread-left",
+            Kind::ThreadBack => "thread-back",
+            Kind::ThreadEnded => "thread-ended",
+            Kind::MemoryLow => "memory-low",
+            Kind::MemoryBack => "memory-back",
+            Kind::RankExited => "rank-exited",
         }
     }
 }
@@ -144,7 +191,9 @@ pub struct Watch {
     /// Ranks (pids) that had a problem that stayed one.
     troubled: std::collections::BTreeSet<u32>,
     /// Changes by kind, for the summary.
-    counts: BTreeMap<&'static str, usize>,
+    counts: BTreeMap<Kind, usize>,
+    /// Threads that left their rank's CPUs and were put back (`--repin`).
+    repinned: usize,
     pub rounds: u64,
     /// The longest time between two readings of the ranks' memory, when reading it had to be
     /// spaced out further than the interval.
@@ -179,20 +228,16 @@ impl Watch {
     /// problem that stays one marks its rank.
     pub fn record(&mut self, changes: &[Change]) {
         for c in changes {
-            let (kind, pid) = match c {
-                Change::ThreadLeft { pid, repinned, .. } => match repinned {
-                    Some(Ok(())) => ("repinned", *pid),
-                    _ => ("left", *pid),
-                },
-                Change::ThreadBack { pid, .. } => ("back", *pid),
-                Change::Memory { pid, back, .. } => {
-                    (if *back { "memory-back" } else { "memory-low" }, *pid)
-                }
-                Change::RankExited { pid, .. } => ("exited", *pid),
-            };
-            *self.counts.entry(kind).or_default() += 1;
+            *self.counts.entry(c.kind()).or_default() += 1;
+            if let Change::ThreadLeft {
+                repinned: Some(Ok(())),
+                ..
+            } = c
+            {
+                self.repinned += 1;
+            }
             if c.is_problem() {
-                self.troubled.insert(pid);
+                self.troubled.insert(c.pid());
             }
             // A thread put back is inside again: its return is not news.
             if let Change::ThreadLeft {
@@ -225,31 +270,35 @@ impl Watch {
 
     /// `watch: 12 readings; 1 thread left its CPUs (1 put back), 1 rank exited`.
     pub fn summary(&self) -> String {
-        let n = |k: &str| self.counts.get(k).copied().unwrap_or(0);
+        let n = |k: Kind| self.counts.get(&k).copied().unwrap_or(0);
         let mut parts = Vec::new();
-        let left = n("left") + n("repinned");
+        let left = n(Kind::ThreadLeft);
         if left > 0 {
-            let put_back = match n("repinned") {
+            let put_back = match self.repinned {
                 0 => String::new(),
                 r => format!(" ({r} put back)"),
             };
             let who = plural(left, "thread left its", "threads left their");
             parts.push(format!("{who} rank's CPUs{put_back}"));
         }
-        if n("back") > 0 {
+        let back = n(Kind::ThreadBack) + n(Kind::ThreadEnded);
+        if back > 0 {
             parts.push(format!(
                 "{} returned or ended",
-                plural(n("back"), "thread", "threads")
+                plural(back, "thread", "threads")
             ));
         }
-        if n("memory-low") > 0 {
+        if n(Kind::MemoryLow) > 0 {
             parts.push(format!(
                 "{} short of local memory",
-                plural(n("memory-low"), "rank was", "ranks were")
+                plural(n(Kind::MemoryLow), "rank was", "ranks were")
             ));
         }
-        if n("exited") > 0 {
-            parts.push(format!("{} exited", plural(n("exited"), "rank", "ranks")));
+        if n(Kind::RankExited) > 0 {
+            parts.push(format!(
+                "{} exited",
+                plural(n(Kind::RankExited), "rank", "ranks")
+            ));
         }
         let what = match parts.is_empty() {
             true => "no change".to_string(),
@@ -268,10 +317,14 @@ impl Watch {
         )
     }
 
-    /// The summary's counts by kind (`left`, `repinned`, `back`, `memory-low`, `memory-back`,
-    /// `exited`).
-    pub fn counts(&self) -> &BTreeMap<&'static str, usize> {
-        &self.counts
+    /// The summary's counts: each kind of change by its name, `repinned` (threads put back)
+    /// and `troubled` (ranks with a problem that stayed one).
+    pub fn counts(&self) -> BTreeMap<&'static str, usize> {
+        let mut counts: BTreeMap<&'static str, usize> =
+            self.counts.iter().map(|(k, n)| (k.name(), *n)).collect();
+        counts.insert("repinned", self.repinned);
+        counts.insert("troubled", self.troubled());
+        counts
     }
 }
 

@@ -11,7 +11,8 @@ use crate::ids::{GpuIndex, NodeId};
 pub struct Spec {
     pub name: Option<String>,
     pub command: Vec<String>,
-    pub topology: Option<String>,
+    /// `topology:`, a file relative to the spec, or `discover`.
+    pub topology: Option<crate::topology::Source>,
     pub nodes: u32,
     pub ranks_per_node: Option<u32>,
     pub gpus: GpuChoice,

@@ -114,3 +114,22 @@ pub fn read_small(path: &Path) -> Option<String> {
 pub fn list(path: &str) -> Option<CpuSet> {
     read_small(Path::new(path))?.trim().parse().ok()
 }
+
+/// This machine's name; an unnamed one (a bare kernel says `(none)`) still needs one for its
+/// plans and messages.
+pub fn hostname() -> String {
+    use std::io::Read as _;
+    // One read (`read_to_string` asks for the size first and reads twice): `bind` asks on every
+    // rank's start.
+    let mut buf = [0u8; 256];
+    std::fs::File::open("/proc/sys/kernel/hostname")
+        .and_then(|mut f| f.read(&mut buf))
+        .ok()
+        .and_then(|n| {
+            std::str::from_utf8(&buf[..n])
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty() && h != "(none)")
+        .unwrap_or_else(|| "this-machine".into())
+}

@@ -19,12 +19,12 @@ mod counted;
 mod report;
 
 use counted::counters_text;
-pub(crate) use report::{VerifyReport, WatchEvent};
+pub(crate) use report::{VerifyReport, WatchLine};
 
 pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let plan = load_subject(
         Some(&args.input),
-        args.topology.as_deref(),
+        args.topology.as_ref(),
         PlanMachine::NotNeeded,
         &[],
     )?
@@ -99,7 +99,7 @@ fn watch_after(
     let mut line = |c: &watch::Change, at: Duration| {
         let text = match args.format {
             ReportFormat::Text => format!("+{:.1}s {}\n", at.as_secs_f64(), c.text()),
-            ReportFormat::Json => WatchEvent::of(c, at).line(),
+            ReportFormat::Json => WatchLine::of(c, at).line(),
         };
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
@@ -109,7 +109,7 @@ fn watch_after(
     let seen = watch::run(plan, ranked, first, &opts, min_local, &never, &mut line);
     let summary = match args.format {
         ReportFormat::Text => seen.summary() + "\n",
-        ReportFormat::Json => WatchEvent::summary(&seen).line(),
+        ReportFormat::Json => WatchLine::summary(&seen).line(),
     };
     emit(stdout, None, &summary)?;
     Ok(seen.troubled_pids().collect())

@@ -101,7 +101,7 @@ impl VerifyReport {
                         .share_on(&r.memory_nodes)
                         .filter(|_| !r.memory_nodes.is_empty()),
                     min_local: r.min_local,
-                    problems: r.problems.clone(),
+                    problems: r.problems.iter().map(ToString::to_string).collect(),
                     exited: r.exited.clone(),
                 })
                 .collect(),
@@ -120,108 +120,113 @@ impl VerifyReport {
     }
 }
 
-/// One line of `verify --watch --format json` after the report (`"numaplan_watch": 1`,
-/// schemas/watch.schema.json): a change, or the summary at the end.
+/// One line of `verify --watch --format json` after the report (`"numaplan_watch": 2`,
+/// schemas/watch.schema.json): a change, or the summary at the end. Version 2 counts changes in
+/// the summary by their event names (version 1 had a vocabulary of its own for them).
 #[derive(Serialize, JsonSchema)]
-pub(crate) struct WatchEvent {
+pub(crate) struct WatchLine {
     numaplan_watch: u32,
-    /// `thread-left`, `thread-back`, `thread-ended`, `memory-low`, `memory-back`,
-    /// `rank-exited`, or `summary` (the last line).
-    event: String,
     /// Seconds since the watch began.
     #[serde(skip_serializing_if = "Option::is_none")]
     t: Option<f64>,
     /// The line the text output prints.
     text: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rank: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pid: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tid: Option<u32>,
-    /// The thread's name (`/proc/PID/task/TID/comm`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thread: Option<String>,
-    /// The CPUs the thread may run on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cpus: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    planned_cpus: Option<String>,
-    /// `--repin`: whether the thread was put back on its rank's CPUs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    repinned: Option<bool>,
-    /// Why it could not be put back.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    repin_error: Option<String>,
-    /// The share of the rank's memory on its planned nodes (0 to 1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    local_share: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    memory_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    memory_nodes: Option<Vec<u32>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    min_local: Option<f64>,
-    /// Summary: the readings made.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    readings: Option<u64>,
-    /// Summary: changes by event (`left`, `repinned`, `back`, `memory-low`, `memory-back`,
-    /// `exited`) and `troubled`, the ranks with a problem that stayed one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    counts: Option<BTreeMap<String, usize>>,
+    #[serde(flatten)]
+    event: WatchEvent,
 }
 
-impl WatchEvent {
-    fn blank(event: &str, text: String) -> WatchEvent {
-        WatchEvent {
-            numaplan_watch: 1,
-            event: event.into(),
-            t: None,
-            text,
-            rank: None,
-            pid: None,
-            tid: None,
-            thread: None,
-            cpus: None,
-            planned_cpus: None,
-            repinned: None,
-            repin_error: None,
-            local_share: None,
-            memory_bytes: None,
-            memory_nodes: None,
-            min_local: None,
-            readings: None,
-            counts: None,
-        }
-    }
+/// What happened, by `event`.
+#[derive(Serialize, JsonSchema)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+enum WatchEvent {
+    /// A thread may run outside its rank's CPUs.
+    ThreadLeft {
+        #[serde(flatten)]
+        thread: ThreadOf,
+        /// The CPUs the thread may run on.
+        cpus: String,
+        planned_cpus: String,
+        /// `--repin`: whether the thread was put back on its rank's CPUs.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        repinned: Option<bool>,
+        /// Why it could not be put back.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        repin_error: Option<String>,
+    },
+    /// A thread that had left is back inside its rank's CPUs.
+    ThreadBack {
+        #[serde(flatten)]
+        thread: ThreadOf,
+        cpus: String,
+    },
+    /// A thread that had left has ended.
+    ThreadEnded {
+        #[serde(flatten)]
+        thread: ThreadOf,
+    },
+    /// The share of the rank's memory on its planned nodes fell under the threshold.
+    MemoryLow(MemoryShare),
+    /// It is at or over the threshold again.
+    MemoryBack(MemoryShare),
+    RankExited {
+        rank: u32,
+        pid: u32,
+    },
+    /// The last line.
+    Summary {
+        /// The readings made.
+        readings: u64,
+        /// Changes by event name (`thread-left`, `thread-back`, `thread-ended`, `memory-low`,
+        /// `memory-back`, `rank-exited`), `repinned` (threads put back) and `troubled` (ranks
+        /// with a problem that stayed one).
+        counts: BTreeMap<String, usize>,
+    },
+}
 
-    pub(super) fn of(c: &watch::Change, at: Duration) -> WatchEvent {
+/// A rank's thread.
+#[derive(Serialize, JsonSchema)]
+struct ThreadOf {
+    rank: u32,
+    pid: u32,
+    tid: u32,
+    /// The thread's name (`/proc/PID/task/TID/comm`).
+    thread: String,
+}
+
+/// A rank's memory against its threshold.
+#[derive(Serialize, JsonSchema)]
+struct MemoryShare {
+    rank: u32,
+    pid: u32,
+    /// The share of the rank's memory on its planned nodes (0 to 1).
+    local_share: f64,
+    memory_bytes: u64,
+    memory_nodes: Vec<u32>,
+    min_local: f64,
+}
+
+impl WatchLine {
+    pub(super) fn of(c: &watch::Change, at: Duration) -> WatchLine {
         use watch::Change;
-        let kind = match c {
-            Change::ThreadLeft { .. } => "thread-left",
-            Change::ThreadBack { cpus: Some(_), .. } => "thread-back",
-            Change::ThreadBack { cpus: None, .. } => "thread-ended",
-            Change::Memory { back: false, .. } => "memory-low",
-            Change::Memory { back: true, .. } => "memory-back",
-            Change::RankExited { .. } => "rank-exited",
-        };
-        let mut e = WatchEvent::blank(kind, c.text());
-        e.t = Some((at.as_secs_f64() * 1000.0).round() / 1000.0);
-        match c {
+        let event = match c {
             Change::ThreadLeft {
                 rank,
                 pid,
                 thread,
                 planned,
                 repinned,
-            } => {
-                (e.rank, e.pid, e.tid) = (Some(*rank), Some(*pid), Some(thread.tid));
-                e.thread = Some(thread.name.clone());
-                e.cpus = Some(thread.cpus.to_string());
-                e.planned_cpus = Some(planned.to_string());
-                e.repinned = repinned.as_ref().map(Result::is_ok);
-                e.repin_error = repinned.as_ref().and_then(|r| r.clone().err());
-            }
+            } => WatchEvent::ThreadLeft {
+                thread: ThreadOf {
+                    rank: *rank,
+                    pid: *pid,
+                    tid: thread.tid,
+                    thread: thread.name.clone(),
+                },
+                cpus: thread.cpus.to_string(),
+                planned_cpus: planned.to_string(),
+                repinned: repinned.as_ref().map(Result::is_ok),
+                repin_error: repinned.as_ref().and_then(|r| r.clone().err()),
+            },
             Change::ThreadBack {
                 rank,
                 pid,
@@ -229,9 +234,19 @@ impl WatchEvent {
                 name,
                 cpus,
             } => {
-                (e.rank, e.pid, e.tid) = (Some(*rank), Some(*pid), Some(*tid));
-                e.thread = Some(name.clone());
-                e.cpus = cpus.as_ref().map(ToString::to_string);
+                let thread = ThreadOf {
+                    rank: *rank,
+                    pid: *pid,
+                    tid: *tid,
+                    thread: name.clone(),
+                };
+                match cpus {
+                    Some(cpus) => WatchEvent::ThreadBack {
+                        thread,
+                        cpus: cpus.to_string(),
+                    },
+                    None => WatchEvent::ThreadEnded { thread },
+                }
             }
             Change::Memory {
                 rank,
@@ -240,30 +255,48 @@ impl WatchEvent {
                 bytes,
                 nodes,
                 min,
-                ..
+                back,
             } => {
-                (e.rank, e.pid) = (Some(*rank), Some(*pid));
-                e.local_share = Some(*share);
-                e.memory_bytes = Some(*bytes);
-                e.memory_nodes = Some(nodes.iter().map(|n| n.0).collect());
-                e.min_local = Some(*min);
+                let share = MemoryShare {
+                    rank: *rank,
+                    pid: *pid,
+                    local_share: *share,
+                    memory_bytes: *bytes,
+                    memory_nodes: nodes.iter().map(|n| n.0).collect(),
+                    min_local: *min,
+                };
+                match back {
+                    false => WatchEvent::MemoryLow(share),
+                    true => WatchEvent::MemoryBack(share),
+                }
             }
-            Change::RankExited { rank, pid } => (e.rank, e.pid) = (Some(*rank), Some(*pid)),
+            Change::RankExited { rank, pid } => WatchEvent::RankExited {
+                rank: *rank,
+                pid: *pid,
+            },
+        };
+        WatchLine {
+            numaplan_watch: 2,
+            t: Some((at.as_secs_f64() * 1000.0).round() / 1000.0),
+            text: c.text(),
+            event,
         }
-        e
     }
 
-    pub(super) fn summary(seen: &watch::Watch) -> WatchEvent {
-        let mut e = WatchEvent::blank("summary", seen.summary());
-        e.readings = Some(seen.rounds);
-        let mut counts: BTreeMap<String, usize> = seen
-            .counts()
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect();
-        counts.insert("troubled".into(), seen.troubled());
-        e.counts = Some(counts);
-        e
+    pub(super) fn summary(seen: &watch::Watch) -> WatchLine {
+        WatchLine {
+            numaplan_watch: 2,
+            t: None,
+            text: seen.summary(),
+            event: WatchEvent::Summary {
+                readings: seen.rounds,
+                counts: seen
+                    .counts()
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+            },
+        }
     }
 
     pub(super) fn line(&self) -> String {

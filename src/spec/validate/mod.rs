@@ -44,7 +44,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
     Ok(Spec {
         name: raw.name.clone(),
         command,
-        topology: raw.topology.clone(),
+        topology: raw.topology.as_deref().map(crate::topology::Source::named),
         nodes: counts.nodes,
         ranks_per_node: raw.ranks_per_node,
         gpus_asked: gpus_asked(raw),

@@ -71,7 +71,7 @@ pub fn discover() -> Result<Topology, TopologyError> {
             ),
         ),
         None => (
-            super::hostname(),
+            crate::sys::proc::hostname(),
             "discovered with hwloc on this machine".to_string(),
         ),
     };

@@ -1,0 +1,104 @@
+//! `Problem`: one way a running rank differs from its plan, as `verify` finds it. What a watch
+//! follows over time (a thread outside the rank's CPUs, memory under its threshold) is told
+//! apart from what it does not by kind, never by counting.
+
+use std::fmt;
+
+use crate::cpuset::CpuSet;
+use crate::ids::{NodeId, node_list};
+use crate::phrase::size;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Problem {
+    /// The process claims a local rank the plan does not have.
+    NotInPlan { rank: u32 },
+    /// The process has no thread left.
+    Gone { pid: u32 },
+    /// A thread may run on CPUs outside the rank's (`outside`: those CPUs).
+    ThreadOutside {
+        tid: u32,
+        name: String,
+        outside: CpuSet,
+    },
+    /// A thread narrowed to CPUs across the rank's compute CPUs and its helper pool.
+    AcrossPlaces {
+        tid: u32,
+        name: String,
+        cpus: CpuSet,
+        compute: CpuSet,
+        helpers: CpuSet,
+    },
+    /// The process shows no memory mappings (it is exiting).
+    NoMappings,
+    /// Its memory policy (as numa_maps spells it) is not the plan's.
+    MemoryPolicy { actual: String, planned: String },
+    /// Less than `min` of its memory is on its planned nodes.
+    MemoryShort {
+        share: f64,
+        bytes: u64,
+        nodes: Vec<NodeId>,
+        min: f64,
+    },
+    /// Several processes claim the rank.
+    ClaimedTwice { rank: u32, pids: Vec<u32> },
+}
+
+impl Problem {
+    /// Whether a watch follows this problem from one reading to the next (then the watch, not
+    /// the first reading, says whether it stayed one).
+    pub fn watched(&self) -> bool {
+        matches!(
+            self,
+            Problem::ThreadOutside { .. } | Problem::MemoryShort { .. }
+        )
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::NotInPlan { rank } => write!(f, "the plan has no local rank {rank}"),
+            Problem::Gone { pid } => write!(f, "process {pid} is gone"),
+            Problem::ThreadOutside { tid, name, outside } => write!(
+                f,
+                "thread {tid} ({name}) may run on CPUs {outside} outside the plan"
+            ),
+            Problem::AcrossPlaces {
+                tid,
+                name,
+                cpus,
+                compute,
+                helpers,
+            } => write!(
+                f,
+                "thread {tid} ({name}) may run on CPUs {cpus}, across its compute CPUs \
+                 {compute} and its helper CPUs {helpers}"
+            ),
+            Problem::NoMappings => f.write_str("numa_maps is empty (the rank has exited)"),
+            Problem::MemoryPolicy { actual, planned } => {
+                write!(f, "memory policy is {actual}, planned {planned}")
+            }
+            Problem::MemoryShort {
+                share,
+                bytes,
+                nodes,
+                min,
+            } => write!(
+                f,
+                "{:.1}% of its memory ({}) is on node {}, under {:.0}%",
+                share * 100.0,
+                size(*bytes),
+                node_list(nodes),
+                min * 100.0
+            ),
+            Problem::ClaimedTwice { rank, pids } => {
+                let list: Vec<String> = pids.iter().map(u32::to_string).collect();
+                write!(
+                    f,
+                    "processes {} all claim local rank {rank}",
+                    list.join(", ")
+                )
+            }
+        }
+    }
+}
