@@ -351,7 +351,7 @@ fn help_for_a_launcher_of_another_size_is_a_command_that_works() {
         let env = [("LOCAL_RANK", "0"), ("WORLD_SIZE", world)];
         let (code, stderr) = bind("job.yaml", &env);
         assert_eq!(code, Some(1), "{stderr}");
-        assert!(stderr.starts_with("error[E0420]"), "{stderr}");
+        assert!(stderr.starts_with("error[E0434]"), "{stderr}");
         assert!(!stderr.contains("nodes=0"), "{stderr}");
         let set = suggested_set(&stderr);
         numaplan_in(
@@ -372,7 +372,9 @@ fn help_for_a_launcher_of_another_size_is_a_command_that_works() {
     );
     assert_eq!(code, Some(1));
     assert!(
-        stderr.contains("the launcher runs 4 local ranks (LOCAL_WORLD_SIZE)"),
+        stderr.starts_with(
+            "error[E0420]: the launcher runs 4 local ranks (LOCAL_WORLD_SIZE), and the plan has 2"
+        ),
         "{stderr}"
     );
     assert_eq!(suggested_set(&stderr), "ranks_per_node=4");

@@ -511,6 +511,75 @@ fn dry_run_and_multi_node_places() {
     ");
 }
 
+/// Each way a node's place can be off has its own code: no place (E0410), another node count
+/// than the plan's (E0424), a node rank past the count (E0425). A log directory that cannot be
+/// made is E0426, and a syscall exec needs that fails (here: a file-descriptor limit too small
+/// for the guard's pipe) is E0427, exit 3; none leaves anything running.
+#[test]
+fn each_start_problem_has_its_own_code() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [true]\ngpus: none\nranks_per_node: 1\nnodes: 2\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("one.yaml"),
+        "command: [true]\ngpus: none\nranks_per_node: 1\n",
+    )
+    .unwrap();
+    // `fds`: the file descriptors exec may open (`ulimit -n`).
+    let run_with = |args: &[&str], fds: &str| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(r#"ulimit -n "$FDS"; exec "$@""#)
+            .arg("sh")
+            .arg(env!("CARGO_BIN_EXE_numaplan"))
+            .arg("exec")
+            .args(args)
+            .env("FDS", fds)
+            .env_remove("SLURM_NODEID")
+            .env_remove("SLURM_NNODES")
+            .env_remove("SLURM_JOB_NODELIST")
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (out.status.code(), text(&out.stderr))
+    };
+    let run = |args: &[&str]| run_with(args, "1024");
+    let place = ["--master-addr", "head"];
+    let (code, err) = run(&[
+        &["job.yaml", "--nodes", "3", "--node-rank", "0"][..],
+        &place,
+    ]
+    .concat());
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("error[E0424]: the plan is for 2 node(s), but this job has 3"),
+        "{err}"
+    );
+    let (code, err) = run(&[
+        &["job.yaml", "--nodes", "2", "--node-rank", "2"][..],
+        &place,
+    ]
+    .concat());
+    assert_eq!(code, Some(1));
+    assert!(
+        err.starts_with("error[E0425]: node rank 2 is not below the node count 2"),
+        "{err}"
+    );
+    let (code, err) = run(&["one.yaml", "--log-dir", "one.yaml/logs"]);
+    assert_eq!(code, Some(3));
+    assert!(
+        err.starts_with("error[E0426]: cannot write rank logs to `one.yaml/logs`"),
+        "{err}"
+    );
+    let (code, err) = run_with(&["one.yaml"], "5");
+    assert_eq!(code, Some(3));
+    assert!(err.starts_with("error[E0427]: cannot "), "{err}");
+    assert!(err.contains("Too many open files"), "{err}");
+}
+
 #[test]
 fn start_errors() {
     let dir = tempfile::tempdir().unwrap();

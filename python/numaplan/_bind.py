@@ -212,14 +212,7 @@ def resolve(
     args: List[str] = ["--quiet"] if quiet else []
     args += ["bind", _plan_input(plan), "--dry-run", "--format", "json"]
     if local_rank is not None:
-        valid_number = (isinstance(local_rank, int) and not isinstance(local_rank, bool)
-                        and local_rank >= 0)
-        if not valid_number and local_rank != "gpu":
-            raise Error(
-                f"local_rank must be a rank number (0, 1, ...) or \"gpu\", not {local_rank!r}",
-                "E0419",
-            )
-        args += ["--local-rank", str(local_rank)]
+        args += ["--local-rank", _local_rank_arg(local_rank)]
     if topology is not None:
         args += ["--topology", topology]
     if force:
@@ -233,6 +226,21 @@ def resolve(
 # The binary's wording names its flags; a Python caller passes keyword arguments.
 _FLAG_WORDS = (("`--local-rank N`", "`local_rank=N`"), ("--local-rank", "local_rank="),
                ("`--force`", "`force=True`"), ("--topology", "topology="))
+
+
+def _local_rank_arg(local_rank: LocalRankArg) -> str:
+    """`local_rank` as `--local-rank` takes it: a rank number (an int, or its digits as read from
+    `os.environ`), or "gpu"."""
+    if isinstance(local_rank, bool):
+        pass
+    elif isinstance(local_rank, int) and local_rank >= 0:
+        return str(local_rank)
+    elif isinstance(local_rank, str) and (local_rank.strip().isdigit() or local_rank == "gpu"):
+        return local_rank.strip()
+    raise Error(
+        f"local_rank must be a rank number (0, 1, ... or its digits) or \"gpu\", not {local_rank!r}",
+        "E0432",
+    )
 
 
 def _in_python_words(error: Error, plan: PlanArg) -> Error:

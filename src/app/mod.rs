@@ -373,12 +373,16 @@ fn codes_cmd(
                     code: c.0.to_string(),
                     summary: summary(text),
                     explanation: text.split_whitespace().collect::<Vec<_>>().join(" "),
+                    formerly: codes::formerly(*c).map(String::from),
                 })
                 .collect(),
         }),
         (ReportFormat::Text, Some(_)) => {
             let (c, text) = chosen[0];
-            format!("{}: {text}\n", c.0)
+            match codes::formerly(c) {
+                Some(old) => format!("{}: {text}\n(formerly part of {old})\n", c.0),
+                None => format!("{}: {text}\n", c.0),
+            }
         }
         // One line per code: its first sentence, with the text's line breaks folded.
         (ReportFormat::Text, None) => chosen
@@ -412,6 +416,9 @@ struct CodeEntry {
     /// The whole explanation (what `numaplan codes CODE` prints), with the exit code where it
     /// is not 1.
     explanation: String,
+    /// The code that covered this problem before it had a code of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    formerly: Option<String>,
 }
 
 /// A report as pretty JSON with a final newline.

@@ -13,523 +13,385 @@ impl fmt::Display for Code {
     }
 }
 
-pub const E0100_SPEC_READ: Code = Code("E0100");
-pub const E0101_SPEC_SYNTAX: Code = Code("E0101");
-pub const E0102_SPEC_SHAPE: Code = Code("E0102");
-pub const E0103_SPEC_INVALID: Code = Code("E0103");
-pub const E0104_SET_ON_PLAN: Code = Code("E0104");
-pub const E0105_NOT_UTF8: Code = Code("E0105");
-pub const E0201_NOT_ENOUGH_GPUS: Code = Code("E0201");
-pub const E0202_UNKNOWN_GPU: Code = Code("E0202");
-pub const E0203_NODE_WITHOUT_CPUS: Code = Code("E0203");
-pub const E0204_EXCLUSIVE_TOO_FEW: Code = Code("E0204");
-pub const E0205_MIN_CORES: Code = Code("E0205");
-pub const E0206_NO_UNIQUE_CORE: Code = Code("E0206");
-pub const E0207_OVERLAPPING_NODE_SETS: Code = Code("E0207");
-pub const E0208_NOTHING_ALLOWED: Code = Code("E0208");
-pub const E0209_UNKNOWN_MEMORY_NODE: Code = Code("E0209");
-pub const E0210_PREFERRED_MANY_NODES: Code = Code("E0210");
-pub const E0211_UNPLACED_GPU: Code = Code("E0211");
-pub const E0212_VISIBLE_DEVICES: Code = Code("E0212");
-pub const E0213_UNKNOWN_LOCALITY: Code = Code("E0213");
-pub const E0214_WARNINGS_DENIED: Code = Code("E0214");
-pub const E0215_TOO_MANY_RANKS: Code = Code("E0215");
-pub const E0216_HELPERS_TAKE_ALL: Code = Code("E0216");
-pub const E0217_VARIABLE_TOO_LONG: Code = Code("E0217");
-pub const E0300_TOPOLOGY_READ: Code = Code("E0300");
-pub const E0301_YAML_SYNTAX: Code = Code("E0301");
-pub const E0302_FIXTURE_INVALID: Code = Code("E0302");
-pub const E0303_XML_NOT_HWLOC: Code = Code("E0303");
-pub const E0304_XML_VERSION: Code = Code("E0304");
-pub const E0305_XML_REJECTED: Code = Code("E0305");
-pub const E0306_TOPOLOGY_INCONSISTENT: Code = Code("E0306");
-pub const E0307_DISCOVER: Code = Code("E0307");
-pub const E0400_OUTPUT_WRITE: Code = Code("E0400");
-pub const E0401_UNKNOWN_CODE: Code = Code("E0401");
-pub const E0402_MISSING_COMMAND: Code = Code("E0402");
-pub const E0403_INTERNAL: Code = Code("E0403");
-pub const E0404_STALE: Code = Code("E0404");
-pub const E0405_PLAN_SYNTAX: Code = Code("E0405");
-pub const E0406_PLAN_INVALID: Code = Code("E0406");
-pub const E0407_INPUT_READ: Code = Code("E0407");
-pub const E0408_GIT: Code = Code("E0408");
-pub const E0409_NEEDS_TOPOLOGY: Code = Code("E0409");
-pub const E0410_NODE_PLACE: Code = Code("E0410");
-pub const E0411_NOT_THIS_NODE: Code = Code("E0411");
-pub const E0412_BIND: Code = Code("E0412");
-pub const E0413_SPAWN: Code = Code("E0413");
-pub const E0414_RANK_FAILED: Code = Code("E0414");
-pub const E0415_INTERRUPTED: Code = Code("E0415");
-pub const E0416_VERIFY: Code = Code("E0416");
-pub const E0417_NO_PROCESSES: Code = Code("E0417");
-pub const E0418_TOPOLOGY_MISMATCH: Code = Code("E0418");
-pub const E0419_LOCAL_RANK: Code = Code("E0419");
-pub const E0420_LOCAL_SIZE: Code = Code("E0420");
-pub const E0421_PYTHON_BINARY: Code = Code("E0421");
-pub const E0422_VISIBLE_GPUS: Code = Code("E0422");
-pub const E0423_USAGE: Code = Code("E0423");
-pub const W0200_PLAN_WARNING: Code = Code("W0200");
-pub const W0201_TOPOLOGY_NOTE: Code = Code("W0201");
-pub const W0202_DEPRECATED_KEY: Code = Code("W0202");
-pub const W0203_CPUS_RESTRICTED: Code = Code("W0203");
-pub const W0204_OPTION_IGNORED: Code = Code("W0204");
-pub const W0205_GPUS_FROM_VARIABLE: Code = Code("W0205");
-pub const W0206_GPUS_UNUSED: Code = Code("W0206");
-pub const W0207_GPU_LOCALITY_UNKNOWN: Code = Code("W0207");
-pub const W0208_GPU_NODE_FALLBACK: Code = Code("W0208");
-pub const W0209_PREFERRED_SPAN: Code = Code("W0209");
-pub const W0210_MEMORY_REMOTE: Code = Code("W0210");
-pub const W0211_MEMORY_NOT_ALLOWED: Code = Code("W0211");
-pub const W0212_SHARED_CPUS: Code = Code("W0212");
-pub const W0213_MIXED_CPU_KINDS: Code = Code("W0213");
-pub const W0214_GPUS_RENUMBERED: Code = Code("W0214");
-pub const W0215_LAUNCHER_BOUND: Code = Code("W0215");
+/// Declares every code once: its constant, its number and its explanation, in order. A code
+/// that took over a problem another code covered before says which (`formerly`).
+macro_rules! codes {
+    ($($name:ident = $code:literal $(formerly $old:literal)?: $text:expr;)*) => {
+        $(pub const $name: Code = Code($code);)*
 
-/// Every code with its explanation, in order.
-pub const ALL: &[(Code, &str)] = &[
-    (
-        E0100_SPEC_READ,
-        "The job spec could not be read (missing, unreadable). Exit code 3.",
-    ),
-    (
-        E0101_SPEC_SYNTAX,
+        /// Every code with its explanation, in order.
+        pub const ALL: &[(Code, &str)] = &[$(($name, $text)),*];
+
+        /// Codes that took over a problem another code covered before: (new, old).
+        pub const FORMERLY: &[(Code, &str)] = &[$($(($name, $old),)?)*];
+    };
+}
+
+codes! {
+    E0100_SPEC_READ = "E0100":
+        "The job spec could not be read (missing, unreadable). Exit code 3.";
+    E0101_SPEC_SYNTAX = "E0101":
         "The job spec is not well-formed YAML, or it is truncated. The message carries the \
-         parser's position.",
-    ),
-    (
-        E0102_SPEC_SHAPE,
+         parser's position.";
+    E0102_SPEC_SHAPE = "E0102":
         "The job spec has an unknown key, an unknown value for an enumerated key, or a value of \
          the wrong type. The message lists what is allowed and suggests the closest match; \
-         `schemas/job.schema.json` documents every key.",
-    ),
-    (
-        E0103_SPEC_INVALID,
+         `schemas/job.schema.json` documents every key.";
+    E0103_SPEC_INVALID = "E0103":
         "A value of the job spec is well-formed but not acceptable: a zero count, a malformed CPU \
          or node list, `min_cores` above `max_cores`, an invalid environment variable name. Every \
-         such problem is reported before numaplan stops.",
-    ),
-    (
-        E0104_SET_ON_PLAN,
+         such problem is reported before numaplan stops.";
+    E0104_SET_ON_PLAN = "E0104":
         "`--set` and `--nproc-per-node` change a job spec before it is compiled; the input is a \
          plan, which numaplan runs as written (it is what was reviewed). Give the job spec the \
-         plan was compiled from, or recompile the plan with the change.",
-    ),
-    (
-        E0105_NOT_UTF8,
+         plan was compiled from, or recompile the plan with the change.";
+    E0105_NOT_UTF8 = "E0105":
         "A job spec, topology file or plan is not UTF-8 text: the message gives the offset of \
          the first byte that is not part of a UTF-8 character. Save the file as UTF-8. An \
-         error in the input: exit code 1.",
-    ),
-    (
-        E0201_NOT_ENOUGH_GPUS,
+         error in the input: exit code 1.";
+    E0201_NOT_ENOUGH_GPUS = "E0201":
         "The ranks need more GPUs than are selected: ranks_per_node x gpus_per_rank exceeds the \
          GPUs that `gpus:` selects on this topology, or `gpus: N` asks for more GPUs than the \
          topology has, or the spec asks for GPUs outright (`gpus: all`, `gpus: visible`, \
          `gpus_per_rank`) and the machine has none: then the note says why discovery found \
-         none; `gpus: none` (or no `gpus:` key) plans CPU-only ranks.",
-    ),
-    (
-        E0202_UNKNOWN_GPU,
-        "`gpus:` lists a GPU index the topology does not have. `numaplan topo` shows the GPUs.",
-    ),
-    (
-        E0203_NODE_WITHOUT_CPUS,
+         none; `gpus: none` (or no `gpus:` key) plans CPU-only ranks.";
+    E0202_UNKNOWN_GPU = "E0202":
+        "`gpus:` lists a GPU index the topology does not have. `numaplan topo` shows the GPUs.";
+    E0203_NODE_WITHOUT_CPUS = "E0203":
         "A compatibility policy (`node`, `socket`, `core-complex`) needs CPUs on the GPU's NUMA \
          node, but it has none allowed (a CPU-less node, or a cgroup or `cpu.allowed` that \
-         excludes it). PyTorch crashes here; `policy: auto` falls back to the nearest node.",
-    ),
-    (
-        E0204_EXCLUSIVE_TOO_FEW,
+         excludes it). PyTorch crashes here; `policy: auto` falls back to the nearest node.";
+    E0204_EXCLUSIVE_TOO_FEW = "E0204":
         "`policy: exclusive` splits a node's cores among the GPUs on it, and there are fewer \
-         cores than GPUs.",
-    ),
-    (
-        E0205_MIN_CORES,
+         cores than GPUs.";
+    E0205_MIN_CORES = "E0205":
         "A rank would get fewer cores than `cpu.min_cores` (default 1): too many ranks for the \
-         node's usable cores after reserved cores and the allowed set are taken out.",
-    ),
-    (
-        E0206_NO_UNIQUE_CORE,
-        "`single-unique` gives each GPU a core no earlier GPU took, and a GPU's node ran out.",
-    ),
-    (
-        E0207_OVERLAPPING_NODE_SETS,
+         node's usable cores after reserved cores and the allowed set are taken out.";
+    E0206_NO_UNIQUE_CORE = "E0206":
+        "`single-unique` gives each GPU a core no earlier GPU took, and a GPU's node ran out.";
+    E0207_OVERLAPPING_NODE_SETS = "E0207":
         "The gpu_affinity policies need the NUMA node CPU sets of any two GPUs, and their socket \
          CPU sets, to be identical or disjoint (an empty set is disjoint from every set); this \
          topology has two that partly overlap, typically because one GPU has unknown locality \
-         (its sets are the whole machine). gpu_affinity fails here too.",
-    ),
-    (
-        E0208_NOTHING_ALLOWED,
+         (its sets are the whole machine). gpu_affinity fails here too.";
+    E0208_NOTHING_ALLOWED = "E0208":
         "The allowed CPUs (the topology's, narrowed by `cpu.allowed`) leave the job or a rank \
-         without any CPU.",
-    ),
-    (
-        E0209_UNKNOWN_MEMORY_NODE,
-        "`memory.nodes` lists a NUMA node the topology does not have.",
-    ),
-    (
-        E0210_PREFERRED_MANY_NODES,
+         without any CPU.";
+    E0209_UNKNOWN_MEMORY_NODE = "E0209":
+        "`memory.nodes` lists a NUMA node the topology does not have.";
+    E0210_PREFERRED_MANY_NODES = "E0210":
         "`memory.policy: preferred` (MPOL_PREFERRED) takes a single node; use `interleave` to \
-         spread pages over several.",
-    ),
-    (
-        E0211_UNPLACED_GPU,
+         spread pages over several.";
+    E0211_UNPLACED_GPU = "E0211":
         "A GPU has unknown NUMA locality, so `auto` places its rank like a CPU-only rank on a \
-         node no other rank uses, and none is left.",
-    ),
-    (
-        E0212_VISIBLE_DEVICES,
+         node no other rank uses, and none is left.";
+    E0212_VISIBLE_DEVICES = "E0212":
         "`gpus: visible` takes the GPUs that CUDA_VISIBLE_DEVICES (NVIDIA) or \
          ROCR_VISIBLE_DEVICES (AMD) names in numaplan's environment, and an entry names no GPU \
          of the topology: an index it does not have, a UUID prefix that matches none or several, \
-         an entry given twice, or an empty list.",
-    ),
-    (
-        E0213_UNKNOWN_LOCALITY,
+         an entry given twice, or an empty list.";
+    E0213_UNKNOWN_LOCALITY = "E0213":
         "A GPU has unknown NUMA locality (sysfs `numa_node` -1); the PyTorch-compatible \
          policies read it as node 0, as PyTorch does, and the machine has no node 0 or node 0 \
          has no allowed CPU, where PyTorch raises. `policy: auto` places such a rank like a \
-         CPU-only rank instead.",
-    ),
-    (
-        E0214_WARNINGS_DENIED,
+         CPU-only rank instead.";
+    E0214_WARNINGS_DENIED = "E0214":
         "`--deny-warnings` turns the plan's warnings (shown above it as W02xx) into an error, for \
          CI: nothing was written or started. Fix what the warnings say, accept a kind that was \
-         reviewed with `--allow W02xx` (or the spec's `allow_warnings:`), or drop the flag.",
-    ),
-    (
-        E0215_TOO_MANY_RANKS,
+         reviewed with `--allow W02xx` (or the spec's `allow_warnings:`), or drop the flag.";
+    E0215_TOO_MANY_RANKS = "E0215":
         "The job has more ranks (`nodes` x the ranks per node) than `WORLD_SIZE` and `RANK` can \
          number (4,294,967,295). When `ranks_per_node` is not given, a node runs one rank per \
-         selected GPU (or per NUMA node with `gpus: none`).",
-    ),
-    (
-        E0216_HELPERS_TAKE_ALL,
+         selected GPU (or per NUMA node with `gpus: none`).";
+    E0216_HELPERS_TAKE_ALL = "E0216":
         "`cpu.helpers: N` sets aside N cores of every rank for helper threads, and a rank has N \
          cores or fewer: none would be left for its compute threads. Lower `cpu.helpers`, or \
-         give the ranks more cores (fewer ranks per node).",
-    ),
-    (
-        E0217_VARIABLE_TOO_LONG,
+         give the ranks more cores (fewer ranks per node).";
+    E0217_VARIABLE_TOO_LONG = "E0217":
         "A variable `openmp:` computes (OMP_PLACES, or KMP_AFFINITY with one place per thread) \
          would be longer than the kernel passes to a program (128 KiB). Use `places: cores`, \
-         `kmp_affinity: false`, or fewer CPUs per rank.",
-    ),
-    (
-        E0300_TOPOLOGY_READ,
+         `kmp_affinity: false`, or fewer CPUs per rank.";
+    E0300_TOPOLOGY_READ = "E0300":
         "The topology file could not be read (missing, unreadable). Check the path given to \
-         `--topology` or the spec's `topology:` key. Exit code 3.",
-    ),
-    (
-        E0301_YAML_SYNTAX,
+         `--topology` or the spec's `topology:` key. Exit code 3.";
+    E0301_YAML_SYNTAX = "E0301":
         "The file is not well-formed YAML, or it is truncated. The message carries the parser's \
          position; fix the text there. A fixture written by `numaplan topo --format yaml` is \
-         always well-formed.",
-    ),
-    (
-        E0302_FIXTURE_INVALID,
+         always well-formed.";
+    E0302_FIXTURE_INVALID = "E0302":
         "The YAML is well-formed but is not a valid numaplan topology fixture: an unknown key, a \
          missing required key, a value of the wrong type, a malformed CPU list or PCI address, or \
          facts that contradict each other (a node's `cpus` that differ from its L3 groups, a CPU \
-         in two cores). `schemas/topology.schema.json` documents the format.",
-    ),
-    (
-        E0303_XML_NOT_HWLOC,
+         in two cores). `schemas/topology.schema.json` documents the format.";
+    E0303_XML_NOT_HWLOC = "E0303":
         "The XML file is not an hwloc topology export. NCCL's topology files (root element \
          `<system>`, as shipped for AWS and Azure instances) and other XML describe only part of \
          a machine. Produce an hwloc export on the machine with `lstopo --of xml machine.xml`, \
-         or write a numaplan fixture.",
-    ),
-    (
-        E0304_XML_VERSION,
+         or write a numaplan fixture.";
+    E0304_XML_VERSION = "E0304":
         "The hwloc XML was written in a format newer than numaplan reads: hwloc 1.x, 2.x and \
          3.x exports are imported (3.x translated into the 2.x format of the linked library). \
          Re-export it with hwloc 2.x or 3.x (`lstopo --of xml`), or with \
-         `--export-xml-flags v2` where the newer lstopo offers it.",
-    ),
-    (
-        E0305_XML_REJECTED,
+         `--export-xml-flags v2` where the newer lstopo offers it.";
+    E0305_XML_REJECTED = "E0305":
         "hwloc refused to import the XML: it is malformed or truncated. Re-export it with \
-         `lstopo --of xml`.",
-    ),
-    (
-        E0306_TOPOLOGY_INCONSISTENT,
+         `lstopo --of xml`.";
+    E0306_TOPOLOGY_INCONSISTENT = "E0306":
         "The topology source loaded but describes an impossible machine: no CPUs, a CPU in two \
-         cores, a device on a NUMA node that does not exist. The message names the part.",
-    ),
-    (
-        E0307_DISCOVER,
+         cores, a device on a NUMA node that does not exist. The message names the part.";
+    E0307_DISCOVER = "E0307":
         "hwloc could not read the machine numaplan runs on (no /sys, a restricted container). \
          Use a fixture with `--topology FILE` instead, made where discovery works with \
-         `numaplan topo --format yaml -o node.yaml`. Exit code 3.",
-    ),
-    (
-        E0400_OUTPUT_WRITE,
+         `numaplan topo --format yaml -o node.yaml`. Exit code 3.";
+    E0400_OUTPUT_WRITE = "E0400":
         "The output file could not be written. numaplan writes to a temporary file beside the \
          target and renames it, so a failure leaves neither a partial nor a stale file. Exit \
-         code 3.",
-    ),
-    (
-        E0401_UNKNOWN_CODE,
-        "`numaplan codes CODE` was given a code that does not exist; `numaplan codes` lists all.",
-    ),
-    (
-        E0402_MISSING_COMMAND,
+         code 3.";
+    E0401_UNKNOWN_CODE = "E0401":
+        "`numaplan codes CODE` was given a code that does not exist; `numaplan codes` lists all.";
+    E0402_MISSING_COMMAND = "E0402":
         "A launch script (`--emit`) runs the spec's `command` in every rank; the spec has none. \
-         Plans (`compile` without `--emit`) do not need it.",
-    ),
-    (
-        E0403_INTERNAL,
+         Plans (`compile` without `--emit`) do not need it.";
+    E0403_INTERNAL = "E0403":
         "An embedded template failed to render. This is a bug in numaplan: please report it with \
-         the job spec and topology.",
-    ),
-    (
-        E0404_STALE,
+         the job spec and topology.";
+    E0404_STALE = "E0404":
         "`compile --check` found that the file on disk is not what the spec and topology compile \
          to now (or that it does not exist). The unified diff on standard output shows the \
          difference; run the command in the help line to regenerate the file, review the diff \
-         and commit it.",
-    ),
-    (
-        E0405_PLAN_SYNTAX,
+         and commit it.";
+    E0405_PLAN_SYNTAX = "E0405":
         "A plan file given to `diff` or `explain` is not well-formed YAML or JSON, or is \
-         truncated. Regenerate it with the command in its header.",
-    ),
-    (
-        E0406_PLAN_INVALID,
+         truncated. Regenerate it with the command in its header.";
+    E0406_PLAN_INVALID = "E0406":
         "A plan file is well-formed but is not a valid plan: an unknown key, a missing key, a \
          malformed CPU list, an unknown policy, ranks that break the plan's own rules (two ranks \
          of an exclusive policy on one CPU). `schemas/plan.schema.json` documents the format; \
-         regenerate the file rather than editing it.",
-    ),
-    (
-        E0407_INPUT_READ,
+         regenerate the file rather than editing it.";
+    E0407_INPUT_READ = "E0407":
         "An input of `exec`, `bind`, `verify`, `diff` or `explain` (a plan or a job spec, from \
-         a file, `git:REV:PATH` or `env:VAR`) could not be read. Exit code 3.",
-    ),
-    (
-        E0408_GIT,
+         a file, `git:REV:PATH` or `env:VAR`) could not be read. Exit code 3.";
+    E0408_GIT = "E0408":
         "`git:REV:PATH` names a file in git history, read with `git show REV:PATH`; git could not \
          show it (an unknown revision, a path not in that revision, not a git repository). PATH \
          is taken from the repository root, or from the current directory when it starts with \
-         `./`.",
-    ),
-    (
-        E0409_NEEDS_TOPOLOGY,
+         `./`.";
+    E0409_NEEDS_TOPOLOGY = "E0409":
         "`explain` draws the plan on its machine. A plan file names the topology file it was \
          compiled from (relative to the plan) and its fingerprint; when that file is not there, \
          or the plan came from a discovered machine, pass the topology with `--topology FILE`, \
-         or explain the job spec, which names its topology.",
-    ),
-    (
-        E0410_NODE_PLACE,
-        "`numaplan exec` of a multi-node plan needs this node's index, the node count and the \
-         rendezvous host: from `--node-rank`, `--nodes`, `--master-addr`, or from Slurm \
-         (`SLURM_NODEID`, `SLURM_NNODES`, the first host of `SLURM_JOB_NODELIST`). The node \
-         count must equal the plan's `nodes`.",
-    ),
-    (
-        E0411_NOT_THIS_NODE,
+         or explain the job spec, which names its topology.";
+    E0410_NODE_PLACE = "E0410":
+        "`numaplan exec` of a multi-node plan needs this node's index and the rendezvous host: \
+         from `--node-rank` and `--master-addr`, or from Slurm (`SLURM_NODEID`, the first host \
+         of `SLURM_JOB_NODELIST`), and neither says them.";
+    E0411_NOT_THIS_NODE = "E0411":
         "The plan uses CPUs this process may not run on (another machine's plan, or a cgroup, \
          taskset or Slurm step that allows fewer CPUs), or binds memory to a NUMA node this \
-         machine does not have. Nothing was started.",
-    ),
-    (
-        E0412_BIND,
+         machine does not have. Nothing was started.";
+    E0412_BIND = "E0412":
         "Setting a rank's CPU affinity (`sched_setaffinity`) or memory policy \
          (`set_mempolicy`, `migrate_pages`) failed: in exec's child before it started (the \
          ranks already started were stopped), in `numaplan bind` before it ran the command, or \
-         in `numaplan.bind()`; the errno says why. Exit code 3.",
-    ),
-    (
-        E0413_SPAWN,
-        "A rank's program could not be started, or its log file could not be created. The \
-         ranks already started were stopped. Exit code 127 when the program is not found, 126 \
-         when it cannot be run (as a shell, and as `numaplan bind` exits), 3 for a log file.",
-    ),
-    (
-        E0414_RANK_FAILED,
+         in `numaplan.bind()`; the errno says why. Exit code 3.";
+    E0413_SPAWN = "E0413":
+        "A rank's program could not be started (by `exec`, or by `numaplan bind` in its own \
+         place). The ranks already started were stopped. Exit code 127 when the program is not \
+         found, 126 when it cannot be run, as a shell exits.";
+    E0414_RANK_FAILED = "E0414":
         "A rank exited with a non-zero status or was killed by a signal; numaplan stopped the \
          other ranks (TERM, then KILL after `--grace` seconds) and exits with that rank's \
          status (128 + the signal for a signal death), as torchrun does. `numaplan.spawn` \
          raises it (`ProcessRaisedException`, `ProcessExitedException`) when a rank raises, \
-         exits non-zero or is killed, after stopping the others.",
-    ),
-    (
-        E0415_INTERRUPTED,
+         exits non-zero or is killed, after stopping the others.";
+    E0415_INTERRUPTED = "E0415":
         "numaplan received SIGINT, SIGTERM or SIGHUP, forwarded it to every rank's process \
-         group, waited for them, and exits with 128 + the signal.",
-    ),
-    (
-        E0416_VERIFY,
+         group, waited for them, and exits with 128 + the signal.";
+    E0416_VERIFY = "E0416":
         "`--verify` or `numaplan verify` found live ranks whose real CPUs (of any thread) or \
          memory policy, read from /proc, differ from the plan, or whose memory is less than \
          `--min-local` on its planned nodes (90% under `memory.policy: bind`). A thread may \
          narrow its CPUs within the rank's set (NCCL and OpenMP runtimes do); CPUs outside the \
          set are a mismatch. With `--watch`, a rank counts if it was off its plan at any \
          reading, except for threads `--repin` put back. A rank that already exited \
-         successfully is reported, not counted.",
-    ),
-    (
-        E0417_NO_PROCESSES,
+         successfully is reported, not counted.";
+    E0417_NO_PROCESSES = "E0417":
         "`numaplan verify --match NAME` found no running process whose command line contains \
-         NAME (numaplan itself excluded). `--pids` names the ranks directly.",
-    ),
-    (
-        E0418_TOPOLOGY_MISMATCH,
+         NAME (numaplan itself excluded). `--pids` names the ranks directly.";
+    E0418_TOPOLOGY_MISMATCH = "E0418":
         "`explain` draws a plan on its machine, and the topology given (or named in the plan's \
          `topology.file`) has another fingerprint than the one the plan was compiled for: the \
          machine, or its fixture, changed since. Pass the right topology, recompile the plan, or \
-         use `--force` to draw it anyway under a banner. `diff` only notes such a difference.",
-    ),
-    (
-        E0419_LOCAL_RANK,
+         use `--force` to draw it anyway under a banner. `diff` only notes such a difference.";
+    E0419_LOCAL_RANK = "E0419":
         "`numaplan bind` could not tell which local rank it is: no launcher variable is set \
          (`LOCAL_RANK` from torchrun, `SLURM_LOCALID` from srun, `OMPI_COMM_WORLD_LOCAL_RANK` \
          from Open MPI, `MPI_LOCALRANKID` from MPICH, `PALS_LOCAL_RANKID`, \
-         `FLUX_TASK_LOCAL_ID`), two disagree (a launcher with one task per node, around \
-         another, yields to the inner one), one is not a number, or the rank is past the \
-         plan's ranks. Pass `--local-rank N` to say it.",
-    ),
-    (
-        E0420_LOCAL_SIZE,
+         `FLUX_TASK_LOCAL_ID`). Run it under a launcher, or pass `--local-rank N` to say it. \
+         Before, E0419 also stood for E0428 to E0433 (`numaplan codes E0428`...).";
+    E0420_LOCAL_SIZE = "E0420":
         "The launcher runs another number of local ranks (`LOCAL_WORLD_SIZE`, \
          `SLURM_STEP_TASKS_PER_NODE`, `OMPI_COMM_WORLD_LOCAL_SIZE`, `MPI_LOCALNRANKS`) than the \
-         plan has per node, or another number of ranks in all (`WORLD_SIZE`, \
-         `OMPI_COMM_WORLD_SIZE`, `PMI_SIZE`, `SLURM_NTASKS`) than the plan's nodes x ranks per \
-         node: some GPUs or cores would go unused, or ranks would lack a binding. Start the \
-         launcher with the plan's counts, or recompile the plan for the launcher's.",
-    ),
-    (
-        E0421_PYTHON_BINARY,
+         plan has per node: some GPUs or cores would go unused, or ranks would lack a binding. \
+         Start the launcher with the plan's count, or recompile the plan for the launcher's.";
+    E0421_PYTHON_BINARY = "E0421":
         "The Python package (`numaplan.bind`, `numaplan.spawn`) could not run the numaplan \
          executable: `NUMAPLAN_BIN` names nothing executable, no `numaplan` is installed beside \
          the package (the wheel's script) or on PATH, or what it printed is not its JSON. \
          Reinstall the wheel (`pip install numaplan`), or point `NUMAPLAN_BIN` at the binary. \
-         Raised by the Python package only.",
-    ),
-    (
-        E0422_VISIBLE_GPUS,
+         Raised by the Python package only.";
+    E0422_VISIBLE_GPUS = "E0422":
         "`numaplan bind --local-rank gpu` (`numaplan.bind(local_rank=\"gpu\")`, \
          `NUMAPLAN_LOCAL_RANK=gpu`) finds its rank by the GPUs the process sees, as the worker's \
          own launcher (Ray, an inference server) made them visible: `CUDA_VISIBLE_DEVICES` by \
          the machine's index or UUID, `ROCR_VISIBLE_DEVICES` and then `HIP_VISIBLE_DEVICES` \
-         for ROCm, `ZE_AFFINITY_MASK` for Level Zero. It is an error when no such variable is \
-         set (or it is empty), when an entry names no GPU of the plan, when no rank has exactly \
-         the GPUs seen (a worker that sees two GPUs where ranks have one), or when several \
-         ranks do (a plan that gives two ranks the same GPU). The message lists the plan's \
-         ranks with their GPUs; start one worker per rank's GPUs, or pass `--local-rank N`.",
-    ),
-    (
-        E0423_USAGE,
+         for ROCm, `ZE_AFFINITY_MASK` for Level Zero; here no such variable is set, or it is \
+         set to nothing. Start the worker with its GPU visible, or pass `--local-rank N`. \
+         Before, E0422 also stood for E0435 to E0437.";
+    E0423_USAGE = "E0423":
         "The command line is not one numaplan takes: an unknown flag or subcommand, a missing, \
          malformed or conflicting argument, or a flag the subcommand does not take (`-q`, \
          `--deny-warnings` and `--allow` only mean something to `compile`, `exec` and `bind`). \
          Shown as clap's message, or under `--message-format json` as this diagnostic. Exit \
-         code 2.",
-    ),
-    (
-        W0200_PLAN_WARNING,
+         code 2.";
+    E0424_NODE_COUNT = "E0424" formerly "E0410":
+        "`numaplan exec` runs in a job of another number of nodes (`--nodes`, Slurm's \
+         `SLURM_NNODES`) than the plan's `nodes`: ranks would be numbered for a world of \
+         another size. Run the plan on as many nodes as it was made for, or recompile it with \
+         `--set nodes=N`.";
+    E0425_NODE_RANK = "E0425" formerly "E0410":
+        "This node's rank (`--node-rank`, `SLURM_NODEID`) is not below the node count: no node \
+         of the plan is that one. Number the nodes from 0 to the node count less one.";
+    E0426_LOG_DIR = "E0426" formerly "E0413":
+        "`numaplan exec --log-dir DIR` could not create DIR or a rank's log file in it \
+         (`rank-3.out`, `rank-3.err`). Nothing was started, or the ranks already started were \
+         stopped. Exit code 3.";
+    E0427_SYSCALL = "E0427" formerly "E0413":
+        "A system call `exec` needs to run ranks failed (opening `/dev/null`, installing its \
+         signal handlers, forking the guard of the ranks' process groups, creating a pipe): the \
+         message names it and the errno. Nothing was left running. Exit code 3.";
+    E0428_LOCAL_RANKS_DISAGREE = "E0428" formerly "E0419":
+        "Two launchers' local-rank variables disagree (`LOCAL_RANK=1, OMPI_COMM_WORLD_LOCAL_RANK=0`). \
+         A launcher that runs one task per node around another (`srun --ntasks-per-node=1 \
+         torchrun ...`) yields to the inner one; any other disagreement is this error, never two \
+         ranks bound as one. Unset the variable of the launcher that did not start this \
+         process, or pass `--local-rank N`.";
+    E0429_TORCHRUN_VARIABLES = "E0429" formerly "E0419":
+        "torchrun's `LOCAL_RANK` is not what its `RANK`, `GROUP_RANK` and `LOCAL_WORLD_SIZE` \
+         give, and nothing says which is right (under `torchrun --virtual-local-rank` every \
+         worker has `LOCAL_RANK=0` and sees one GPU, which tells numaplan to take the rank \
+         `RANK` gives). A wrapper changed one of them: run under torchrun as it sets them, or \
+         pass `--local-rank N`.";
+    E0430_NOT_A_COUNT = "E0430" formerly "E0419":
+        "A launcher's rank or size variable (`LOCAL_RANK=x`, `WORLD_SIZE=`) is not a whole \
+         number. Unset or fix the variable, or pass `--local-rank N`.";
+    E0431_LOCAL_RANK_PAST_SIZE = "E0431" formerly "E0419":
+        "A launcher's local rank is at or past its own local size (`LOCAL_RANK=3` with \
+         `LOCAL_WORLD_SIZE=2`): launchers number local ranks from 0 to the size less one, so a \
+         wrapper set them by hand. Fix the variables, or pass `--local-rank N`.";
+    E0432_LOCAL_RANK_VALUE = "E0432" formerly "E0419":
+        "`NUMAPLAN_LOCAL_RANK` (or `--local-rank`) is neither a local rank (0, 1, ...) nor \
+         `gpu` (the rank whose GPUs this process sees).";
+    E0433_LOCAL_RANK_PAST_PLAN = "E0433" formerly "E0419":
+        "The local rank is past the plan's ranks per node: the launcher starts more ranks on \
+         this node than the plan has. Start as many as the plan has, or recompile it for more.";
+    E0434_WORLD_SIZE = "E0434" formerly "E0420":
+        "The launcher runs another number of ranks in all (`WORLD_SIZE`, `OMPI_COMM_WORLD_SIZE`, \
+         `PMI_SIZE`, `FLUX_JOB_SIZE`, `SLURM_NTASKS`) than the plan's nodes x ranks per node. \
+         Start the plan's count, or recompile the plan for the launcher's (the help names the \
+         `--set` that gives it).";
+    E0435_VISIBLE_GPU_UNKNOWN = "E0435" formerly "E0422":
+        "An entry of a GPU-visibility variable names no GPU of the plan: an index past the \
+         machine's GPUs or past what an outer variable left visible, or a UUID no GPU of the \
+         plan has (a plan whose topology has no UUIDs knows its GPUs by index only; a MIG \
+         instance's own UUID does not name its GPU). The message lists the plan's ranks with \
+         their GPUs.";
+    E0436_NO_RANK_FOR_GPUS = "E0436" formerly "E0422":
+        "No rank of the plan has exactly the GPUs this process sees (a worker that sees two GPUs \
+         where ranks have one, or a GPU no rank has). Make each worker see exactly one rank's \
+         GPUs, or pass `--local-rank N`.";
+    E0437_RANKS_SHARE_GPUS = "E0437" formerly "E0422":
+        "Several ranks of the plan have exactly the GPUs this process sees (a plan that gives \
+         two ranks the same GPU), so the GPUs do not say which rank it is. Give each rank its \
+         own GPUs in the job spec, or pass `--local-rank N`.";
+    W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \
          standard error and every generated launcher lists them at its top; `--quiet` hides \
          them, `--deny-warnings` makes them an error (E0214), and `--allow CODE` (or the spec's \
          `allow_warnings:`) accepts one kind after review. Recompile the plan to give its \
-         warnings their codes.",
-    ),
-    (
-        W0201_TOPOLOGY_NOTE,
+         warnings their codes.";
+    W0201_TOPOLOGY_NOTE = "W0201":
         "The topology's source noted something while reading the machine: hwloc warned while \
          importing an XML, skipped its consistency check, NVML disagreed with hwloc about a \
          GPU, or a display chip was not counted as a GPU. The plan is made from what was read; \
-         check the note against the machine (`numaplan topo`).",
-    ),
-    (
-        W0202_DEPRECATED_KEY,
+         check the note against the machine (`numaplan topo`).";
+    W0202_DEPRECATED_KEY = "W0202":
         "The job spec uses a deprecated spelling (`cpu.reserve`, which names CPUs, not a \
-         count). It still works; the warning gives the spelling to use.",
-    ),
-    (
-        W0203_CPUS_RESTRICTED,
+         count). It still works; the warning gives the spelling to use.";
+    W0203_CPUS_RESTRICTED = "W0203":
         "Some CPUs of a NUMA node are not allowed (\"node 0 has 10 of 20 CPUs allowed\"): the \
          spec's `cpu.allowed`, the process's affinity (taskset) or its cgroup cut them, and no \
          rank uses them. A deliberate restriction (as examples/dgx-spark.yaml's) is accepted \
-         with `allow_warnings: [W0203]` in the spec or `--allow W0203`.",
-    ),
-    (
-        W0204_OPTION_IGNORED,
+         with `allow_warnings: [W0203]` in the spec or `--allow W0203`.";
+    W0204_OPTION_IGNORED = "W0204":
         "The spec sets a `cpu:` option that its policy does not use (POLICIES.md, \"Options a \
          policy ignores\"): the plan is what the policy computes without it. Remove the \
-         option, or use `policy: auto`, which honours every option.",
-    ),
-    (
-        W0205_GPUS_FROM_VARIABLE,
+         option, or use `policy: auto`, which honours every option.";
+    W0205_GPUS_FROM_VARIABLE = "W0205":
         "`gpus: visible` chose the GPUs from a visibility variable (`CUDA_VISIBLE_DEVICES` and \
          its ROCm and Level Zero kin) of the environment `compile` ran in: the plan depends on \
-         that environment, which the warning names.",
-    ),
-    (
-        W0206_GPUS_UNUSED,
+         that environment, which the warning names.";
+    W0206_GPUS_UNUSED = "W0206":
         "`gpus:` selects more GPUs than the ranks use: some selected GPUs have no rank. Set \
-         `ranks_per_node` to use them all, or select only the GPUs the ranks use.",
-    ),
-    (
-        W0207_GPU_LOCALITY_UNKNOWN,
+         `ranks_per_node` to use them all, or select only the GPUs the ranks use.";
+    W0207_GPU_LOCALITY_UNKNOWN = "W0207":
         "A GPU has unknown NUMA locality (sysfs `numa_node` -1, or none in the topology): under \
          `policy: auto` its rank is placed as a CPU-only rank. Fix the firmware's locality or \
-         give the topology file the GPU's node.",
-    ),
-    (
-        W0208_GPU_NODE_FALLBACK,
+         give the topology file the GPU's node.";
+    W0208_GPU_NODE_FALLBACK = "W0208":
         "A GPU's NUMA node has no CPUs (a CPU-less memory node, as on Grace Hopper) or no \
          allowed CPUs: its rank runs on the nearest node with allowed CPUs, named with its \
-         distance.",
-    ),
-    (
-        W0209_PREFERRED_SPAN,
+         distance.";
+    W0209_PREFERRED_SPAN = "W0209":
         "CPU-only ranks span several NUMA nodes and `memory.policy: preferred` names one node: \
-         each prefers its first node. Use `interleave` or `bind` to cover them all.",
-    ),
-    (
-        W0210_MEMORY_REMOTE,
+         each prefers its first node. Use `interleave` or `bind` to cover them all.";
+    W0210_MEMORY_REMOTE = "W0210":
         "`memory.nodes` sends ranks' memory to nodes remote from their home node: memory access \
          there is slower. Deliberate for a memory-only (HBM, CXL) node; otherwise remove \
-         `memory.nodes`.",
-    ),
-    (
-        W0211_MEMORY_NOT_ALLOWED,
+         `memory.nodes`.";
+    W0211_MEMORY_NOT_ALLOWED = "W0211":
         "A rank's memory node is not in the memory nodes the job may use (its cpuset's mems): \
-         its memory comes from the nearest allowed node instead, which the warning names.",
-    ),
-    (
-        W0212_SHARED_CPUS,
+         its memory comes from the nearest allowed node instead, which the warning names.";
+    W0212_SHARED_CPUS = "W0212":
         "The policy gives several ranks the same CPUs (`node`, `socket`, `all`, `single` and \
          their kin): `OMP_NUM_THREADS` is each rank's fair share of the cores (cores / ranks \
          sharing them, at least 1), not one thread per core. Set `env: {OMP_NUM_THREADS: N}` \
-         to choose; `--allow W0212` when the sharing is what the job wants.",
-    ),
-    (
-        W0213_MIXED_CPU_KINDS,
+         to choose; `--allow W0212` when the sharing is what the job wants.";
+    W0213_MIXED_CPU_KINDS = "W0213":
         "A rank's CPUs are of more than one kind (hybrid machines: performance and efficiency \
          cores, Arm big and little cores): its threads run at different speeds. Restrict the \
-         ranks to one kind with `cpu.allowed` (`numaplan topo` lists the kinds).",
-    ),
-    (
-        W0214_GPUS_RENUMBERED,
+         ranks to one kind with `cpu.allowed` (`numaplan topo` lists the kinds).";
+    W0214_GPUS_RENUMBERED = "W0214":
         "At launch (`exec`, `bind`): a GPU-visibility variable in the environment renumbers the \
          GPUs the ranks see, and the plan does not set it: a rank may run on another GPU than \
          the one it was placed next to. Unset the variable, compile where it is set with `gpus: \
-         visible`, or give each rank its GPUs with `gpu: {visible: own}`.",
-    ),
-    (
-        W0215_LAUNCHER_BOUND,
+         visible`, or give each rank its GPUs with `gpu: {visible: own}`.";
+    W0215_LAUNCHER_BOUND = "W0215":
         "`bind`: the launcher had already bound this process (Open MPI's default core binding, \
          srun's `--cpu-bind`), to CPUs other than the plan's, and numaplan replaced that \
          binding with the plan's. Turn the launcher's binding off (`mpirun --bind-to none`, \
-         `srun --cpu-bind=none`) so that one tool binds; `--allow W0215` to accept it.",
-    ),
-];
+         `srun --cpu-bind=none`) so that one tool binds; `--allow W0215` to accept it.";
+}
+
+/// The code that covered `code`'s problem before it had a code of its own (`E0419` for
+/// `E0428`).
+pub fn formerly(code: Code) -> Option<&'static str> {
+    FORMERLY
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, old)| *old)
+}
 
 /// The code `code` names (in any case), with its explanation.
 pub fn find(code: &str) -> Option<(Code, &'static str)> {

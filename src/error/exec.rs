@@ -13,11 +13,9 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
             .help("add the program each rank runs to the job spec, e.g. `command: [python, train.py]`, or give it after `--`"),
         ExecError::NoCommand { input: Input::None } => Diagnostic::error(E0402_MISSING_COMMAND, message)
             .help("give the program each rank runs after `--`, e.g. `numaplan exec --nproc-per-node 2 -- python train.py`"),
-        ExecError::NodeCount { .. } | ExecError::NodeRank { .. } | ExecError::NoNodePlace { .. } => {
-            Diagnostic::error(E0410_NODE_PLACE, message).help(
-                "run one `numaplan exec` per node under Slurm (`srun --ntasks-per-node=1`), or pass `--node-rank K --nodes N --master-addr HOST`",
-            )
-        }
+        ExecError::NoNodePlace { .. } => Diagnostic::error(E0410_NODE_PLACE, message).help(NODE_PLACE_HELP),
+        ExecError::NodeCount { .. } => Diagnostic::error(E0424_NODE_COUNT, message).help(NODE_PLACE_HELP),
+        ExecError::NodeRank { .. } => Diagnostic::error(E0425_NODE_RANK, message).help(NODE_PLACE_HELP),
         ExecError::NotThisNode { why, .. } => Diagnostic::error(E0411_NOT_THIS_NODE, message)
             .note("nothing was started")
             .help(match why {
@@ -28,9 +26,9 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
         ExecError::Bind { .. } => Diagnostic::error(E0412_BIND, message)
             .note("no rank was left running")
             .help("check the plan's CPUs and memory nodes against `numaplan topo` on this node"),
-        ExecError::Spawn { .. } | ExecError::LogDir { .. } | ExecError::Syscall { .. } => {
-            Diagnostic::error(E0413_SPAWN, message).note("no rank was left running")
-        }
+        ExecError::Spawn { .. } => Diagnostic::error(E0413_SPAWN, message).note("no rank was left running"),
+        ExecError::LogDir { .. } => Diagnostic::error(E0426_LOG_DIR, message).note("no rank was left running"),
+        ExecError::Syscall { .. } => Diagnostic::error(E0427_SYSCALL, message).note("no rank was left running"),
         ExecError::RankFailed { .. } => Diagnostic::error(E0414_RANK_FAILED, message)
             .note("the other ranks were stopped (TERM, then KILL after the grace period)")
             .help("the rank's own output above says why"),
@@ -40,3 +38,6 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
             .note("the binding was applied; the program could not replace numaplan"),
     }
 }
+
+/// How to tell `exec` its node's place in a multi-node job.
+const NODE_PLACE_HELP: &str = "run one `numaplan exec` per node under Slurm (`srun --ntasks-per-node=1`), or pass `--node-rank K --nodes N --master-addr HOST`";

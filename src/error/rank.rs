@@ -12,34 +12,34 @@ pub(super) fn rank(e: &RankError) -> Diagnostic {
         RankError::NoLocalRank { looked } => Diagnostic::error(E0419_LOCAL_RANK, message)
             .note(format!("looked for {}", looked.join(", ")))
             .help("run under a launcher (torchrun, srun, mpirun), or pass `--local-rank N`"),
-        RankError::LocalRankDisagree { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+        RankError::LocalRankDisagree { .. } => Diagnostic::error(E0428_LOCAL_RANKS_DISAGREE, message)
             .help("pass `--local-rank N`, or unset the variable of the launcher that does not start this process"),
-        RankError::TorchrunLocalRank { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+        RankError::TorchrunLocalRank { .. } => Diagnostic::error(E0429_TORCHRUN_VARIABLES, message)
             .note("under `torchrun --virtual-local-rank` every worker has LOCAL_RANK=0 and sees one GPU (CUDA_VISIBLE_DEVICES), which tells numaplan to take the rank RANK gives; here nothing says which is right")
             .help("run under torchrun as it sets them (a wrapper changed one), or pass `--local-rank N`"),
-        RankError::LauncherVariable { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+        RankError::LauncherVariable { .. } => Diagnostic::error(E0430_NOT_A_COUNT, message)
             .help("unset the variable, or pass `--local-rank N`"),
-        RankError::LocalRankPastSize { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+        RankError::LocalRankPastSize { .. } => Diagnostic::error(E0431_LOCAL_RANK_PAST_SIZE, message)
             .note("a launcher numbers its local ranks from 0 to the local size less one")
             .help("fix the launcher's variables (a wrapper that sets them by hand), or pass `--local-rank N`"),
-        RankError::LocalRankValue { .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+        RankError::LocalRankValue { .. } => Diagnostic::error(E0432_LOCAL_RANK_VALUE, message)
             .help("set it to this process's local rank, or to `gpu` for the rank whose GPUs it sees"),
         RankError::NoGpuVisible { .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
             .help("start the worker with its GPU visible (Ray's `num_gpus`, `CUDA_VISIBLE_DEVICES`), or pass `--local-rank N`"),
-        RankError::VisibleGpuUnknown { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+        RankError::VisibleGpuUnknown { ranks, .. } => Diagnostic::error(E0435_VISIBLE_GPU_UNKNOWN, message)
             .note(format!("the plan's ranks: {}", ranks_text(ranks)))
             .help("make one rank's GPUs visible to the worker, by index or UUID, or pass `--local-rank N`"),
-        RankError::NoRankForGpus { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+        RankError::NoRankForGpus { ranks, .. } => Diagnostic::error(E0436_NO_RANK_FOR_GPUS, message)
             .note(format!("the plan's ranks: {}", ranks_text(ranks)))
             .help("make each worker see exactly one rank's GPUs (one worker per GPU for one GPU per rank), or pass `--local-rank N`"),
-        RankError::RanksShareGpus { ranks, .. } => Diagnostic::error(E0422_VISIBLE_GPUS, message)
+        RankError::RanksShareGpus { ranks, .. } => Diagnostic::error(E0437_RANKS_SHARE_GPUS, message)
             .note(format!("the plan's ranks: {}", ranks_text(ranks)))
             .help("give each rank its own GPUs in the job spec, or pass `--local-rank N` to say which rank this is"),
-        RankError::LocalRankPastPlan { ranks, .. } => Diagnostic::error(E0419_LOCAL_RANK, message)
+        RankError::LocalRankPastPlan { ranks, .. } => Diagnostic::error(E0433_LOCAL_RANK_PAST_PLAN, message)
             .help(format!("start {ranks} ranks per node, as the plan has, or recompile the plan for more")),
         RankError::LocalSizeMismatch { launcher, plan, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
             .help(format!("start the launcher with {plan} ranks per node (`--nproc-per-node {plan}`, `--ntasks-per-node={plan}`), or recompile the plan with `--set ranks_per_node={launcher}`")),
-        RankError::WorldSizeMismatch { launcher, nodes, ranks_per_node, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
+        RankError::WorldSizeMismatch { launcher, nodes, ranks_per_node, .. } => Diagnostic::error(E0434_WORLD_SIZE, message)
             .help(world_size_help(*launcher, *nodes, *ranks_per_node)),
     }
 }

@@ -160,7 +160,7 @@ def test_bind_without_a_plan_names_both_ways_to_give_one(tmp_path: Path, monkeyp
 def test_a_rank_past_the_plan_is_an_error(two_ranks: Plan):
     with pytest.raises(numaplan.Error) as error:
         numaplan.bind(two_ranks.path, 2)
-    assert error.value.code == "E0419"
+    assert error.value.code == "E0433"
 
 
 def test_a_plan_of_another_machine_is_an_error(tmp_path: Path):

@@ -43,4 +43,4 @@ def test_a_readme_example_runs(example: re.Match, tmp_path: Path):
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip(), "an example prints what it shows"
     if "except numaplan.Error" in example["code"]:
-        assert run.stdout.startswith("E0419 ")
+        assert run.stdout.startswith("E0433 ")

@@ -76,7 +76,7 @@ def test_a_rank_that_cannot_bind_fails_with_the_binding_error(two_ranks: Plan):
     with pytest.raises(numaplan.ProcessRaisedException) as raised:
         numaplan.spawn(ranks.succeed, two_ranks.path, nprocs=3)
     assert raised.value.index == 2
-    assert raised.value.code == "E0419", "the child's numaplan.Error code is kept"
+    assert raised.value.code == "E0433", "the child's numaplan.Error code is kept"
 
 
 def test_a_bad_plan_raises_before_anything_starts(tmp_path: Path):

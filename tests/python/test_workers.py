@@ -93,7 +93,7 @@ def test_a_worker_that_sees_no_gpu_is_left_alone_with_a_warning(four_gpus: Plan)
 
 def test_a_worker_that_sees_two_gpus_is_an_error_that_lists_the_ranks(four_gpus: Plan):
     [r] = run_workers(four_gpus, [{"CUDA_VISIBLE_DEVICES": "0,1"}])
-    assert r["error"] == "E0422"
+    assert r["error"] == "E0436"
     assert "0: GPU 0; 1: GPU 1; 2: GPU 2; 3: GPU 3" in r["message"]
 
 
@@ -107,7 +107,7 @@ def test_bind_takes_gpu_as_its_local_rank_and_from_numaplan_local_rank(
     assert numaplan.resolve(four_gpus.path, force=True).local_rank == 2
     with pytest.raises(numaplan.Error) as e:
         numaplan.resolve(four_gpus.path, local_rank="first")
-    assert e.value.code == "E0419"
+    assert e.value.code == "E0432"
     assert 'or "gpu"' in e.value.message
 
 
