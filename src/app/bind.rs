@@ -82,12 +82,12 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     }
     let binding = exec::binding(&rank.cpus, &rank.memory).map_err(|source| ExecError::Bind {
         rank: local.rank,
-        cpus: rank.cpus.to_string(),
+        cpus: rank.cpus.clone(),
         source,
     })?;
     binding.apply().map_err(|source| ExecError::Bind {
         rank: local.rank,
-        cpus: rank.cpus.to_string(),
+        cpus: rank.cpus.clone(),
         source,
     })?;
     let _ = stdout.flush();

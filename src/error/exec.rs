@@ -19,9 +19,9 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
         ExecError::NotThisNode { why, .. } => Diagnostic::error(E0411_NOT_THIS_NODE, message)
             .note("nothing was started")
             .help(match why {
-                NodeMismatch::Shape => "compile the plan for this machine (`numaplan topo` shows it) or run it where it was made for; `--force` starts despite a different CPU, NUMA node or GPU count",
-                NodeMismatch::CpusAbsent | NodeMismatch::MemoryNode => "this is another machine's plan: compile the job for this machine (`numaplan compile job.yaml` discovers it), or run the plan where it was made for",
-                NodeMismatch::CpusNotAllowed => "run with those CPUs allowed (a wider taskset or cgroup, `srun --cpu-bind=none`, `mpirun --bind-to none`), or compile the job inside this allocation: discovery plans within this process's affinity",
+                NodeMismatch::Shape { .. } => "compile the plan for this machine (`numaplan topo` shows it) or run it where it was made for; `--force` starts despite a different CPU, NUMA node or GPU count",
+                NodeMismatch::CpusAbsent { .. } | NodeMismatch::MemoryNode { .. } => "this is another machine's plan: compile the job for this machine (`numaplan compile job.yaml` discovers it), or run the plan where it was made for",
+                NodeMismatch::CpusNotAllowed { .. } => "run with those CPUs allowed (a wider taskset or cgroup, `srun --cpu-bind=none`, `mpirun --bind-to none`), or compile the job inside this allocation: discovery plans within this process's affinity",
             }),
         ExecError::Bind { .. } => Diagnostic::error(E0412_BIND, message)
             .note("no rank was left running")

@@ -1,6 +1,12 @@
 //! `ExecError`: why ranks could not be started, or how the job ended badly (E041x).
 
+use std::fmt;
 use std::path::PathBuf;
+use std::process::ExitStatus;
+
+use crate::cpuset::CpuSet;
+use crate::ids::NodeId;
+use crate::plan::MachineShape;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -16,16 +22,12 @@ pub enum ExecError {
     NodeRank { node_rank: u32, nodes: u32 },
     #[error("a plan for {nodes} nodes needs this node's place in the job")]
     NoNodePlace { nodes: u32 },
-    #[error("this node ({host}) cannot run the plan: {detail}")]
-    NotThisNode {
-        host: String,
-        detail: String,
-        why: NodeMismatch,
-    },
+    #[error("this node ({host}) cannot run the plan: {why}")]
+    NotThisNode { host: String, why: NodeMismatch },
     #[error("cannot bind rank {rank} to CPUs {cpus}: {source}")]
     Bind {
         rank: u32,
-        cpus: String,
+        cpus: CpuSet,
         source: std::io::Error,
     },
     #[error("cannot start rank {rank} (`{program}`): {source}")]
@@ -44,8 +46,8 @@ pub enum ExecError {
         what: &'static str,
         source: std::io::Error,
     },
-    #[error("rank {rank} {how}")]
-    RankFailed { rank: u32, how: String, code: i32 },
+    #[error("rank {rank} {}", super::describe(*status))]
+    RankFailed { rank: u32, status: ExitStatus },
     #[error("numaplan received {}; the ranks were stopped", crate::sys::signals::signal_name(*signal))]
     Interrupted { signal: i32 },
     #[error("cannot run `{program}`: {source}")]
@@ -63,16 +65,76 @@ pub enum Input {
 }
 
 /// Why a node cannot run a plan, which decides what can be done about it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NodeMismatch {
     /// Another CPU, NUMA node or GPU count than the plan's topology (`--force` starts anyway).
-    Shape,
+    Shape {
+        node: MachineShape,
+        plan: MachineShape,
+        topology: String,
+    },
     /// Planned CPUs this machine does not have.
-    CpusAbsent,
+    CpusAbsent {
+        rank: u32,
+        planned: CpuSet,
+        absent: CpuSet,
+        online: CpuSet,
+    },
     /// Planned CPUs outside this process's affinity (taskset, a cgroup, a Slurm step).
-    CpusNotAllowed,
+    CpusNotAllowed {
+        rank: u32,
+        planned: CpuSet,
+        missing: CpuSet,
+        allowed: CpuSet,
+    },
     /// A memory node this machine does not have.
-    MemoryNode,
+    MemoryNode {
+        rank: u32,
+        node: NodeId,
+        online: CpuSet,
+    },
+}
+
+impl fmt::Display for NodeMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeMismatch::Shape {
+                node,
+                plan,
+                topology,
+            } => write!(
+                f,
+                "it has {}; it does not look like topology `{topology}`",
+                plan.differences(node).join("; ")
+            ),
+            NodeMismatch::CpusAbsent {
+                rank,
+                planned,
+                absent,
+                online,
+            } => write!(
+                f,
+                "rank {rank} is planned on CPUs {planned}, and CPUs {absent} do not exist here \
+                 (this machine has CPUs {online})"
+            ),
+            NodeMismatch::CpusNotAllowed {
+                rank,
+                planned,
+                missing,
+                allowed,
+            } => write!(
+                f,
+                "rank {rank} is planned on CPUs {planned}, and CPUs {missing} are outside this \
+                 process's affinity (it may use CPUs {allowed}: a taskset, cgroup cpuset, Slurm \
+                 step or MPI binding narrows it)"
+            ),
+            NodeMismatch::MemoryNode { rank, node, online } => write!(
+                f,
+                "rank {rank} binds memory to NUMA node {node}, which this node does not have \
+                 (online: {online})"
+            ),
+        }
+    }
 }
 
 impl ExecError {
@@ -80,7 +142,7 @@ impl ExecError {
     /// the signal numaplan received, else 1 (bad input or a mismatch) or 3 (the environment).
     pub fn exit_code(&self) -> i32 {
         match self {
-            ExecError::RankFailed { code, .. } => *code,
+            ExecError::RankFailed { status, .. } => super::exit_code(*status),
             ExecError::Interrupted { signal } => 128 + signal,
             // As `env`, `nice` and numactl: 127 when the program is not found, 126 otherwise.
             // `exec` too: the program a rank runs is not found (127) or cannot be run (126).

@@ -28,53 +28,42 @@ pub fn check_node(
     node: &NodeFacts,
     force: Force,
 ) -> Result<(), ExecError> {
-    let refuse = |why: NodeMismatch, detail: String| ExecError::NotThisNode {
+    let refuse = |why: NodeMismatch| ExecError::NotThisNode {
         host: node.host.clone(),
-        detail,
         why,
     };
-    let differences = plan.machine.differences(&node.shape);
-    if !differences.is_empty() && force == Force::No {
-        return Err(refuse(
-            NodeMismatch::Shape,
-            format!(
-                "it has {}; it does not look like topology `{}`",
-                differences.join("; "),
-                plan.topology
-            ),
-        ));
+    if plan.machine != node.shape && force == Force::No {
+        return Err(refuse(NodeMismatch::Shape {
+            node: node.shape,
+            plan: plan.machine,
+            topology: plan.topology.clone(),
+        }));
     }
     for r in ranks {
         let missing = r.cpus.difference(&node.allowed);
         let absent = missing.difference(&node.online_cpus);
         if !absent.is_empty() {
-            return Err(refuse(
-                NodeMismatch::CpusAbsent,
-                format!(
-                    "rank {} is planned on CPUs {}, and CPUs {absent} do not exist here (this machine has CPUs {})",
-                    r.local_rank, r.cpus, node.online_cpus
-                ),
-            ));
+            return Err(refuse(NodeMismatch::CpusAbsent {
+                rank: r.local_rank,
+                planned: r.cpus.clone(),
+                absent,
+                online: node.online_cpus.clone(),
+            }));
         }
         if !missing.is_empty() {
-            return Err(refuse(
-                NodeMismatch::CpusNotAllowed,
-                format!(
-                    "rank {} is planned on CPUs {}, and CPUs {missing} are outside this process's affinity (it may use CPUs {}: a taskset, cgroup cpuset, Slurm step or MPI binding narrows it)",
-                    r.local_rank, r.cpus, node.allowed
-                ),
-            ));
+            return Err(refuse(NodeMismatch::CpusNotAllowed {
+                rank: r.local_rank,
+                planned: r.cpus.clone(),
+                missing,
+                allowed: node.allowed.clone(),
+            }));
         }
-        for n in &r.memory.nodes {
-            if !node.online_nodes.contains(n.0) {
-                return Err(refuse(
-                    NodeMismatch::MemoryNode,
-                    format!(
-                        "rank {} binds memory to NUMA node {n}, which this node does not have (online: {})",
-                        r.local_rank, node.online_nodes
-                    ),
-                ));
-            }
+        if let Some(n) = r.memory.nodes.iter().find(|n| !node.online_nodes.contains(n.0)) {
+            return Err(refuse(NodeMismatch::MemoryNode {
+                rank: r.local_rank,
+                node: *n,
+                online: node.online_nodes.clone(),
+            }));
         }
     }
     Ok(())

@@ -133,7 +133,7 @@ fn start_failed(
 fn bind_failed(launch: &Launch, binding: &RankBinding, source: std::io::Error) -> ExecError {
     ExecError::Bind {
         rank: launch.rank,
-        cpus: binding.cpus.to_string(),
+        cpus: binding.cpus.clone(),
         source,
     }
 }

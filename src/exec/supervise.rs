@@ -21,8 +21,7 @@ pub(super) struct Running {
 fn rank_failed(r: &Running, status: ExitStatus) -> ExecError {
     ExecError::RankFailed {
         rank: r.rank,
-        how: describe(status),
-        code: exit_code(status),
+        status,
     }
 }
 
