@@ -12,6 +12,7 @@ use crate::diag::codes::{Code, W0200_PLAN_WARNING, warning_code};
 use crate::diag::{SourceMap, Warning};
 use crate::ids::{GpuIndex, NodeId, node_list};
 use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
+use crate::provenance;
 use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
 use crate::yaml::{self, YamlError};
 
@@ -146,12 +147,10 @@ pub struct MemoryEntry {
 
 /// What a plan file records about its inputs.
 pub struct Provenance<'a> {
-    pub spec_file: &'a str,
-    pub topology_fingerprint: &'a str,
+    /// The header's command, spec, topology and fingerprint.
+    pub header: provenance::Header<'a>,
     /// The topology file, as a reader of the plan finds it (see `TopologyRef::file`).
     pub topology_file: Option<&'a str>,
-    /// The command that regenerates the file.
-    pub regenerate: &'a str,
     /// `--schema-ref`: the plan schema a `yaml-language-server` modeline points editors at.
     pub schema_ref: Option<&'a str>,
 }
@@ -164,7 +163,7 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
         topology: TopologyRef {
             name: plan.topology.clone(),
             file: p.topology_file.map(str::to_string),
-            fingerprint: p.topology_fingerprint.to_string(),
+            fingerprint: p.header.fingerprint.to_string(),
             cpus: plan.machine.cpus,
             numa_nodes: plan.machine.numa_nodes,
             gpus: plan.machine.gpus,
@@ -223,14 +222,7 @@ pub fn render_yaml(plan: &Plan, p: &Provenance) -> String {
     if let Some(schema) = p.schema_ref {
         out.push_str(&format!("# yaml-language-server: $schema={schema}\n"));
     }
-    out.push_str(&format!(
-        "# numaplan {} plan, generated: do not edit; regenerate with\n#   {}\n# spec: {}\n# topology: {} (fingerprint {})\n",
-        env!("CARGO_PKG_VERSION"),
-        p.regenerate,
-        p.spec_file,
-        plan.topology,
-        p.topology_fingerprint
-    ));
+    out.push_str(&p.header.comment_lines(provenance::File::Plan));
     out.push_str(&yaml::emit(&to_file(plan, p)));
     out
 }

@@ -255,12 +255,22 @@ fn corpus() -> Vec<(String, Kind, Vec<u8>)> {
     out
 }
 
+/// The command of the plans and scripts the fuzzer writes.
+const REGENERATE: &[String] = &[];
+
+fn header(fingerprint: &str) -> numaplan::provenance::Header<'_> {
+    numaplan::provenance::Header {
+        regenerate: REGENERATE,
+        spec_file: "job.yaml",
+        topology: "fuzz",
+        fingerprint,
+    }
+}
+
 fn provenance(fingerprint: &str) -> Provenance<'_> {
     Provenance {
-        spec_file: "job.yaml",
-        topology_fingerprint: fingerprint,
+        header: header(fingerprint),
         topology_file: None,
-        regenerate: "numaplan compile job.yaml",
         schema_ref: None,
     }
 }
@@ -315,9 +325,7 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<(), String> {
                         ));
                     }
                     let origin = Origin {
-                        spec_file: "job.yaml",
-                        fingerprint: "0",
-                        regenerate: "numaplan compile job.yaml",
+                        header: header("0"),
                         plan_file: &yaml,
                     };
                     for kind in [

@@ -9,17 +9,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Module -> the modules it may import (beside itself). The foundation (`cpuset`, `ids`,
-/// `pci_addr`, `phrase`, `text`, `output`, `variables`) is open to every module.
+/// `pci_addr`, `phrase`, `shell`, `text`, `output`, `variables`) is open to every module.
 const LAYERS: &[(&str, &[&str])] = &[
     ("sys", &[]),
     ("diag", &[]),
+    ("provenance", &[]),
     ("yaml", &["diag"]),
     ("topology", &["sys", "yaml", "diag"]),
     ("spec", &["topology", "yaml", "diag"]),
     ("plan", &["spec", "diag"]),
     ("resolve", &["plan", "spec", "topology", "diag"]),
-    ("plan_file", &["plan", "spec", "yaml", "diag"]),
-    ("emit", &["plan", "spec", "topology"]),
+    ("plan_file", &["provenance", "plan", "spec", "yaml", "diag"]),
+    ("emit", &["provenance", "plan", "spec", "topology"]),
     ("rank", &["plan", "diag"]),
     ("observe", &["rank", "plan", "spec", "sys"]),
     ("exec", &["plan", "spec", "sys"]),
@@ -53,6 +54,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "rank",
             "emit",
             "plan_file",
+            "provenance",
             "resolve",
             "plan",
             "spec",
@@ -69,6 +71,7 @@ const FOUNDATION: &[&str] = &[
     "ids",
     "pci_addr",
     "phrase",
+    "shell",
     "text",
     "output",
     "variables",

@@ -917,3 +917,80 @@ fn node_memory_reads_the_same_in_topo_and_explain() {
         assert!(explain.contains(size), "explain: {size} in\n{explain}");
     }
 }
+
+/// Runs `line` with `sh -c` in `dir`, with this build's numaplan first on PATH.
+fn pasted(line: &str, dir: &Path) -> std::process::Output {
+    let bin = Path::new(env!("CARGO_BIN_EXE_numaplan")).parent().unwrap();
+    Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .current_dir(dir)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .output()
+        .unwrap()
+}
+
+/// Paths with spaces and quotes: the header's "regenerate with" command and the hint of a
+/// stale `--check`, each pasted into `sh`, regenerate the file, byte for byte.
+#[test]
+fn regenerate_commands_paste_into_a_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("my jobs")).unwrap();
+    std::fs::copy(
+        repo().join("examples/topologies/nvidia-dgx-a100.yaml"),
+        root.join("my jobs/dgx a100.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("my jobs/job.yaml"),
+        "topology: dgx a100.yaml\ncommand: [python, train.py]\n",
+    )
+    .unwrap();
+    for (out, emit) in [("stale plan.yaml", None), ("it's launch.sh", Some("bash"))] {
+        let mut args = vec!["compile", "my jobs/job.yaml", "--set", "env.X=a b"];
+        args.extend(emit.map(|e| ["--emit", e]).into_iter().flatten());
+        args.extend(["-o", out]);
+        numaplan_in(root, &args).ok();
+        let written = std::fs::read(root.join(out)).unwrap();
+        // The header's command, from the file's directory.
+        let text = String::from_utf8_lossy(&written).into_owned();
+        let line = numaplan::provenance::command_of(&text).unwrap().to_string();
+        assert!(line.contains("'my jobs/job.yaml'"), "{line}");
+        std::fs::remove_file(root.join(out)).unwrap();
+        let run = pasted(&line, root);
+        assert!(
+            run.status.success(),
+            "`{line}`: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert_eq!(std::fs::read(root.join(out)).unwrap(), written, "`{line}`");
+        // A stale file: the hint of --check, as typed.
+        std::fs::write(root.join(out), "stale\n").unwrap();
+        args.push("--check");
+        let check = numaplan_in(root, &args);
+        assert_eq!(check.code, 1, "{}", check.stderr);
+        let hint = check
+            .stderr
+            .split("regenerate it with `")
+            .nth(1)
+            .and_then(|rest| rest.split('`').next())
+            .unwrap_or_else(|| panic!("no hint: {}", check.stderr))
+            .to_string();
+        let run = pasted(&hint, root);
+        assert!(
+            run.status.success(),
+            "`{hint}`: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert_eq!(std::fs::read(root.join(out)).unwrap(), written, "`{hint}`");
+        assert_eq!(
+            numaplan_in(root, &args).code,
+            0,
+            "up to date after `{hint}`"
+        );
+    }
+}

@@ -15,13 +15,13 @@ use super::node::{environment, node_facts};
 use super::{emit, json};
 use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
-use crate::emit::templates::sh;
 use crate::error::Error;
 use crate::exec::{self, ExecError, Force};
 use crate::ids::node_list;
 use crate::observe::verify::numa_maps_policy;
 use crate::plan::RankBinding;
 use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
+use crate::shell::quote as sh;
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let env = environment();

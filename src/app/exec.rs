@@ -15,7 +15,6 @@ use super::verify::watch_options;
 use super::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, ReportFormat};
 use crate::diag::report::Reporter;
-use crate::emit::templates::sh;
 use crate::error::Error;
 use crate::exec::{self, ExecError, ExecOptions, Force, Input, Job, NodePlace, OutputMode};
 use crate::ids::RankPid;
@@ -23,6 +22,7 @@ use crate::observe::verify;
 use crate::observe::{ObserveError, watch};
 use crate::plan::Plan;
 use crate::rank::{hostlist, visible};
+use crate::shell::quote as sh;
 use crate::yaml::Override;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {

@@ -18,12 +18,13 @@ use crate::cli::{
 use crate::diag::codes;
 use crate::diag::report::Reporter;
 use crate::emit;
-use crate::emit::templates::sh;
 use crate::error::Error;
 use crate::output::{FileMode, write_atomic};
 use crate::plan::Plan;
 use crate::plan_file::{self, Provenance};
+use crate::provenance;
 use crate::resolve::resolve;
+use crate::shell;
 use crate::spec::GpuChoice;
 use crate::spec::SpecError;
 use crate::spec::load::{LoadedSpec, load_with};
@@ -140,18 +141,22 @@ fn compile(
         Some(o) if o != Path::new("-") => Some(o.parent().unwrap_or(Path::new(""))),
         _ => None,
     };
-    let regenerate = regenerate_command(args, plan_dir);
+    let regenerate = regenerate_words(args, plan_dir);
     let spec_shown = match args.spec.as_path() == Path::new("-") {
         true => spec_file.clone(),
         false => seen_from(&args.spec, plan_dir),
     };
     let spec_file = &spec_shown;
     let topology_file = topology_file.map(|t| relative_to(&t, plan_dir.unwrap_or(Path::new(""))));
-    let provenance = Provenance {
-        spec_file,
-        topology_fingerprint: &fingerprint,
-        topology_file: topology_file.as_deref(),
+    let header = provenance::Header {
         regenerate: &regenerate,
+        spec_file,
+        topology: &plan.topology,
+        fingerprint: &fingerprint,
+    };
+    let provenance = Provenance {
+        header,
+        topology_file: topology_file.as_deref(),
         schema_ref: args.schema_ref.as_deref(),
     };
     let plan_yaml = || plan_file::render_yaml(&plan, &provenance);
@@ -159,9 +164,7 @@ fn compile(
         (Some(kind), _) => {
             let plan_file = plan_yaml();
             let origin = emit::Origin {
-                spec_file,
-                fingerprint: &fingerprint,
-                regenerate: &regenerate,
+                header,
                 plan_file: &plan_file,
             };
             emit::render(&plan, kind, &origin)?
@@ -170,7 +173,10 @@ fn compile(
         (None, PlanFormat::Yaml) => plan_yaml(),
     };
     match (args.check, &args.output) {
-        (true, Some(path)) => check(stdout, path, &text, regenerate_command(args, None)),
+        (true, Some(path)) => {
+            let regenerate = shell::command(&regenerate_words(args, None));
+            check(stdout, path, &text, regenerate)
+        }
         _ => {
             let mode = match args.emit {
                 Some(_) => FileMode::Executable,
@@ -190,38 +196,38 @@ fn seen_from(p: &Path, dir: Option<&Path>) -> String {
     }
 }
 
-/// The `numaplan compile` command that writes this output, every path `seen_from` `dir` (the
-/// plan's directory for its header; `None` for standard output and for a message, as typed):
-/// every option that changes the output, none that does not (`--check`, `-q`).
-fn regenerate_command(args: &CompileArgs, dir: Option<&Path>) -> String {
+/// The `numaplan compile` command that writes this output, as words (each is quoted where it
+/// is shown), every path `seen_from` `dir` (the plan's directory for its header; `None` for
+/// standard output and for a message, as typed): every option that changes the output, none
+/// that does not (`--check`, `-q`).
+fn regenerate_words(args: &CompileArgs, dir: Option<&Path>) -> Vec<String> {
     let path = |p: &Path| match p == Path::new("-") {
         true => "-".to_string(),
         false => seen_from(p, dir),
     };
-    let mut words = vec!["numaplan compile".to_string(), path(&args.spec)];
+    let mut words = vec!["numaplan".to_string(), "compile".into(), path(&args.spec)];
+    let mut option = |flag: &str, value: String| words.extend([flag.to_string(), value]);
     for o in &args.overrides.set {
-        words.push(format!("--set {}", sh(o.text())));
+        option("--set", o.text());
     }
-    if let Some(t) = &args.topology {
-        let t = match t {
-            Source::Discover => t.to_string(),
-            Source::File(file) => path(file),
-        };
-        words.push(format!("--topology {t}"));
+    match &args.topology {
+        Some(t @ Source::Discover) => option("--topology", t.to_string()),
+        Some(Source::File(file)) => option("--topology", path(file)),
+        None => {}
     }
     if let Some(kind) = args.emit {
-        words.push(format!("--emit {}", kind.name()));
+        option("--emit", kind.name().to_string());
     }
     if args.format == PlanFormat::Json {
-        words.push("--format json".into());
+        option("--format", "json".into());
     }
     if let Some(r) = &args.schema_ref {
-        words.push(format!("--schema-ref {}", sh(r.clone())));
+        option("--schema-ref", r.clone());
     }
     if let Some(o) = args.output.as_deref().filter(|o| *o != Path::new("-")) {
-        words.push(format!("-o {}", path(o)));
+        option("-o", path(o));
     }
-    words.join(" ")
+    words
 }
 
 /// A job spec's name (for messages), text and directory (for its relative `topology:`); `-` is
@@ -273,23 +279,6 @@ fn relative_to(target: &Path, dir: &Path) -> String {
     out.join("/")
 }
 
-/// A generated file without its provenance (the command that regenerates it, where its spec
-/// was): what `--check` compares, so that the same plan made from another directory or with
-/// another spelling of a path is the same.
-fn content(text: &str) -> String {
-    let mut out = String::new();
-    let mut after_regenerate = false;
-    for line in text.lines() {
-        let skip = (after_regenerate && line.starts_with("#   ")) || line.starts_with("# spec: ");
-        after_regenerate = line.ends_with("regenerate with");
-        if !skip {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
 /// `--check`: compares `text` with the file at `path`, writing nothing; prints a unified diff
 /// (old file -> what would be written) on a difference.
 fn check(stdout: &mut dyn Write, path: &Path, text: &str, regenerate: String) -> Result<(), Error> {
@@ -304,7 +293,7 @@ fn check(stdout: &mut dyn Write, path: &Path, text: &str, regenerate: String) ->
         }
     };
     if let Some(old) = &on_disk {
-        if content(old) == content(text) {
+        if provenance::content(old) == provenance::content(text) {
             return Ok(());
         }
         let name = path.display().to_string();

@@ -4,14 +4,13 @@ use serde::Serialize;
 
 use crate::ids::node_list;
 use crate::plan::Plan;
+use crate::provenance;
 use crate::spec::MemPolicy;
 use crate::variables::TORCHRUN_NUMBERING;
 
-/// What the header of a generated file records.
+/// What the header of a generated file records, and the plan it embeds.
 pub struct Origin<'a> {
-    pub spec_file: &'a str,
-    pub fingerprint: &'a str,
-    pub regenerate: &'a str,
+    pub header: provenance::Header<'a>,
     /// The plan file (YAML), which `sbatch-exec` embeds for `numaplan exec` on every node.
     pub plan_file: &'a str,
 }
@@ -19,11 +18,9 @@ pub struct Origin<'a> {
 /// What every generated file's header and node check (`templates/check-node.sh.j2`) show.
 #[derive(Serialize)]
 pub struct Header {
-    version: &'static str,
-    regenerate: String,
-    spec_file: String,
+    /// The provenance header's lines (`provenance::Header::lines`).
+    provenance: Vec<String>,
     topology: String,
-    fingerprint: String,
     /// The plan's warnings, listed at the top of the file.
     warnings: Vec<String>,
     /// The plan's machine shape, which a node must have to start the ranks.
@@ -37,11 +34,8 @@ pub struct Header {
 
 fn header(plan: &Plan, origin: &Origin) -> Header {
     Header {
-        version: env!("CARGO_PKG_VERSION"),
-        regenerate: origin.regenerate.to_string(),
-        spec_file: origin.spec_file.to_string(),
+        provenance: origin.header.lines(provenance::File::Script),
         topology: plan.topology.clone(),
-        fingerprint: origin.fingerprint.to_string(),
         warnings: plan
             .warnings
             .iter()
@@ -204,7 +198,7 @@ fn rank_variables(plan: &Plan) -> (Vec<SbatchRank>, Vec<EnvVar>) {
     let entries = || own.iter().flat_map(|(_, vars)| vars.iter().copied());
     // What an entry adds to the function: `export NAME='value'` written out, or
     // `export NAME="$NUMAPLAN_VALUE_N"`.
-    let written = |k: &str, v: &str| k.len() + super::templates::sh(v.to_string()).len() + 16;
+    let written = |k: &str, v: &str| k.len() + crate::shell::quote(v.to_string()).len() + 16;
     let carried = |k: &str| k.len() + 40;
     let mut size: usize = entries().map(|(k, v)| written(k, v)).sum();
     let mut by_length: Vec<&String> = entries().map(|(_, v)| v).collect();

@@ -46,7 +46,7 @@ pub enum ExecError {
         what: &'static str,
         source: std::io::Error,
     },
-    #[error("rank {rank} {}", super::describe(*status))]
+    #[error("rank {rank} {}", super::status::describe(*status))]
     RankFailed { rank: u32, status: ExitStatus },
     #[error("numaplan received {}; the ranks were stopped", crate::sys::signals::signal_name(*signal))]
     Interrupted { signal: i32 },
@@ -142,7 +142,7 @@ impl ExecError {
     /// the signal numaplan received, else 1 (bad input or a mismatch) or 3 (the environment).
     pub fn exit_code(&self) -> i32 {
         match self {
-            ExecError::RankFailed { status, .. } => super::exit_code(*status),
+            ExecError::RankFailed { status, .. } => super::status::exit_code(*status),
             ExecError::Interrupted { signal } => 128 + signal,
             // As `env`, `nice` and numactl: 127 when the program is not found, 126 otherwise.
             // `exec` too: the program a rank runs is not found (127) or cannot be run (126).

@@ -9,6 +9,7 @@ mod launch;
 mod node;
 mod relay;
 mod start;
+mod status;
 mod supervise;
 
 use std::os::fd::OwnedFd;
@@ -19,7 +20,7 @@ pub use launch::{ExecOptions, Launch, NodePlace, OutputMode, launches};
 pub use node::{Force, NodeFacts, check_node};
 pub use start::binding;
 use start::{prepare, start_all};
-pub use supervise::{describe, exit_code, short_status};
+pub use status::{describe, exit_code, short_status};
 
 use crate::plan::Plan;
 use crate::sys::{process, signals};

@@ -58,7 +58,12 @@ pub fn check_node(
                 allowed: node.allowed.clone(),
             }));
         }
-        if let Some(n) = r.memory.nodes.iter().find(|n| !node.online_nodes.contains(n.0)) {
+        if let Some(n) = r
+            .memory
+            .nodes
+            .iter()
+            .find(|n| !node.online_nodes.contains(n.0))
+        {
             return Err(refuse(NodeMismatch::MemoryNode {
                 rank: r.local_rank,
                 node: *n,

@@ -1,7 +1,6 @@
 //! Supervising started ranks like torchrun: wait for all, stop the rest when one fails or
 //! numaplan is signalled, and say how each ended.
 
-use std::os::unix::process::ExitStatusExt as _;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
@@ -22,15 +21,6 @@ fn rank_failed(r: &Running, status: ExitStatus) -> ExecError {
     ExecError::RankFailed {
         rank: r.rank,
         status,
-    }
-}
-
-/// `0`, `3`, `SIGKILL`: how a process ended, in a table cell.
-pub fn short_status(status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(c), _) => c.to_string(),
-        (None, Some(s)) => signals::signal_name(s),
-        _ => "?".into(),
     }
 }
 
@@ -108,20 +98,4 @@ pub(super) fn supervise<E: From<ExecError>>(
         Some(e) => Err(e),
         None => Ok(()),
     }
-}
-
-/// `exited with status 3`, `was killed by SIGKILL`.
-pub fn describe(status: ExitStatus) -> String {
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exited with status {c}"),
-        (None, Some(s)) => format!("was killed by {}", signals::signal_name(s)),
-        _ => "ended".into(),
-    }
-}
-
-/// The shell's convention: the status, or 128 + the signal.
-pub fn exit_code(status: ExitStatus) -> i32 {
-    status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }

@@ -4,6 +4,7 @@
 //! (`counters`). What `/proc` and `perf_event_open` show comes through `sys`; everything here
 //! decides what it means.
 
+mod change;
 pub mod counters;
 pub mod error;
 pub mod find;
