@@ -340,6 +340,44 @@ fn exec_repin_watches_the_whole_run() {
     );
 }
 
+/// `verify --watch | head -1`: once its reader has gone, the watch ends at once with status 0,
+/// though its rank runs on for 25 seconds and nothing changes (so it never writes again).
+#[test]
+fn a_closed_stdout_ends_the_watch_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 1\ncpu: {policy: node}\n",
+    )
+    .unwrap();
+    let mut rank = Command::new("sleep").arg("25").spawn().unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(r#""$NUMAPLAN" verify job.yaml --pids "$RANK" --watch --interval 0.2 | head -1; echo "status ${PIPESTATUS[0]}""#)
+        .env("NUMAPLAN", env!("CARGO_BIN_EXE_numaplan"))
+        .env("RANK", rank.id().to_string())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let _ = rank.kill();
+    let _ = rank.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("rank  pid"), "{stdout}");
+    assert!(
+        stdout.ends_with("status 0\n"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+}
+
 /// A rank that exits at once (before the first reading of the watch, or right after it) is a
 /// line or an exited row, never an error of the watch itself.
 #[test]

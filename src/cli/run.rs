@@ -199,7 +199,8 @@ pub struct WatchArgs {
 
     /// Keep reading until the ranks exit (or `--count` readings), one line per change: a thread
     /// that leaves its rank's CPUs or returns, a rank whose memory falls under `--min-local`, a
-    /// rank that exits.
+    /// rank that exits. A closed standard output (`| head -1`) ends the watch at once, with
+    /// exit status 0.
     #[arg(long)]
     pub watch: bool,
 

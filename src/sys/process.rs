@@ -456,6 +456,20 @@ fn guard(listen: RawFd, groups: &mut Vec<libc::pid_t>) -> ! {
     }
 }
 
+/// Whether the reader of the pipe `fd` writes to has gone (the `head -1` of `verify --watch |
+/// head -1` exited): poll reports an error on a pipe's write end once no process holds its read
+/// end. False for a terminal or a file, which have no reader to lose.
+pub fn reader_gone(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, and a zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
 /// Waits up to `wait` for any of `fds` to have data or be closed; returns which did (all
 /// false when the time passed).
 pub fn poll_readable(fds: &[RawFd], wait: std::time::Duration) -> io::Result<Vec<bool>> {

@@ -14,6 +14,7 @@ use crate::observe::counters::{self, Counted};
 use crate::observe::matching::{self, Found};
 use crate::observe::{ObserveError, find, verify, watch};
 use crate::plan::Plan;
+use crate::sys::process;
 
 mod counted;
 mod report;
@@ -65,7 +66,12 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         }
         ReportFormat::Json => json(&VerifyReport::new(&table, &found, counted.as_ref())),
     };
-    emit(stdout, None, &text)?;
+    match emit(stdout, None, &text) {
+        Err(Error::Stdout(e)) if watching && e.kind() == std::io::ErrorKind::BrokenPipe => {
+            return Ok(());
+        }
+        written => written?,
+    }
     let mut mismatched: BTreeSet<u32> = match watching {
         // The watch follows threads and memory from this reading on, repins included.
         true => table.mismatched_beyond_watch().collect(),
@@ -74,7 +80,11 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     // A rank no process was found for counts once each (no pid to name it by).
     let missing = table.missing.len();
     if watching {
-        mismatched.extend(watch_after(args, &plan, &ranked, &table, stdout)?);
+        match watch_after(args, &plan, &ranked, &table, stdout)? {
+            Watched::Troubled(pids) => mismatched.extend(pids),
+            // Its reader left (`| head -1`): there is nobody to tell more, and nothing failed.
+            Watched::ReaderGone => return Ok(()),
+        }
     }
     match mismatched.len() + missing {
         0 => Ok(()),
@@ -82,15 +92,24 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     }
 }
 
+/// How a watch of `verify` ended.
+enum Watched {
+    /// Its readings ran out or every rank exited: the pids of the ranks with a problem that
+    /// stayed one.
+    Troubled(Vec<u32>),
+    /// Standard output's reader went away.
+    ReaderGone,
+}
+
 /// `--watch` or `--repin` after the first reading (`first`): each change as it comes, the
-/// summary at the end; returns the pids of the ranks with a problem that stayed one.
+/// summary at the end. A closed standard output (`| head -1`) ends it at once.
 fn watch_after(
     args: &VerifyArgs,
     plan: &Plan,
     ranked: &[RankPid],
     first: &verify::Table,
     stdout: &mut dyn Write,
-) -> Result<Vec<u32>, Error> {
+) -> Result<Watched, Error> {
     // Without --watch, --repin puts back what this one reading found.
     let mut opts = watch_options(&args.watch);
     if !args.watch.watch {
@@ -104,15 +123,26 @@ fn watch_after(
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
     };
-    let never = || false;
+    let reader_gone = || process::reader_gone(libc::STDOUT_FILENO);
     let min_local = args.watch.min_local;
-    let seen = watch::run(plan, ranked, first, &opts, min_local, &never, &mut line);
+    let seen = watch::run(
+        plan,
+        ranked,
+        first,
+        &opts,
+        min_local,
+        &reader_gone,
+        &mut line,
+    );
+    if reader_gone() {
+        return Ok(Watched::ReaderGone);
+    }
     let summary = match args.format {
         ReportFormat::Text => seen.summary() + "\n",
         ReportFormat::Json => WatchLine::summary(&seen).line(),
     };
     emit(stdout, None, &summary)?;
-    Ok(seen.troubled_pids().collect())
+    Ok(Watched::Troubled(seen.troubled_pids().collect()))
 }
 
 pub(super) fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
