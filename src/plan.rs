@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
 use crate::pci_addr::PciAddr;
-use crate::spec::{MemPolicy, MpirunSpec, Policy, ProcBind, SlurmSpec};
+use crate::spec::{AffinityMode, MemPolicy, MpirunSpec, Policy, ProcBind, SlurmSpec, TorchMode};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -165,9 +165,10 @@ impl Policy {
     /// Policies whose ranks never share a CPU (`exclusive`, `unique-*`, `auto`).
     pub fn sharing(self) -> Sharing {
         match self {
-            Policy::Exclusive
-            | Policy::UniqueContiguous
-            | Policy::UniqueInterleaved
+            Policy::Torch(TorchMode::Exclusive)
+            | Policy::GpuAffinity(
+                AffinityMode::UniqueContiguous | AffinityMode::UniqueInterleaved,
+            )
             | Policy::Auto => Sharing::Exclusive,
             _ => Sharing::MayShare,
         }

@@ -429,15 +429,12 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
             ),
         ));
     }
-    let policy = Policy::ALL
-        .into_iter()
-        .find(|p| p.name() == f.policy)
-        .ok_or_else(|| {
-            (
-                "policy".to_string(),
-                format!("unknown policy `{}`", f.policy),
-            )
-        })?;
+    let policy = Policy::named(&f.policy).ok_or_else(|| {
+        (
+            "policy".to_string(),
+            format!("unknown policy `{}`", f.policy),
+        )
+    })?;
     let reserved = cpus("reserved_cpus".into(), &f.reserved_cpus)?;
     let excluded = cpus("excluded_cpus".into(), &f.excluded_cpus)?;
     let ranks = f

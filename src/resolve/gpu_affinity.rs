@@ -7,16 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::context::{ACore, Ctx, Placement, Unit};
 use super::error::{ResolveError, ResolveErrorKind};
-use crate::spec::{Balance, Scope};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    All,
-    Single,
-    SingleUnique,
-    UniqueContiguous,
-    UniqueInterleaved,
-}
+use crate::spec::{AffinityMode as Mode, Balance, Scope};
 
 pub fn place(ctx: &Ctx, units: &[Unit], mode: Mode) -> Result<Vec<Placement>, ResolveError> {
     let sets = Sets::new(ctx, units);

@@ -2,6 +2,7 @@
 //! does not use becomes a warning, so that a spec never changes meaning silently.
 
 use crate::diag::{Warning, codes};
+use crate::spec::AffinityMode::{All, Single, SingleUnique};
 use crate::spec::{CpuOption, CpuSpec, Family, Policy};
 
 /// One warning per option the spec sets and the policy ignores (in `CpuOption` order).
@@ -38,13 +39,15 @@ fn why_ignored(policy: Policy, option: CpuOption) -> Option<String> {
         )),
         Family::GpuAffinity if reserve => Some("gpu_affinity has no reserved cores".into()),
         Family::GpuAffinity => match (policy, option) {
-            (Policy::Single | Policy::SingleUnique, MinCores | MaxCores | Balanced) => {
+            (Policy::GpuAffinity(Single | SingleUnique), MinCores | MaxCores | Balanced) => {
                 Some("it always gives a GPU one core".into())
             }
-            (Policy::Single | Policy::SingleUnique, Scope) => {
+            (Policy::GpuAffinity(Single | SingleUnique), Scope) => {
                 Some("the first core of a GPU's list is the same under either scope".into())
             }
-            (Policy::All, Balanced) => Some("gpu_affinity balances only the unique-* modes".into()),
+            (Policy::GpuAffinity(All), Balanced) => {
+                Some("gpu_affinity balances only the unique-* modes".into())
+            }
             _ => None,
         },
     }

@@ -219,19 +219,10 @@ fn place(
     units: &[Unit],
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<Placement>, ResolveError> {
-    use gpu_affinity::Mode as G;
-    use pytorch::Mode as T;
     match ctx.cpu.policy {
         Policy::Auto => auto::place(ctx, units, warnings),
-        Policy::Node => pytorch::place(ctx, selected, units, T::Node),
-        Policy::Socket => pytorch::place(ctx, selected, units, T::Socket),
-        Policy::Exclusive => pytorch::place(ctx, selected, units, T::Exclusive),
-        Policy::CoreComplex => pytorch::place(ctx, selected, units, T::CoreComplex),
-        Policy::All => gpu_affinity::place(ctx, units, G::All),
-        Policy::Single => gpu_affinity::place(ctx, units, G::Single),
-        Policy::SingleUnique => gpu_affinity::place(ctx, units, G::SingleUnique),
-        Policy::UniqueContiguous => gpu_affinity::place(ctx, units, G::UniqueContiguous),
-        Policy::UniqueInterleaved => gpu_affinity::place(ctx, units, G::UniqueInterleaved),
+        Policy::Torch(mode) => pytorch::place(ctx, selected, units, mode),
+        Policy::GpuAffinity(mode) => gpu_affinity::place(ctx, units, mode),
     }
 }
 

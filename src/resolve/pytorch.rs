@@ -8,16 +8,8 @@ use super::context::{ACore, Ctx, Placement, Unit};
 use super::error::{ResolveError, ResolveErrorKind};
 use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId};
+use crate::spec::TorchMode as Mode;
 use crate::topology::model::Gpu;
-
-/// The four modes of the family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Node,
-    Socket,
-    Exclusive,
-    CoreComplex,
-}
 
 /// `selected` are the GPUs the job selected: in this family each one is a peer on its node,
 /// whether or not a rank uses it, as PyTorch counts every visible GPU.

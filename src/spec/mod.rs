@@ -10,7 +10,7 @@ pub mod words;
 
 pub use error::SpecError;
 pub use model::{
-    Balance, CpuOption, CpuSpec, Family, GpuChoice, MemPolicy, MemoryNode, MemorySpec, MpirunSpec,
-    NicPolicy, OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads,
-    Visibility,
+    AffinityMode, Balance, CpuOption, CpuSpec, Family, GpuChoice, MemPolicy, MemoryNode,
+    MemorySpec, MpirunSpec, NicPolicy, OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt,
+    Spec, Threads, TorchMode, Visibility,
 };

@@ -179,13 +179,27 @@ impl CpuOption {
     }
 }
 
+/// A binding policy: numaplan's own, or a mode of one of the tools whose placements numaplan
+/// reproduces (POLICIES.md's families).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
     Auto,
+    Torch(TorchMode),
+    GpuAffinity(AffinityMode),
+}
+
+/// `torchrun --numa-binding=MODE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TorchMode {
     Node,
     Socket,
     Exclusive,
     CoreComplex,
+}
+
+/// NVIDIA `gpu_affinity`'s modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AffinityMode {
     All,
     Single,
     SingleUnique,
@@ -193,7 +207,7 @@ pub enum Policy {
     UniqueInterleaved,
 }
 
-/// The three policy families of POLICIES.md.
+/// The policy families of POLICIES.md.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
     /// `torchrun --numa-binding` compatible.
@@ -205,42 +219,51 @@ pub enum Family {
 }
 
 impl Policy {
-    pub const ALL: [Policy; 10] = [
-        Policy::Auto,
-        Policy::Node,
-        Policy::Socket,
-        Policy::Exclusive,
-        Policy::CoreComplex,
-        Policy::All,
-        Policy::Single,
-        Policy::SingleUnique,
-        Policy::UniqueContiguous,
-        Policy::UniqueInterleaved,
+    /// Every policy with the name a spec and a plan give it, in the schema's order.
+    pub const NAMED: [(Policy, &'static str); 10] = [
+        (Policy::Auto, "auto"),
+        (Policy::Torch(TorchMode::Node), "node"),
+        (Policy::Torch(TorchMode::Socket), "socket"),
+        (Policy::Torch(TorchMode::Exclusive), "exclusive"),
+        (Policy::Torch(TorchMode::CoreComplex), "core-complex"),
+        (Policy::GpuAffinity(AffinityMode::All), "all"),
+        (Policy::GpuAffinity(AffinityMode::Single), "single"),
+        (
+            Policy::GpuAffinity(AffinityMode::SingleUnique),
+            "single-unique",
+        ),
+        (
+            Policy::GpuAffinity(AffinityMode::UniqueContiguous),
+            "unique-contiguous",
+        ),
+        (
+            Policy::GpuAffinity(AffinityMode::UniqueInterleaved),
+            "unique-interleaved",
+        ),
     ];
 
     pub fn family(self) -> Family {
         match self {
             Policy::Auto => Family::Auto,
-            Policy::Node | Policy::Socket | Policy::Exclusive | Policy::CoreComplex => {
-                Family::PyTorch
-            }
-            _ => Family::GpuAffinity,
+            Policy::Torch(_) => Family::PyTorch,
+            Policy::GpuAffinity(_) => Family::GpuAffinity,
         }
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Policy::Auto => "auto",
-            Policy::Node => "node",
-            Policy::Socket => "socket",
-            Policy::Exclusive => "exclusive",
-            Policy::CoreComplex => "core-complex",
-            Policy::All => "all",
-            Policy::Single => "single",
-            Policy::SingleUnique => "single-unique",
-            Policy::UniqueContiguous => "unique-contiguous",
-            Policy::UniqueInterleaved => "unique-interleaved",
-        }
+        Policy::NAMED
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map(|(_, name)| *name)
+            .expect("invariant: NAMED lists every policy")
+    }
+
+    /// The policy a spec or plan names.
+    pub fn named(name: &str) -> Option<Policy> {
+        Policy::NAMED
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(p, _)| *p)
     }
 }
 

@@ -5,7 +5,8 @@ use super::{MAX_PER_NODE, Problems};
 use crate::diag::{Warning, codes};
 use crate::spec::raw::{self, JobSpec};
 use crate::spec::{
-    Balance, CpuOption, CpuSpec, OpenMpSpec, Places, Policy, ProcBind, Scope, Smt, Threads,
+    AffinityMode, Balance, CpuOption, CpuSpec, OpenMpSpec, Places, Policy, ProcBind, Scope, Smt,
+    Threads, TorchMode,
 };
 
 pub(super) fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<Warning>) -> CpuSpec {
@@ -36,7 +37,10 @@ pub(super) fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<Warni
     };
     let allowed = p.cpulist("cpu.allowed", cpu.allowed.as_ref());
     // `single` and `single-unique` ignore the limits (a warning), so `min > max` is no error.
-    let limits_apply = !matches!(policy, Policy::Single | Policy::SingleUnique);
+    let limits_apply = !matches!(
+        policy,
+        Policy::GpuAffinity(AffinityMode::Single | AffinityMode::SingleUnique)
+    );
     if let (Some(min), Some(max)) = (cpu.min_cores, cpu.max_cores)
         && min > max
         && limits_apply
@@ -160,17 +164,18 @@ pub(super) fn openmp_spec(raw: &JobSpec, p: &mut Problems) -> Option<OpenMpSpec>
 }
 
 fn policy(name: raw::PolicyName) -> Policy {
+    use raw::PolicyName as P;
     match name {
-        raw::PolicyName::Auto => Policy::Auto,
-        raw::PolicyName::Node => Policy::Node,
-        raw::PolicyName::Socket => Policy::Socket,
-        raw::PolicyName::Exclusive => Policy::Exclusive,
-        raw::PolicyName::CoreComplex => Policy::CoreComplex,
-        raw::PolicyName::All => Policy::All,
-        raw::PolicyName::Single => Policy::Single,
-        raw::PolicyName::SingleUnique => Policy::SingleUnique,
-        raw::PolicyName::UniqueContiguous => Policy::UniqueContiguous,
-        raw::PolicyName::UniqueInterleaved => Policy::UniqueInterleaved,
+        P::Auto => Policy::Auto,
+        P::Node => Policy::Torch(TorchMode::Node),
+        P::Socket => Policy::Torch(TorchMode::Socket),
+        P::Exclusive => Policy::Torch(TorchMode::Exclusive),
+        P::CoreComplex => Policy::Torch(TorchMode::CoreComplex),
+        P::All => Policy::GpuAffinity(AffinityMode::All),
+        P::Single => Policy::GpuAffinity(AffinityMode::Single),
+        P::SingleUnique => Policy::GpuAffinity(AffinityMode::SingleUnique),
+        P::UniqueContiguous => Policy::GpuAffinity(AffinityMode::UniqueContiguous),
+        P::UniqueInterleaved => Policy::GpuAffinity(AffinityMode::UniqueInterleaved),
     }
 }
 
