@@ -8,13 +8,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
+use crate::diag::Warning;
 use crate::diag::codes::{Code, W0200_PLAN_WARNING, warning_code};
-use crate::diag::{SourceMap, Warning};
 use crate::ids::{GpuIndex, NodeId, node_list};
 use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
 use crate::provenance;
 use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
-use crate::yaml::{self, YamlError};
+use crate::yaml::{self, FileError};
 
 /// The plan format version written.
 pub const FORMAT_VERSION: u32 = 1;
@@ -235,22 +235,7 @@ pub fn render_json(plan: &Plan, p: &Provenance) -> String {
 }
 
 /// A plan file that cannot be read back.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanFileError {
-    /// Not YAML/JSON, or not a plan's shape.
-    #[error("{}", error.message)]
-    Yaml {
-        map: Box<SourceMap>,
-        error: YamlError,
-    },
-    /// A value no plan has (a bad CPU list, an unknown policy); `path` is like `ranks.3.cpus`.
-    #[error("{message}")]
-    Invalid {
-        map: Box<SourceMap>,
-        path: String,
-        message: String,
-    },
-}
+pub type PlanFileError = FileError;
 
 /// A plan read back from a file: the plan, and the fingerprint and file (relative to the plan)
 /// of the topology it was made for.
@@ -262,19 +247,14 @@ pub struct LoadedPlan {
 
 /// Reads a plan file (YAML or JSON, which is YAML too) back into a `Plan`.
 pub fn load(file: &str, text: &str) -> Result<LoadedPlan, PlanFileError> {
-    let (f, map) = yaml::parse::<PlanFile>(file, text)
-        .map_err(|(error, map)| PlanFileError::Yaml { map, error })?;
+    let (f, map) = yaml::parse::<PlanFile>(file, text).map_err(FileError::from)?;
     match from_file(&f) {
         Ok(plan) => Ok(LoadedPlan {
             plan,
             fingerprint: f.topology.fingerprint,
             topology_file: f.topology.file,
         }),
-        Err((path, message)) => Err(PlanFileError::Invalid {
-            map: Box::new(map),
-            path,
-            message,
-        }),
+        Err((path, message)) => Err(FileError::invalid(&map, &path, message, None)),
     }
 }
 

@@ -24,7 +24,7 @@ mod yaml;
 use exec::exec;
 use rank::rank;
 use topology::topology;
-use yaml::{PLAN_CODES, SPEC_CODES, not_utf8, yaml_error};
+use yaml::{PLAN_CODES, SPEC_CODES, file_error, not_utf8};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -149,9 +149,7 @@ impl Error {
                 format!("cannot read job spec `{}`: {source}", path.display()),
             )
             .help("check the path of the job spec"),
-            Error::Spec(SpecError::Yaml { map, error }) => {
-                yaml_error(map, error, "job spec", SPEC_CODES)
-            }
+            Error::Spec(SpecError::File(e)) => file_error(e, SPEC_CODES),
             Error::Spec(SpecError::Invalid { .. }) => {
                 Diagnostic::error(E0103_SPEC_INVALID, self.to_string())
             }
@@ -180,14 +178,7 @@ impl Error {
             Error::Exec(e) => exec(e),
             Error::Rank(e) => rank(e),
             Error::Observe(e) => observe::observe(e),
-            Error::PlanFile(PlanFileError::Yaml { map, error }) => {
-                yaml_error(map, error, "plan", PLAN_CODES)
-            }
-            Error::PlanFile(PlanFileError::Invalid { map, path, message }) => {
-                Diagnostic::error(E0406_PLAN_INVALID, format!("invalid plan: {message}"))
-                    .at(map, map.value(path), format!("in `{path}`"))
-                    .help("regenerate the plan with the command in its header")
-            }
+            Error::PlanFile(e) => file_error(e, PLAN_CODES),
             Error::NotUtf8 { path, at } | Error::Spec(SpecError::NotUtf8 { path, at }) => {
                 not_utf8(self.to_string(), path, *at)
             }

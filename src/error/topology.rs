@@ -1,7 +1,7 @@
 //! How a topology that cannot be read, or is not consistent, reads.
 
 use super::yaml::not_utf8;
-use super::yaml::{FIXTURE_CODES, yaml_error};
+use super::yaml::{FIXTURE_CODES, file_error};
 use crate::diag::Diagnostic;
 use crate::diag::codes::*;
 use crate::topology::TopologyError;
@@ -14,23 +14,7 @@ pub(super) fn topology(e: &TopologyError) -> Diagnostic {
             format!("cannot read topology file `{}`: {source}", path.display()),
         )
         .help("check the path given to `--topology` or the spec's `topology:` key"),
-        TopologyError::Yaml { map, error } => yaml_error(map, error, "topology fixture", FIXTURE_CODES),
-        TopologyError::Invalid {
-            map,
-            path,
-            message,
-            help,
-        } => {
-            let d = Diagnostic::error(E0302_FIXTURE_INVALID, message.clone()).at(
-                map,
-                map.value(path),
-                if path.is_empty() { String::new() } else { format!("in `{path}`") },
-            );
-            match help {
-                Some(h) => d.help(h.clone()),
-                None => d.help("fix the value, or regenerate the fixture with `numaplan topo --format yaml`"),
-            }
-        }
+        TopologyError::File(e) => file_error(e, FIXTURE_CODES),
         TopologyError::NotHwloc { file, found } => Diagnostic::error(
             E0303_XML_NOT_HWLOC,
             format!("`{file}` is {found}, not an hwloc topology export"),

@@ -5,45 +5,85 @@ use crate::diag::codes::*;
 use crate::diag::schema_words::words_at;
 use crate::diag::suggest::did_you_mean;
 use crate::diag::{Diagnostic, SourceMap};
-use crate::yaml::{YamlError, YamlErrorKind};
+use crate::yaml::{FileError, YamlError, YamlErrorKind};
 
-/// The codes of one YAML format: (malformed, wrong shape) and the schema that documents it.
+/// One YAML format as its errors read: what it is called, its codes (malformed, wrong shape, a
+/// wrong value) and the schema that documents it.
 pub(super) struct YamlCodes {
+    what: &'static str,
     syntax: crate::diag::Code,
     shape: crate::diag::Code,
+    invalid: crate::diag::Code,
+    /// Put before the message of a wrong value.
+    invalid_prefix: &'static str,
+    /// What to do about a wrong value, where the error says nothing more precise.
+    invalid_help: &'static str,
     schema: &'static str,
     /// The schema itself, for the words a key takes.
     generated: fn() -> schemars::Schema,
 }
 
 pub(super) const FIXTURE_CODES: YamlCodes = YamlCodes {
+    what: "topology fixture",
     syntax: E0301_YAML_SYNTAX,
     shape: E0302_FIXTURE_INVALID,
+    invalid: E0302_FIXTURE_INVALID,
+    invalid_prefix: "",
+    invalid_help: "fix the value, or regenerate the fixture with `numaplan topo --format yaml`",
     schema: "schemas/topology.schema.json",
     generated: || schemars::schema_for!(crate::topology::fixture::FixtureFile),
 };
 
 pub(super) const PLAN_CODES: YamlCodes = YamlCodes {
+    what: "plan",
     syntax: E0405_PLAN_SYNTAX,
     shape: E0406_PLAN_INVALID,
+    invalid: E0406_PLAN_INVALID,
+    invalid_prefix: "invalid plan: ",
+    invalid_help: "regenerate the plan with the command in its header",
     schema: "schemas/plan.schema.json",
     generated: || schemars::schema_for!(crate::plan_file::PlanFile),
 };
 
 pub(super) const SPEC_CODES: YamlCodes = YamlCodes {
+    what: "job spec",
     syntax: E0101_SPEC_SYNTAX,
     shape: E0102_SPEC_SHAPE,
+    invalid: E0103_SPEC_INVALID,
+    invalid_prefix: "",
+    invalid_help: "fix the value",
     schema: "schemas/job.schema.json",
     generated: || schemars::schema_for!(crate::spec::raw::JobSpec),
 };
 
+/// A file of one of the YAML formats that is malformed, of the wrong shape, or has a wrong
+/// value, pointed at where.
+pub(super) fn file_error(e: &FileError, codes: YamlCodes) -> Diagnostic {
+    match e {
+        FileError::Yaml { map, error } => yaml_error(map, error, codes),
+        FileError::Invalid {
+            map,
+            path,
+            message,
+            help,
+        } => {
+            let label = match path.is_empty() {
+                true => String::new(),
+                false => format!("in `{path}`"),
+            };
+            Diagnostic::error(codes.invalid, format!("{}{message}", codes.invalid_prefix))
+                .at(map, map.value(path), label)
+                .help(
+                    help.clone()
+                        .unwrap_or_else(|| codes.invalid_help.to_string()),
+                )
+        }
+    }
+}
+
 /// A YAML document that is malformed or of the wrong shape.
-pub(super) fn yaml_error(
-    map: &SourceMap,
-    error: &YamlError,
-    what: &str,
-    codes: YamlCodes,
-) -> Diagnostic {
+fn yaml_error(map: &SourceMap, error: &YamlError, codes: YamlCodes) -> Diagnostic {
+    let what = codes.what;
     match error.kind {
         YamlErrorKind::Syntax => Diagnostic::error(
             codes.syntax,

@@ -1,7 +1,7 @@
 //! `SpecError`: every problem of a spec file, all collected before stopping.
 
 use crate::diag::SourceMap;
-use crate::yaml::YamlError;
+use crate::yaml::FileError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
@@ -17,11 +17,8 @@ pub enum SpecError {
         at: crate::text::BadByte,
     },
     /// Not YAML, or not a spec's shape (unknown key, wrong type).
-    #[error("{}", error.message)]
-    Yaml {
-        map: Box<SourceMap>,
-        error: YamlError,
-    },
+    #[error(transparent)]
+    File(#[from] FileError),
     /// Values that are well-formed but not acceptable; every one found.
     #[error("{} problems in the job spec", problems.len())]
     Invalid {

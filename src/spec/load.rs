@@ -6,7 +6,7 @@ use std::path::Path;
 use super::error::{SpecError, SpecMaps};
 use super::raw::JobSpec;
 use super::{Spec, validate};
-use crate::yaml::{self, Override};
+use crate::yaml::{self, FileError, Override};
 
 /// A loaded spec with the positions of its text, kept for pointing resolve errors at lines.
 pub struct LoadedSpec {
@@ -41,7 +41,7 @@ pub fn load_str(file: &str, text: &str) -> Result<LoadedSpec, SpecError> {
 /// A spec's text with `--set` overrides applied, in order.
 pub fn load_with(file: &str, text: &str, overrides: &[Override]) -> Result<LoadedSpec, SpecError> {
     let (raw, file_map, sets) = yaml::parse_with_overrides::<JobSpec>(file, text, overrides)
-        .map_err(|(error, map, _)| SpecError::Yaml { map, error })?;
+        .map_err(|(error, map, _)| FileError::from((error, map)))?;
     let map = SpecMaps {
         file: file_map,
         sets,

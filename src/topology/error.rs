@@ -3,8 +3,7 @@
 use std::path::PathBuf;
 
 use super::model::ModelError;
-use crate::diag::SourceMap;
-use crate::yaml::YamlError;
+use crate::yaml::FileError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
@@ -20,20 +19,9 @@ pub enum TopologyError {
         path: PathBuf,
         at: crate::text::BadByte,
     },
-    /// Not YAML, or not a fixture's shape.
-    #[error("{}", error.message)]
-    Yaml {
-        map: Box<SourceMap>,
-        error: YamlError,
-    },
-    /// A fixture whose facts are wrong or contradict each other; `path` locates it.
-    #[error("{message}")]
-    Invalid {
-        map: Box<SourceMap>,
-        path: String,
-        message: String,
-        help: Option<String>,
-    },
+    /// Not YAML, not a fixture's shape, or facts that are wrong or contradict each other.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// An XML file that is not an hwloc export (e.g. an NCCL topology file).
     #[error("`{file}` is {found}, not an hwloc topology export")]
     NotHwloc { file: String, found: String },

@@ -5,10 +5,12 @@
 //! (`positions`); `overrides` applies `--set` to a parsed document; `emit` serializes one.
 
 mod emit;
+mod file_error;
 mod overrides;
 mod parse;
 mod positions;
 
 pub use emit::emit;
+pub use file_error::FileError;
 pub use overrides::{Culprit, Override, parse_with_overrides};
 pub use parse::{YamlError, YamlErrorKind, has_top_level_key, parse, unique_keys};
