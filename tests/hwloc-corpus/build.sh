@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the hwloc corpus of tests/hwloc_corpus.rs in DIR (default target/hwloc-corpus): the
 # real machines of hwloc's own test suite, from Debian's hwloc source package (the release
-# numaplan links, 2.9.0; fetched with apt-get source through a private package list, so the
-# system's apt configuration is not touched), as XML exports hwloc itself writes:
+# numaplan links, 2.9.0; fetched with apt-get source through a private package list made from
+# the archives this machine's apt is configured with, so the system's apt configuration is not
+# touched and no mirror is named here), as XML exports hwloc itself writes:
 #   - tests/hwloc/xml/*.xml as they are (1.x and 2.x exports);
 #   - every Linux sysfs snapshot (tests/hwloc/linux/*.tar.bz2) exported by the system's
 #     lstopo with HWLOC_FSROOT, as hwloc's own test script reads it (its .env file sourced);
@@ -21,12 +22,38 @@ if [ -f "$DIR/done-$VERSION" ]; then
 fi
 command -v lstopo-no-graphics >/dev/null || { echo "hwloc-corpus: lstopo-no-graphics missing (apt-get install hwloc)" >&2; exit 1; }
 rm -rf "$DIR"
-mkdir -p "$DIR/apt/lists/partial" "$out"
-cat > "$DIR/apt/sources.list" <<EOF
-deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main
-EOF
+mkdir -p "$DIR/apt/lists/partial" "$DIR/apt/parts" "$out"
+
+# The source archives of this release (bookworm), from the binary archives apt already uses: a
+# one-line `deb URI SUITE COMPONENTS` becomes `deb-src ...`; a deb822 stanza (*.sources) of
+# `Types: deb` with the suite becomes one of `Types: deb-src` and that suite alone.
+# shellcheck disable=SC1091 # the machine's own release file
+suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+[ -n "$suite" ] || { echo "hwloc-corpus: /etc/os-release names no release" >&2; exit 1; }
+for list in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+  [ -f "$list" ] || continue
+  awk -v suite="$suite" '$1 == "deb" {
+      n = 2
+      if ($2 ~ /^\[/) { while (n < NF && $n !~ /\]$/) n++; n++ }
+      if ($(n + 1) == suite) { $1 = "deb-src"; print } }' "$list"
+done > "$DIR/apt/sources.list"
+for sources in /etc/apt/sources.list.d/*.sources; do
+  [ -f "$sources" ] || continue
+  awk -v suite="$suite" 'BEGIN { RS = ""; ORS = "\n\n" }
+    { deb = 0; hit = 0; out = ""; n = split($0, line, "\n")
+      for (i = 1; i <= n; i++) {
+        if (line[i] ~ /^#/) continue
+        if (line[i] ~ /^Types:/) { if (line[i] ~ /[ \t]deb([ \t]|$)/) deb = 1; line[i] = "Types: deb-src" }
+        if (line[i] ~ /^Suites:/) { if ((line[i] " ") ~ ("[ \t]" suite " ")) hit = 1; line[i] = "Suites: " suite }
+        out = out line[i] "\n" }
+      if (deb && hit) print out }' "$sources"
+done > "$DIR/apt/parts/system.sources"
+if ! grep -qs . "$DIR/apt/sources.list" "$DIR/apt/parts/system.sources"; then
+  echo "hwloc-corpus: this machine's apt sources name no Debian $suite archive to fetch hwloc's source from" >&2
+  exit 1
+fi
 mkdir -p "$DIR/apt/cache/archives/partial"
-apt=(-o "Dir::Etc::SourceList=$DIR/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+apt=(-o "Dir::Etc::SourceList=$DIR/apt/sources.list" -o "Dir::Etc::SourceParts=$DIR/apt/parts"
      -o "Dir::State::Lists=$DIR/apt/lists" -o "Dir::Cache=$DIR/apt/cache"
      -o Debug::NoLocking=1)
 echo "hwloc-corpus: fetching Debian's hwloc $VERSION source" >&2
