@@ -335,7 +335,7 @@ codes! {
          rank uses them. A deliberate restriction (as examples/dgx-spark.yaml's) is accepted \
          with `allow_warnings: [W0203]` in the spec or `--allow W0203`.";
     W0204_OPTION_IGNORED = "W0204":
-        "The spec sets a `cpu:` option that its policy does not use (POLICIES.md, \"Options a \
+        "The spec sets a `cpu:` option that its policy does not use (docs/policies.md, \"Options a \
          policy ignores\"): the plan is what the policy computes without it. Remove the \
          option, or use `policy: auto`, which honours every option.";
     W0205_GPUS_FROM_VARIABLE = "W0205":

@@ -1,4 +1,4 @@
-//! Family 3, numaplan's `auto` (POLICIES.md): 1. home node, 2. pool, 3. share, 4. placement,
+//! Family 3, numaplan's `auto` (docs/policies.md): 1. home node, 2. pool, 3. share, 4. placement,
 //! 5. threads; one function per step. CPU-only ranks (and GPUs of unknown locality) are spread
 //! over the nodes no GPU calls home, in blocks.
 

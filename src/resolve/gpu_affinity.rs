@@ -1,6 +1,6 @@
 //! Family 2, compatible with NVIDIA's `gpu_affinity`: `all`, `single`, `single-unique`,
 //! `unique-contiguous`, `unique-interleaved`, with `scope`, `smt`, `balanced`, `min_cores` and
-//! `max_cores` (POLICIES.md). Works in cores (indices into `ctx.cores`), then expands to
+//! `max_cores` (docs/policies.md). Works in cores (indices into `ctx.cores`), then expands to
 //! threads: one function per numbered step of the text.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -115,7 +115,7 @@ pub fn visible_warning(spec: &Spec, gpus: &[&Gpu]) -> Option<Warning> {
 
 /// The plan's warning when `gpus:` names GPUs explicitly (a count or a list) and the ranks leave
 /// some of them without a rank: what the spec asked for is not what runs. In the PyTorch family
-/// they still count as peers (POLICIES.md), which the warning says.
+/// they still count as peers (docs/policies.md), which the warning says.
 pub fn unused_warning(spec: &Spec, selected: &[&Gpu], units: &[Unit]) -> Option<Warning> {
     if !matches!(spec.gpus, GpuChoice::Count(_) | GpuChoice::List(_)) {
         return None;

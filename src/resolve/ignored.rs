@@ -1,4 +1,4 @@
-//! POLICIES.md, "Options a policy ignores": every `cpu:` option the spec sets that its policy
+//! docs/policies.md, "Options a policy ignores": every `cpu:` option the spec sets that its policy
 //! does not use becomes a warning, so that a spec never changes meaning silently.
 
 use crate::diag::{Warning, codes};

@@ -1,4 +1,4 @@
-//! Inside a rank (README, "Inside a rank"): once a rank's CPUs are placed, its helper pool
+//! Inside a rank (docs/policies.md, "Inside a rank: helper cores and OpenMP places"): once a rank's CPUs are placed, its helper pool
 //! (`cpu.helpers`) and where its OpenMP threads run (`openmp:`). One function per step:
 //! 1. `helper_pool`: the last N cores of the rank, in one L3 group where possible;
 //! 2. `places`: the compute set cut into places, in topology order;

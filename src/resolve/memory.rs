@@ -1,4 +1,4 @@
-//! Memory policy per rank (POLICIES.md, "Memory"): the spec's policy or the family's default,
+//! Memory policy per rank (docs/policies.md, "Memory, NICs and each rank's environment"): the spec's policy or the family's default,
 //! on the rank's home node(s) or the nodes `memory.nodes` names (`local` and `local+N` resolved
 //! for each rank), kept within the nodes whose memory the job may use.
 

@@ -1,5 +1,5 @@
 //! `resolve(&Spec, &Topology) -> Plan`: pure and deterministic (no IO, clock or environment;
-//! BTreeMaps only). One step per stage of POLICIES.md: the allowed CPUs, the GPUs and the ranks
+//! BTreeMaps only). One step per stage of docs/policies.md: the allowed CPUs, the GPUs and the ranks
 //! they form, the family's CPU placement, then memory policy, NIC and environment per rank.
 
 pub mod auto;
@@ -212,7 +212,7 @@ fn restriction_warnings(topo: &Topology, allowed: &CpuSet) -> Vec<Warning> {
         .collect()
 }
 
-/// Each rank's CPUs by the policy's family (POLICIES.md, families 1 to 3).
+/// Each rank's CPUs by the policy's family (docs/policies.md: one section each).
 fn place(
     ctx: &Ctx,
     selected: &[&Gpu],
@@ -315,7 +315,7 @@ fn rank_binding(
     }
 }
 
-/// POLICIES.md, "Environment per rank": torchrun's variables, the variables of what runs inside
+/// docs/policies.md, "Memory, NICs and each rank's environment": torchrun's variables, the variables of what runs inside
 /// the rank (`OMP_NUM_THREADS`; with `cpu.helpers` and `openmp:` theirs), device visibility,
 /// the NIC's variables, then the spec's `env:`, which wins.
 fn environment(

@@ -1,5 +1,5 @@
 //! Family 1, compatible with `torchrun --numa-binding`: `node`, `socket`, `exclusive`,
-//! `core-complex` (POLICIES.md). `smt`, `balanced`, `min_cores`, `max_cores`, the reservations
+//! `core-complex` (docs/policies.md). `smt`, `balanced`, `min_cores`, `max_cores`, the reservations
 //! and `scope` do not apply (`ignored.rs` says so in the plan).
 
 use std::collections::BTreeMap;
@@ -84,7 +84,7 @@ fn node_zero(ctx: &Ctx, unit: &Unit, gpu: Option<&Gpu>) -> Result<NodeId, Resolv
 }
 
 /// The rank's position among its peers and their count: the selected GPUs of its node, in job
-/// order (the CUDA numbering the ranks see, as PyTorch counts them; POLICIES.md, Terms). CPU-only
+/// order (the CUDA numbering the ranks see, as PyTorch counts them; docs/policies.md, "Terms"). CPU-only
 /// ranks, which exist only when no GPU is selected, are each other's peers.
 fn peers(selected: &[&Gpu], units: &[Unit], unit: &Unit, node: NodeId) -> (usize, usize) {
     let Some(lead) = unit.lead() else {

@@ -1,4 +1,4 @@
-//! Quality figures of a plan on its topology (defined in the README, "Quality figures").
+//! Quality figures of a plan on its topology (defined in docs/review.md, "Quality figures").
 
 use schemars::JsonSchema;
 use serde::Serialize;

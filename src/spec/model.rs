@@ -150,7 +150,7 @@ pub enum Threads {
     FromEnv(u32),
 }
 
-/// The `cpu:` options a policy may ignore (POLICIES.md, "Options a policy ignores").
+/// The `cpu:` options a policy may ignore (docs/policies.md, "Options a policy ignores").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CpuOption {
     Scope,
@@ -180,7 +180,7 @@ impl CpuOption {
 }
 
 /// A binding policy: numaplan's own, or a mode of one of the tools whose placements numaplan
-/// reproduces (POLICIES.md's families).
+/// reproduces (docs/policies.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
     Auto,
@@ -207,7 +207,7 @@ pub enum AffinityMode {
     UniqueInterleaved,
 }
 
-/// The policy families of POLICIES.md.
+/// The policy families of docs/policies.md.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
     /// `torchrun --numa-binding` compatible.

@@ -1,4 +1,5 @@
-"""The README's Python examples run as written, next to a plan compiled for this machine."""
+"""The Python examples of the README and the user guide run as written, next to a plan compiled
+for this machine."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ FOUR_GPUS = REPO / "tests/cases/topologies/two-cpus-four-gpus.yaml"
 
 EXAMPLE = re.compile(r"<!-- python-example(?:: (?P<env>[^>]*))? -->\n```python\n(?P<code>.*?)```",
                      re.S)
-EXAMPLES = list(EXAMPLE.finditer((REPO / "README.md").read_text()))
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+EXAMPLES = [m for doc in DOCUMENTS for m in EXAMPLE.finditer(doc.read_text())]
 
 
 def test_the_readme_has_one_example_per_function():

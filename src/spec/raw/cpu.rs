@@ -12,7 +12,7 @@ use crate::topology::fixture::CpuList;
 #[serde(deny_unknown_fields)]
 pub struct CpuOptions {
     /// The binding policy (default `auto`): numaplan's own, or one of torchrun's or NVIDIA
-    /// gpu_affinity's, computed exactly as they do (the README's "Job specs and policies").
+    /// gpu_affinity's, computed exactly as they do (docs/policies.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "auto"))]
     pub policy: Option<PolicyName>,
