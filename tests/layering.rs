@@ -400,6 +400,49 @@ fn each_module_imports_only_what_its_layer_allows() {
     assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
 }
 
+/// ARCHITECTURE.md's "Layers" table says what this file's table says: each module's row names
+/// exactly the modules it may import (the rows of `error` and `app` say it in words).
+#[test]
+fn architecture_md_states_this_table() {
+    let doc = std::fs::read_to_string(common::repo().join("ARCHITECTURE.md")).unwrap();
+    let table = doc
+        .split("## Layers")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let rows: BTreeMap<String, BTreeSet<String>> = table
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .flat_map(|l| {
+            let cells: Vec<&str> = l.split('|').collect();
+            let names = |cell: &str| -> Vec<String> {
+                cell.split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .map(String::from)
+                    .collect()
+            };
+            let may: BTreeSet<String> = names(cells[2])
+                .into_iter()
+                .filter(|m| m != "main")
+                .collect();
+            names(cells[1]).into_iter().map(move |m| (m, may.clone()))
+        })
+        .collect();
+    for (module, may) in LAYERS {
+        let row = rows
+            .get(*module)
+            .unwrap_or_else(|| panic!("ARCHITECTURE.md has no row for `{module}`"));
+        if ["error", "app"].contains(module) {
+            continue;
+        }
+        let may: BTreeSet<String> = may.iter().map(|m| m.to_string()).collect();
+        assert_eq!(*row, may, "ARCHITECTURE.md's row for `{module}`");
+    }
+}
+
 #[test]
 fn the_layering_table_has_no_cycle() {
     let allowed: BTreeMap<&str, &[&str]> = LAYERS.iter().copied().collect();
