@@ -27,8 +27,7 @@ mkdir -p "$DIR/apt/lists/partial" "$DIR/apt/parts" "$out"
 # The source archives of this release (bookworm), from the binary archives apt already uses: a
 # one-line `deb URI SUITE COMPONENTS` becomes `deb-src ...`; a deb822 stanza (*.sources) of
 # `Types: deb` with the suite becomes one of `Types: deb-src` and that suite alone.
-# shellcheck disable=SC1091 # the machine's own release file
-suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+suite=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release | tr -d "\"'")
 [ -n "$suite" ] || { echo "hwloc-corpus: /etc/os-release names no release" >&2; exit 1; }
 for list in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
   [ -f "$list" ] || continue
