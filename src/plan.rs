@@ -154,6 +154,20 @@ pub struct MemoryBinding {
     pub nodes: Vec<NodeId>,
 }
 
+impl MemoryBinding {
+    /// The policy as `/proc/PID/numa_maps` spells it: `default`, `prefer:1`, `bind:0`,
+    /// `interleave:0-3`.
+    pub fn numa_maps(&self) -> String {
+        let nodes = crate::ids::node_list(&self.nodes);
+        match self.policy {
+            MemPolicy::None => "default".into(),
+            MemPolicy::Preferred => format!("prefer:{nodes}"),
+            MemPolicy::Bind => format!("bind:{nodes}"),
+            MemPolicy::Interleave => format!("interleave:{nodes}"),
+        }
+    }
+}
+
 /// Whether a plan may hand one CPU to two ranks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sharing {

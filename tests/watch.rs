@@ -605,7 +605,7 @@ fn repin_once_corrects_and_succeeds() {
         }
     };
     let before = verify(&[]);
-    let fixed = verify(&["--repin"]);
+    let fixed = verify(&["--repin", "--count", "0"]);
     let after = verify(&[]);
     assert_eq!(before.code, 1, "the proxies are outside: {}", before.stdout);
     assert_eq!(fixed.code, 0, "{}{}", fixed.stdout, fixed.stderr);
@@ -616,4 +616,104 @@ fn repin_once_corrects_and_succeeds() {
         fixed.stdout
     );
     assert_eq!(after.code, 0, "{}{}", after.stdout, after.stderr);
+}
+
+/// A rank that re-pins itself (as NCCL and OpenMP runtimes do) never stops a healthy job,
+/// whenever it does it: at once (before the watch's first reading, racing it) or a second
+/// later. `exec` checks the binding it applied, in the rank before its program starts; what
+/// the program does afterwards is a line of the watch (put back under `--repin`), and the job's
+/// status is its ranks'. 50 runs of each program, ten at a time, under `--verify`, `--watch`
+/// and `--repin` in turn: the same outcome every time.
+#[test]
+fn a_rank_that_repins_itself_never_stops_the_job() {
+    if !needs_two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (name, delay) in [("at-once", "0"), ("later", "1")] {
+        std::fs::write(
+            dir.path().join(format!("{name}.yaml")),
+            format!(
+                "command: [sh, -c, 'sleep {delay}; taskset -pc 0,1 $$ >/dev/null; sleep 0.3; echo done $RANK']\nranks_per_node: 2\ngpus: none\n"
+            ),
+        )
+        .unwrap();
+    }
+    let flags = ["--verify", "--watch", "--repin"];
+    for name in ["at-once", "later"] {
+        for batch in 0..5 {
+            let runs: Vec<_> = (0..10)
+                .map(|i| {
+                    let flag = flags[(batch * 10 + i) % 3];
+                    let interval: &[&str] = match flag {
+                        "--verify" => &[],
+                        _ => &["--interval", "0.1"],
+                    };
+                    let child = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+                        .args(["-q", "exec", &format!("{name}.yaml"), flag])
+                        .args(interval)
+                        .current_dir(dir.path())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap();
+                    (flag, child)
+                })
+                .collect();
+            for (flag, child) in runs {
+                let out = child.wait_with_output().unwrap();
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(0), "{name} {flag}: {stderr}");
+                assert_eq!(stdout.matches("done").count(), 2, "{name} {flag}: {stdout}");
+                assert!(!stderr.contains("error"), "{name} {flag}: {stderr}");
+            }
+        }
+    }
+}
+
+/// `--stop-on-drift` is the one way a drift stops a job: a thread that stays outside its
+/// rank's CPUs stops every rank with E0439, saying so; put back by `--repin`, it stops nothing.
+#[test]
+fn only_stop_on_drift_stops_a_drifting_job() {
+    if !needs_two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [sh, -c, 'taskset -pc 0,1 $$ >/dev/null; sleep 5; echo done $RANK']\nranks_per_node: 2\ngpus: none\n",
+    )
+    .unwrap();
+    let run = |flags: &[&str]| {
+        let started = Instant::now();
+        let out = common::numaplan_in(
+            dir.path(),
+            &[&["-q", "exec", "job.yaml"][..], flags].concat(),
+        );
+        (out, started.elapsed())
+    };
+    let (stopped, took) = run(&["--watch", "--interval", "0.1", "--stop-on-drift"]);
+    assert_eq!(stopped.code, 1, "{}", stopped.stderr);
+    assert!(
+        stopped.stderr.contains("error[E0439]: rank "),
+        "{}",
+        stopped.stderr
+    );
+    assert!(
+        stopped
+            .stderr
+            .contains("the ranks were stopped (`--stop-on-drift`)"),
+        "{}",
+        stopped.stderr
+    );
+    assert!(!stopped.stdout.contains("done"), "{}", stopped.stdout);
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    let (repinned, _) = run(&["--repin", "--interval", "0.1", "--stop-on-drift"]);
+    assert_eq!(repinned.code, 0, "{}", repinned.stderr);
+    assert_eq!(repinned.stdout.matches("done").count(), 2);
+    // Without a watch, the flag has nothing to stop on: a usage error.
+    let (alone, _) = run(&["--stop-on-drift"]);
+    assert_eq!(alone.code, 2, "{}", alone.stderr);
+    assert!(alone.stderr.contains("nothing watches"), "{}", alone.stderr);
 }

@@ -18,7 +18,6 @@ use crate::diag::report::{Reporter, Voice};
 use crate::error::Error;
 use crate::exec::{self, ExecError, Force};
 use crate::ids::node_list;
-use crate::observe::verify::numa_maps_policy;
 use crate::plan::RankBinding;
 use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 use crate::shell::quote as sh;
@@ -80,16 +79,17 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     if args.verbose {
         warnings.info(&report.verbose_line());
     }
-    let binding = exec::binding(&rank.cpus, &rank.memory).map_err(|source| ExecError::Bind {
+    let failed = |call, source| ExecError::Bind {
         rank: local.rank,
         cpus: rank.cpus.clone(),
+        memory: rank.memory.numa_maps(),
+        call,
         source,
-    })?;
-    binding.apply().map_err(|source| ExecError::Bind {
-        rank: local.rank,
-        cpus: rank.cpus.clone(),
-        source,
-    })?;
+    };
+    let binding = exec::binding(&rank.cpus, &rank.memory).map_err(|e| failed(None, e))?;
+    binding
+        .apply()
+        .map_err(|refused| failed(Some(refused.call), refused.error))?;
     let _ = stdout.flush();
     // Replaces this process; returns only on failure.
     let source = std::process::Command::new(&argv[0])
@@ -165,7 +165,7 @@ impl Memory {
         Memory {
             policy: memory.policy.name().into(),
             nodes: node_list(&memory.nodes),
-            numa_maps: numa_maps_policy(memory),
+            numa_maps: memory.numa_maps(),
         }
     }
 }

@@ -50,23 +50,32 @@ pub struct ExecArgs {
     #[arg(long)]
     pub no_prefix: bool,
 
-    /// Right after start, read every rank's CPUs (all threads), memory policy and where its
-    /// memory is from /proc, and stop the job if they differ from the plan.
+    /// Check the binding exec applied: each rank reads its CPUs and memory policy back before
+    /// its program starts, and a rank whose binding differs is not started (nothing is left
+    /// running); then print the table. What a rank's program does afterwards is `--watch`'s.
     #[arg(long)]
     pub verify: bool,
 
-    /// With `--verify`: `--watch` keeps reading while the ranks run and prints each change and
-    /// a summary at the end; `--repin` (which implies `--verify --watch`) puts threads that
-    /// leave their rank's CPUs back.
+    /// `--watch` reads the ranks from /proc while they run and prints each change (a thread
+    /// that leaves its rank's CPUs, memory under `--min-local`) and a summary at the end;
+    /// `--repin` (which implies `--watch`) puts threads that leave their rank's CPUs back. Both
+    /// imply `--verify`. A change never stops the job unless `--stop-on-drift` says so.
     #[command(flatten)]
     pub watch: WatchArgs,
+
+    /// With `--watch`: a change that stays a problem (a thread outside its rank's CPUs that
+    /// `--repin` did not put back, memory under `--min-local`) stops every rank (E0439).
+    #[arg(long)]
+    pub stop_on_drift: bool,
 
     /// Print each rank's binding, environment and exact argv; start nothing.
     #[arg(long)]
     pub dry_run: bool,
 
-    /// With `--dry-run`: text, or JSON (`"numaplan_exec": 1`, schemas/exec.schema.json).
-    #[arg(long, value_enum, default_value_t = ReportFormat::Text, requires = "dry_run")]
+    /// Text, or JSON: with `--dry-run`, the report (`"numaplan_exec": 1`,
+    /// schemas/exec.schema.json); with `--verify` or `--watch`, the table and the watch's lines
+    /// as JSON Lines on stdout, which the ranks' output may then not share (`--log-dir`).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
 
     /// Start even if this node's CPU, NUMA node or GPU count differs from the plan's topology.
@@ -190,6 +199,7 @@ pub struct VerifyArgs {
 
 /// How `verify` and `exec` check where the ranks' memory is, and watch them while they run.
 #[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("watching").args(["watch", "repin"]).multiple(true)))]
 pub struct WatchArgs {
     /// The share of a rank's memory (in percent) that must be on its planned nodes; a rank
     /// under it is a mismatch. Default: 90 under `memory.policy: bind`, none for `preferred`
@@ -204,16 +214,18 @@ pub struct WatchArgs {
     #[arg(long)]
     pub watch: bool,
 
-    /// Seconds between readings with `--watch`.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, value_parser = seconds)]
-    pub interval: f64,
+    /// Seconds between readings of a watch (`--watch`, `--repin`).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, requires = "watching")]
+    pub interval: Option<f64>,
 
-    /// Readings after the first with `--watch` (default: until every rank has exited).
-    #[arg(long, value_name = "N", requires = "watch")]
+    /// Readings after the first of a watch (`--watch`, `--repin`; default: until every rank
+    /// has exited; 0: the first reading only).
+    #[arg(long, value_name = "N", requires = "watching")]
     pub count: Option<u64>,
 
-    /// Put a thread that left its rank's CPUs back on them and say so (threads on a subset of
-    /// them, as OpenMP places bind them, are left alone). Off by default.
+    /// Watch (as `--watch`), and put a thread that left its rank's CPUs back on them, saying
+    /// so (threads on a subset of them, as OpenMP places bind them, are left alone). Off by
+    /// default: a runtime may have had its reasons.
     #[arg(long)]
     pub repin: bool,
 }

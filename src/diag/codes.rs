@@ -314,6 +314,17 @@ codes! {
         "Several ranks of the plan have exactly the GPUs this process sees (a plan that gives \
          two ranks the same GPU), so the GPUs do not say which rank it is. Give each rank its \
          own GPUs in the job spec, or pass `--local-rank N`.";
+    E0438_READ_BACK = "E0438":
+        "`exec --verify`: a rank read its binding back before its program started, and it was \
+         not what exec applied (the kernel narrows an affinity to the CPUs a cpuset allows, and \
+         a memory policy's nodes to the cpuset's memory nodes, without an error). The rank was \
+         not started and nothing was left running. Exit code 3.";
+    E0439_STOPPED_ON_DRIFT = "E0439":
+        "`exec --watch --stop-on-drift`: the watch saw a change that stayed a problem (a thread \
+         outside its rank's CPUs that `--repin` did not put back, a rank's memory under \
+         `--min-local` on its planned nodes), and every rank was stopped, as the flag asks. \
+         Without it, such a change is a line of the watch and the job runs on with its own \
+         exit status.";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \

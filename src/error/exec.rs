@@ -26,6 +26,9 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
         ExecError::Bind { .. } => Diagnostic::error(E0412_BIND, message)
             .note("no rank was left running")
             .help("check the plan's CPUs and memory nodes against `numaplan topo` on this node"),
+        ExecError::ReadBack { .. } => Diagnostic::error(E0438_READ_BACK, message)
+            .note("the rank was not started, and no rank was left running")
+            .help("the kernel narrowed what exec set: check this process's cpuset (`cat /sys/fs/cgroup/cpuset.cpus.effective`, `cpuset.mems.effective`) against the plan's CPUs and memory nodes"),
         ExecError::Spawn { .. } => Diagnostic::error(E0413_SPAWN, message).note("no rank was left running"),
         ExecError::LogDir { .. } => Diagnostic::error(E0426_LOG_DIR, message).note("no rank was left running"),
         ExecError::Syscall { .. } => Diagnostic::error(E0427_SYSCALL, message).note("no rank was left running"),

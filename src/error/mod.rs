@@ -100,6 +100,9 @@ pub enum Error {
     /// `diff --exit-code` and plans that differ: exit 1, the diff itself is the message.
     #[error("the plans differ")]
     Differs,
+    /// Flags that do not go together, which clap's rules cannot say.
+    #[error("{message}")]
+    Usage { message: String, help: String },
     /// `--deny-warnings` and a plan with warnings.
     #[error("{count} warning(s) denied by `--deny-warnings`")]
     WarningsDenied { count: usize },
@@ -120,6 +123,7 @@ impl Error {
             | Error::Output { .. }
             | Error::InputRead { .. }
             | Error::Stdout(_) => 3,
+            Error::Usage { .. } => 2,
             _ => 1,
         }
     }
@@ -204,6 +208,9 @@ impl Error {
                 .note("nothing was written or started")
                 .help("fix what the warnings above say, accept a kind that was reviewed with `--allow CODE` (or the spec's `allow_warnings:`), or drop `--deny-warnings`"),
             Error::UnknownCode(code) => unknown_code(code),
+            Error::Usage { help, .. } => {
+                Diagnostic::error(E0423_USAGE, self.to_string()).help(help.clone())
+            }
         }
     }
 }

@@ -14,6 +14,9 @@ pub(super) fn observe(e: &ObserveError) -> Diagnostic {
             })
             .help("`--match` looks for NAME in the command lines of processes that say which local rank they are (NUMAPLAN_LOCAL_RANK, set by exec and bind, or a launcher's variable); `--pids` names them"),
         ObserveError::Verify { .. } => Diagnostic::error(E0416_VERIFY, message)
-            .help("the table above shows planned and actual bindings per rank"),
+            .help("each rank's row (or its `problems`, in JSON) says what differs from the plan"),
+        ObserveError::Drifted { .. } => Diagnostic::error(E0439_STOPPED_ON_DRIFT, message)
+            .note("without `--stop-on-drift`, a change is a line of the watch and the job runs on")
+            .help("`--repin` puts threads back on their rank's CPUs; see where the rank's memory is with `numaplan verify`"),
     }
 }

@@ -7,6 +7,7 @@ use std::process::ExitStatus;
 use crate::cpuset::CpuSet;
 use crate::ids::NodeId;
 use crate::plan::MachineShape;
+use crate::sys::affinity::Call;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -24,11 +25,27 @@ pub enum ExecError {
     NoNodePlace { nodes: u32 },
     #[error("this node ({host}) cannot run the plan: {why}")]
     NotThisNode { host: String, why: NodeMismatch },
-    #[error("cannot bind rank {rank} to CPUs {cpus}: {source}")]
+    #[error("{}", bind_failure(*rank, cpus, memory, *call, source))]
     Bind {
         rank: u32,
         cpus: CpuSet,
+        /// The planned memory policy, as numa_maps spells it.
+        memory: String,
+        /// The call the kernel refused; `None`: the binding could not be prepared (a CPU or
+        /// node past what a mask holds).
+        call: Option<Call>,
         source: std::io::Error,
+    },
+    #[error(
+        "rank {rank}'s binding reads back otherwise than exec applied it: {}",
+        read_back_difference(planned_cpus, actual_cpus.as_ref(), planned_memory, actual_memory.as_deref())
+    )]
+    ReadBack {
+        rank: u32,
+        planned_cpus: CpuSet,
+        actual_cpus: Option<CpuSet>,
+        planned_memory: String,
+        actual_memory: Option<String>,
     },
     #[error("cannot start rank {rank} (`{program}`): {source}")]
     Spawn {
@@ -55,6 +72,53 @@ pub enum ExecError {
         program: String,
         source: std::io::Error,
     },
+}
+
+/// `cannot bind rank 3 to CPUs 8-15 (sched_setaffinity): ...`, or for the memory policy
+/// `cannot set rank 3's memory policy bind:1 (set_mempolicy): ...`: the message names the call
+/// that failed, and speaks of CPUs only when the CPU call did.
+fn bind_failure(
+    rank: u32,
+    cpus: &CpuSet,
+    memory: &str,
+    call: Option<Call>,
+    source: &std::io::Error,
+) -> String {
+    match call {
+        Some(call) if call.is_memory() => format!(
+            "cannot set rank {rank}'s memory policy {memory} ({}): {source}",
+            call.name()
+        ),
+        Some(call) => format!(
+            "cannot bind rank {rank} to CPUs {cpus} ({}): {source}",
+            call.name()
+        ),
+        None => format!("cannot bind rank {rank} to CPUs {cpus}: {source}"),
+    }
+}
+
+/// `CPUs 0-1, read back as 1`, `memory bind:0-1, read back as bind:0`.
+fn read_back_difference(
+    planned_cpus: &CpuSet,
+    actual_cpus: Option<&CpuSet>,
+    planned_memory: &str,
+    actual_memory: Option<&str>,
+) -> String {
+    let mut parts = Vec::new();
+    match actual_cpus {
+        Some(actual) if actual == planned_cpus => {}
+        Some(actual) => parts.push(format!("CPUs {planned_cpus}, read back as {actual}")),
+        None => parts.push(format!("CPUs {planned_cpus}, which could not be read back")),
+    }
+    match actual_memory {
+        Some(actual) if actual == planned_memory => {}
+        Some(actual) => parts.push(format!("memory {planned_memory}, read back as {actual}")),
+        None if planned_memory == "default" => {}
+        None => parts.push(format!(
+            "memory {planned_memory}, which could not be read back"
+        )),
+    }
+    parts.join("; ")
 }
 
 /// Whether a job spec or plan was given: where a missing command could go.
@@ -152,7 +216,10 @@ impl ExecError {
                     _ => 126,
                 }
             }
-            ExecError::Bind { .. } | ExecError::LogDir { .. } | ExecError::Syscall { .. } => 3,
+            ExecError::Bind { .. }
+            | ExecError::ReadBack { .. }
+            | ExecError::LogDir { .. }
+            | ExecError::Syscall { .. } => 3,
             _ => 1,
         }
     }

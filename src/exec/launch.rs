@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::ExecError;
 use crate::plan::Plan;
+pub use crate::sys::process::Check;
 use crate::variables::NUMAPLAN_LOCAL_RANK;
 
 /// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
@@ -34,6 +35,8 @@ pub struct ExecOptions {
     pub output: OutputMode,
     /// Between TERM and KILL when stopping ranks.
     pub grace: Duration,
+    /// Whether each rank reads its binding back before its program starts (`--verify`).
+    pub check: Check,
     /// Appended to the plan's command for every rank (the command itself when the plan has
     /// none), byte for byte.
     pub extra_args: Vec<OsString>,

@@ -16,14 +16,14 @@ use std::os::fd::OwnedFd;
 
 pub use error::{ExecError, Input, NodeMismatch};
 pub use job::Job;
-pub use launch::{ExecOptions, Launch, NodePlace, OutputMode, launches};
+pub use launch::{Check, ExecOptions, Launch, NodePlace, OutputMode, launches};
 pub use node::{Force, NodeFacts, check_node};
 pub use start::binding;
 use start::{prepare, start_all};
 pub use status::{describe, exit_code, short_status};
 
 use crate::plan::Plan;
-use crate::sys::{process, signals};
+use crate::sys::{group, process, signals};
 
 /// Starts every rank of the plan bound, in parallel, and returns the running job. When a rank
 /// cannot start (its program, its binding, a syscall), the ranks already started are stopped
@@ -42,7 +42,7 @@ pub fn start(plan: &Plan, opts: &ExecOptions) -> Result<Job, ExecError> {
     let prepared = launches
         .iter()
         .zip(&plan.ranks)
-        .map(|(launch, binding)| prepare(&mut preparer, launch, binding))
+        .map(|(launch, binding)| prepare(&mut preparer, launch, binding, opts.check))
         .collect::<Result<Vec<_>, _>>()?;
     let stdin: OwnedFd = std::fs::File::open("/dev/null")
         .map_err(|source| ExecError::Syscall {
@@ -54,7 +54,7 @@ pub fn start(plan: &Plan, opts: &ExecOptions) -> Result<Job, ExecError> {
         what: "install signal handlers",
         source,
     })?;
-    let guard = process::Guard::start(launches.len()).map_err(|source| ExecError::Syscall {
+    let guard = group::Guard::start(launches.len()).map_err(|source| ExecError::Syscall {
         what: "start the process that guards the ranks' process groups",
         source,
     })?;

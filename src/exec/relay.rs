@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::sys::process;
+use crate::sys::pipe;
 
 /// How long a relay waits for more output once every rank has exited.
 const DRAIN: Duration = Duration::from_millis(20);
@@ -140,7 +140,7 @@ pub fn start(outputs: Vec<Output>, stop: Stop) -> Relays {
         while !open.is_empty() {
             let stopping = stop.is_set();
             let fds: Vec<_> = open.iter().map(|r| r.pipe.as_raw_fd()).collect();
-            let ready = match process::poll_readable(&fds, if stopping { DRAIN } else { LOOK }) {
+            let ready = match pipe::poll_readable(&fds, if stopping { DRAIN } else { LOOK }) {
                 Ok(ready) => ready,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 // Let `read` report what is wrong.

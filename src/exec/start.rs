@@ -8,8 +8,8 @@ use super::{ExecError, Launch, OutputMode, relay};
 use crate::cpuset::CpuSet;
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
-use crate::sys::affinity::{Binding, Memory, MemoryMode};
-use crate::sys::process;
+use crate::sys::affinity::{Binding, Call, Memory, MemoryMode};
+use crate::sys::{group, pipe, process};
 
 /// How many forked ranks may wait to be confirmed (each holds a pipe) before the oldest is.
 const UNCONFIRMED: usize = 32;
@@ -26,7 +26,7 @@ pub(super) fn start_all(
     plan: &Plan,
     prepared: &[process::Prepared],
     stdin: &OwnedFd,
-    guard: &process::Guard,
+    guard: &group::Guard,
     output: &OutputMode,
 ) -> (Vec<Running>, Vec<relay::Output>, Option<ExecError>) {
     let mut running = Vec::new();
@@ -34,9 +34,9 @@ pub(super) fn start_all(
     let mut unconfirmed = std::collections::VecDeque::new();
     let mut failure = None;
     let confirm = |(launch, started): (&Launch, process::Started), failure: &mut Option<_>| {
-        if let Err((step, source)) = started.confirm() {
+        if let Err(failed) = started.confirm() {
             let binding = &plan.ranks[launch.local_rank as usize];
-            failure.get_or_insert(start_failed(launch, binding, step, source));
+            failure.get_or_insert(start_failed(launch, binding, failed));
         }
     };
     for (launch, rank) in launches.iter().zip(prepared) {
@@ -91,11 +91,12 @@ pub(super) fn prepare(
     preparer: &mut process::Preparer,
     launch: &Launch,
     binding: &RankBinding,
+    check: process::Check,
 ) -> Result<process::Prepared, ExecError> {
     let bind = self::binding(&binding.cpus, &binding.memory)
-        .map_err(|source| bind_failed(launch, binding, source))?;
+        .map_err(|source| bind_failed(launch, binding, None, source))?;
     preparer
-        .prepare(&launch.argv, &launch.env, bind)
+        .prepare(&launch.argv, &launch.env, bind, check)
         .map_err(|source| spawn_failed(launch, source))
 }
 
@@ -118,22 +119,31 @@ pub fn binding(cpus: &CpuSet, memory: &MemoryBinding) -> std::io::Result<Binding
 }
 
 /// A rank that was forked and did not reach its program: the step that failed, as an error.
-fn start_failed(
-    launch: &Launch,
-    binding: &RankBinding,
-    step: process::Step,
-    source: std::io::Error,
-) -> ExecError {
-    match step {
-        process::Step::Bind => bind_failed(launch, binding, source),
-        process::Step::Setup | process::Step::Exec => spawn_failed(launch, source),
+fn start_failed(launch: &Launch, binding: &RankBinding, failed: process::Failed) -> ExecError {
+    match failed.step {
+        process::Step::Bind => bind_failed(launch, binding, failed.call, failed.error),
+        process::Step::ReadBack => ExecError::ReadBack {
+            rank: launch.rank,
+            planned_cpus: binding.cpus.clone(),
+            actual_cpus: failed.read_back.as_ref().and_then(|r| r.cpus()),
+            planned_memory: binding.memory.numa_maps(),
+            actual_memory: failed.read_back.as_ref().and_then(|r| r.memory()),
+        },
+        process::Step::Setup | process::Step::Exec => spawn_failed(launch, failed.error),
     }
 }
 
-fn bind_failed(launch: &Launch, binding: &RankBinding, source: std::io::Error) -> ExecError {
+fn bind_failed(
+    launch: &Launch,
+    binding: &RankBinding,
+    call: Option<Call>,
+    source: std::io::Error,
+) -> ExecError {
     ExecError::Bind {
         rank: launch.rank,
         cpus: binding.cpus.clone(),
+        memory: binding.memory.numa_maps(),
+        call,
         source,
     }
 }
@@ -165,7 +175,7 @@ fn outputs(
             .into_iter()
             .zip(copies)
         {
-            let (pipe, sink) = process::pipe().map_err(|source| ExecError::Syscall {
+            let (pipe, sink) = pipe::pipe().map_err(|source| ExecError::Syscall {
                 what: "create a pipe for a rank's output",
                 source,
             })?;

@@ -1,6 +1,7 @@
 //! `ObserveError`: no process to verify, or ranks not bound as planned.
 
 use super::matching::Skipped;
+use super::watch::Change;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ObserveError {
@@ -12,4 +13,7 @@ pub enum ObserveError {
     },
     #[error("{mismatches} rank(s) are not bound as planned")]
     Verify { mismatches: usize },
+    /// `exec --stop-on-drift`: a change a watch saw stayed a problem.
+    #[error("{}; the ranks were stopped (`--stop-on-drift`)", change.text())]
+    Drifted { change: Change },
 }

@@ -6,8 +6,8 @@
 
 use super::Problem;
 use crate::cpuset::CpuSet;
+use crate::ids::NodeId;
 use crate::ids::RankPid;
-use crate::ids::{NodeId, node_list};
 use crate::phrase::{plural, size};
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
@@ -54,18 +54,6 @@ pub struct Thread {
     pub cpus: CpuSet,
 }
 
-/// `numa_maps`'s spelling of a memory policy: `default`, `prefer:1`, `bind:0`,
-/// `interleave:0-3`.
-pub fn numa_maps_policy(m: &MemoryBinding) -> String {
-    let nodes = node_list(&m.nodes);
-    match m.policy {
-        MemPolicy::None => "default".into(),
-        MemPolicy::Preferred => format!("prefer:{nodes}"),
-        MemPolicy::Bind => format!("bind:{nodes}"),
-        MemPolicy::Interleave => format!("interleave:{nodes}"),
-    }
-}
-
 /// The share of a rank's memory that must be on its planned nodes: `min_local` (`--min-local`,
 /// 0 to 1) for any rank with a memory policy, else 90% for `bind`; `preferred` and
 /// `interleave` have none by default (the report shows the spread), nor does `none`.
@@ -92,6 +80,38 @@ pub fn check(plan: &Plan, pids: &[RankPid], asked_min_local: Option<f64>) -> Tab
     check_with(plan, pids, asked_min_local, Pages::Read)
 }
 
+/// The table of ranks whose binding each read back in itself before its program started, and
+/// found as it was applied (`exec --verify`: a rank whose binding differed was not started).
+/// One row per rank, its one thread then: what it read is what the plan says.
+pub fn read_back(plan: &Plan, ranks: &[RankPid]) -> Table {
+    let rows = ranks
+        .iter()
+        .filter_map(|&RankPid { rank, pid }| {
+            let planned = plan.ranks.get(rank as usize)?;
+            Some(Row {
+                rank,
+                pid,
+                tids: vec![pid],
+                planned_cpus: planned.cpus.clone(),
+                actual_cpus: planned.cpus.clone(),
+                narrowed: 0,
+                outside: Vec::new(),
+                planned_memory: planned.memory.numa_maps(),
+                actual_memory: planned.memory.numa_maps(),
+                memory_nodes: planned.memory.nodes.clone(),
+                residence: Residence::default(),
+                min_local: None,
+                problems: Vec::new(),
+                exited: None,
+            })
+        })
+        .collect();
+    Table {
+        rows,
+        missing: Vec::new(),
+    }
+}
+
 /// `check`, reading `numa_maps` or not.
 pub fn check_with(
     plan: &Plan,
@@ -111,7 +131,7 @@ pub fn check_with(
                 actual_cpus: CpuSet::new(),
                 narrowed: 0,
                 outside: Vec::new(),
-                planned_memory: planned.map_or("-".into(), |r| numa_maps_policy(&r.memory)),
+                planned_memory: planned.map_or("-".into(), |r| r.memory.numa_maps()),
                 actual_memory: "-".into(),
                 memory_nodes: planned.map(|r| r.memory.nodes.clone()).unwrap_or_default(),
                 residence: Residence::default(),

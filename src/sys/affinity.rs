@@ -74,21 +74,176 @@ impl Binding {
     /// The binding step every way of applying a rank shares (exec's child before `execve`,
     /// `numaplan bind` before its own `execve`): the CPU affinity, then the memory policy, of
     /// the calling thread, which the threads and processes it starts and the program it execs
-    /// inherit. Async-signal-safe: syscalls only, on data owned by `self`.
-    pub fn apply(&self) -> io::Result<()> {
-        // SAFETY: plain syscalls with valid pointers to data `self` owns for the call.
+    /// inherit. All or nothing: when the memory policy is refused, the affinity the thread had
+    /// is put back, and the call that was refused is said. Async-signal-safe: syscalls only, on
+    /// data owned by `self` and the stack.
+    pub fn apply(&self) -> Result<(), Refused> {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
+        let mut before: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: plain syscalls with valid pointers to data `self` and this frame own.
         unsafe {
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.cpus) != 0 {
-                return Err(io::Error::last_os_error());
+            let saved = libc::sched_getaffinity(0, size, &mut before) == 0;
+            if libc::sched_setaffinity(0, size, &self.cpus) != 0 {
+                return Err(Refused::last(Call::SchedSetaffinity));
             }
-            if let Some(mode) = self.mode {
-                let maxnode = (NODE_WORDS * libc::c_ulong::BITS as usize + 1) as libc::c_ulong;
-                if libc::syscall(libc::SYS_set_mempolicy, mode, self.nodes.as_ptr(), maxnode) != 0 {
-                    return Err(io::Error::last_os_error());
+            if let Some(mode) = self.mode
+                && libc::syscall(libc::SYS_set_mempolicy, mode, self.nodes.as_ptr(), MAXNODE) != 0
+            {
+                let refused = Refused::last(Call::SetMempolicy);
+                if saved {
+                    libc::sched_setaffinity(0, size, &before);
                 }
+                return Err(refused);
             }
         }
         Ok(())
+    }
+
+    /// This binding without its memory policy (the inherited one stays): what a rank runs with
+    /// where the memory policy is refused and the spec does not require it.
+    pub fn cpus_only(&self) -> Binding {
+        Binding {
+            cpus: self.cpus,
+            mode: None,
+            nodes: [0; NODE_WORDS],
+        }
+    }
+
+    /// The calling thread's binding as the kernel reads it back (`sched_getaffinity`, and
+    /// `get_mempolicy` where a policy was set): `None` when it is what `apply` set, else what
+    /// it is. The kernel narrows an affinity to the CPUs a cpuset allows, and a memory policy's
+    /// nodes to its memory nodes, without an error. Async-signal-safe.
+    pub fn read_back(&self) -> Option<ReadBack> {
+        // SAFETY: zeroed plain data; the kernel writes within the sizes given.
+        let mut actual: ReadBack = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        // SAFETY: valid pointers to `actual`'s fields, of the sizes given.
+        unsafe {
+            if libc::sched_getaffinity(0, size, &mut actual.cpus) != 0 {
+                actual.cpus_unread = 1;
+            }
+            if self.mode.is_some()
+                && libc::syscall(
+                    libc::SYS_get_mempolicy,
+                    &mut actual.mode,
+                    actual.nodes.as_mut_ptr(),
+                    MAXNODE,
+                    std::ptr::null_mut::<libc::c_void>(),
+                    0,
+                ) != 0
+            {
+                actual.mode = -1;
+            }
+        }
+        let cpus_same = actual.cpus_unread == 0 && cpu_sets_equal(&actual.cpus, &self.cpus);
+        let memory_same = match self.mode {
+            None => true,
+            // The mode flags (static, relative nodes) in the high bits are not the mode.
+            Some(mode) => actual.mode & 0xff == mode && actual.nodes == self.nodes,
+        };
+        if cpus_same && memory_same {
+            return None;
+        }
+        if self.mode.is_none() {
+            actual.mode = -2;
+        }
+        Some(actual)
+    }
+}
+
+/// `maxnode` for the node masks: every bit of them (the kernel reads maxnode - 1 bits).
+const MAXNODE: libc::c_ulong = (NODE_WORDS * libc::c_ulong::BITS as usize + 1) as libc::c_ulong;
+
+fn cpu_sets_equal(a: &libc::cpu_set_t, b: &libc::cpu_set_t) -> bool {
+    // SAFETY: both are plain bit arrays of the same size.
+    unsafe { libc::CPU_EQUAL(a, b) }
+}
+
+/// A binding call of numaplan's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    SchedSetaffinity,
+    SetMempolicy,
+    GetMempolicy,
+    MigratePages,
+}
+
+impl Call {
+    /// The syscall's name, as strace and seccomp profiles spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Call::SchedSetaffinity => "sched_setaffinity",
+            Call::SetMempolicy => "set_mempolicy",
+            Call::GetMempolicy => "get_mempolicy",
+            Call::MigratePages => "migrate_pages",
+        }
+    }
+
+    /// Whether the call sets or reads a memory policy (rather than the CPUs).
+    pub fn is_memory(self) -> bool {
+        !matches!(self, Call::SchedSetaffinity)
+    }
+}
+
+/// A binding call the kernel refused.
+#[derive(Debug)]
+pub struct Refused {
+    pub call: Call,
+    pub error: io::Error,
+}
+
+impl Refused {
+    fn last(call: Call) -> Refused {
+        Refused {
+            call,
+            error: io::Error::last_os_error(),
+        }
+    }
+}
+
+/// A thread's binding as the kernel read it back, in the kernel's own layout (it crosses a
+/// pipe from exec's child as it is: no allocation there).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ReadBack {
+    cpus: libc::cpu_set_t,
+    /// Non-zero when the affinity could not be read.
+    cpus_unread: libc::c_int,
+    /// `MPOL_*` (with its flags); -1: could not be read; -2: no policy was set, so none read.
+    mode: libc::c_int,
+    nodes: [libc::c_ulong; NODE_WORDS],
+}
+
+impl ReadBack {
+    /// The CPUs read back, when they could be.
+    pub fn cpus(&self) -> Option<CpuSet> {
+        (self.cpus_unread == 0).then(|| {
+            (0..8 * std::mem::size_of::<libc::cpu_set_t>())
+                // SAFETY: `c` is below the set's capacity.
+                .filter(|&c| unsafe { libc::CPU_ISSET(c, &self.cpus) })
+                .map(|c| c as u32)
+                .collect()
+        })
+    }
+
+    /// The memory policy read back, as `numa_maps` spells it (`bind:0-1`, `default`);
+    /// `None` where none was set or it could not be read.
+    pub fn memory(&self) -> Option<String> {
+        let bits = libc::c_ulong::BITS as usize;
+        let nodes: CpuSet = (0..NODE_WORDS * bits)
+            .filter(|&n| self.nodes[n / bits] & (1 << (n % bits)) != 0)
+            .map(|n| n as u32)
+            .collect();
+        let name = match self.mode & 0xff {
+            _ if self.mode < 0 => return None,
+            0 => return Some("default".into()),
+            1 => "prefer",
+            2 => "bind",
+            3 => "interleave",
+            m => return Some(format!("mode {m}:{nodes}")),
+        };
+        Some(format!("{name}:{nodes}"))
     }
 }
 
@@ -144,5 +299,86 @@ pub fn thread_affinity(tid: u32) -> io::Result<CpuSet> {
             return Err(e);
         }
         words *= 4;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` on a thread of its own, whose binding it may change without touching the test
+    /// harness's other threads.
+    fn on_a_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::spawn(f).join().unwrap()
+    }
+
+    fn first_cpu() -> CpuSet {
+        own_affinity().unwrap().iter().take(1).collect()
+    }
+
+    #[test]
+    fn an_applied_binding_reads_back_as_itself_and_another_reads_back_as_it_is() {
+        let cpu = first_cpu();
+        let (same, other) = on_a_thread(move || {
+            let nodes = [NodeId(0)];
+            let mode = Some(MemoryMode::Preferred);
+            let binding = Binding::new(
+                &cpu,
+                Memory {
+                    mode,
+                    nodes: &nodes,
+                },
+            )
+            .unwrap();
+            binding.apply().unwrap();
+            let wider: CpuSet = (0..=cpu.iter().next().unwrap() + 1).collect();
+            let mode = Some(MemoryMode::Bind);
+            let other = Binding::new(
+                &wider,
+                Memory {
+                    mode,
+                    nodes: &nodes,
+                },
+            )
+            .unwrap();
+            (binding.read_back().is_none(), other.read_back())
+        });
+        assert!(same, "what apply set reads back unchanged");
+        let other = other.expect("a different binding reads back as the thread's");
+        assert_eq!(other.cpus(), Some(first_cpu()));
+        assert_eq!(other.memory().as_deref(), Some("prefer:0"));
+    }
+
+    #[test]
+    fn a_refused_memory_policy_leaves_the_affinity_as_it_was() {
+        let (refused, before, after) = on_a_thread(|| {
+            let before = own_affinity().unwrap();
+            // A node no machine this runs on has: set_mempolicy refuses it (EINVAL).
+            let nodes = [NodeId(NODE_WORDS as u32 * libc::c_ulong::BITS - 1)];
+            let memory = Memory {
+                mode: Some(MemoryMode::Bind),
+                nodes: &nodes,
+            };
+            let binding = Binding::new(&first_cpu(), memory).unwrap();
+            let refused = binding.apply().unwrap_err();
+            (refused, before, own_affinity().unwrap())
+        });
+        assert_eq!(refused.call, Call::SetMempolicy);
+        assert_eq!(refused.error.raw_os_error(), Some(libc::EINVAL));
+        assert_eq!(after, before, "all or nothing: the CPUs are put back");
+    }
+
+    #[test]
+    fn a_binding_without_memory_reads_back_no_policy() {
+        let cpu = first_cpu();
+        let read = on_a_thread(move || {
+            let binding = Binding::new(&cpu, Memory::NONE).unwrap();
+            binding.apply().unwrap();
+            let wider: CpuSet = (0..=cpu.iter().next().unwrap() + 1).collect();
+            Binding::new(&wider, Memory::NONE).unwrap().read_back()
+        })
+        .expect("other CPUs");
+        assert_eq!(read.memory(), None, "no policy was set, none is reported");
+        assert_eq!(read.cpus(), Some(first_cpu()));
     }
 }

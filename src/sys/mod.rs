@@ -1,5 +1,6 @@
 //! Everything numaplan asks of the kernel beyond plain file IO: the binding syscalls
-//! (`affinity`), starting and waiting for processes (`process`), signals, `perf_event_open`
+//! (`affinity`), starting processes (`process`), waiting for and signalling them (`group`), pipes and polling
+//! (`pipe`), signals, `perf_event_open`
 //! (`perf`), what `/proc` shows of running processes (`proc`, `numa_maps`, `cgroup`), the
 //! forked sandbox of hwloc's XML import (`sandbox`) and environment variables set around a call
 //! (`env`). Every `unsafe` block of the crate is in this folder (a tidy test), and it imports
@@ -9,8 +10,10 @@
 pub mod affinity;
 pub mod cgroup;
 pub mod env;
+pub mod group;
 pub mod numa_maps;
 pub mod perf;
+pub mod pipe;
 pub mod proc;
 pub mod process;
 pub mod sandbox;

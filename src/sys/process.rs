@@ -12,13 +12,12 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
-use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
 
-use super::affinity::Binding;
+use super::affinity::{Binding, Call, ReadBack};
+use super::pipe::pipe;
 
 /// Where a rank's stdout or stderr goes.
 pub enum Sink {
@@ -26,17 +25,6 @@ pub enum Sink {
     Inherit,
     /// A pipe's write end or a log file.
     Fd(OwnedFd),
-}
-
-/// A pipe, both ends close-on-exec: (read end, write end).
-pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 returned two new descriptors that nothing else owns.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// One rank's process, ready to fork: the program's path, its argv and environment as C
@@ -49,6 +37,15 @@ pub struct Prepared {
     _envp: Vec<CString>,
     envp_ptrs: Vec<*const libc::c_char>,
     bind: Binding,
+    /// Read the binding back after applying it, and fail the start when it differs.
+    check: Check,
+}
+
+/// Whether a rank's child reads its binding back before it execs (`exec --verify`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Check {
+    ReadBack,
+    None,
 }
 
 /// What the ranks' preparations share: numaplan's environment, read once, and each program
@@ -76,6 +73,7 @@ impl Preparer {
         argv: &[OsString],
         env: &std::collections::BTreeMap<String, String>,
         bind: Binding,
+        check: Check,
     ) -> io::Result<Prepared> {
         let path_var = env
             .get("PATH")
@@ -114,6 +112,7 @@ impl Preparer {
             envp_ptrs: null_terminated(&envp),
             _envp: envp,
             bind,
+            check,
         })
     }
 }
@@ -181,7 +180,37 @@ pub enum Step {
     /// `Binding::apply`.
     Bind = 2,
     Exec = 3,
+    /// The binding read back differs from the one applied (`Check::ReadBack`).
+    ReadBack = 4,
 }
+
+/// A rank that did not reach its program: the step, its errno, the binding call the kernel
+/// refused (`Step::Bind`), and what the binding read back as (`Step::ReadBack`).
+pub struct Failed {
+    pub step: Step,
+    pub error: io::Error,
+    pub call: Option<Call>,
+    pub read_back: Option<Box<ReadBack>>,
+}
+
+/// What a child writes on its report pipe when a step fails: one record, whole (below
+/// `PIPE_BUF`, so written at once), as plain data.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Report {
+    step: libc::c_int,
+    errno: libc::c_int,
+    /// `Call as c_int + 1`; 0: none.
+    call: libc::c_int,
+    read_back: ReadBack,
+}
+
+const CALLS: [Call; 4] = [
+    Call::SchedSetaffinity,
+    Call::SetMempolicy,
+    Call::GetMempolicy,
+    Call::MigratePages,
+];
 
 /// A forked rank whose start is not yet confirmed.
 pub struct Started {
@@ -227,47 +256,72 @@ pub fn start(rank: &Prepared, streams: Streams) -> io::Result<Started> {
 impl Started {
     /// Waits until the child has exec'd (end of file on its report pipe) or reports the step
     /// that failed.
-    pub fn confirm(self) -> Result<u32, (Step, io::Error)> {
-        let mut buf = [0u8; 8];
+    pub fn confirm(self) -> Result<u32, Failed> {
+        // SAFETY: plain data; all zeroes is a valid (empty) report.
+        let mut report: Report = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<Report>();
         let mut got = 0;
-        while got < buf.len() {
-            // SAFETY: reads into the unfilled part of `buf`.
+        while got < size {
+            // SAFETY: reads into the unfilled part of `report`, a plain-data record.
             let n = unsafe {
                 libc::read(
                     self.report.as_raw_fd(),
-                    buf[got..].as_mut_ptr().cast(),
-                    buf.len() - got,
+                    (&mut report as *mut Report).cast::<u8>().add(got).cast(),
+                    size - got,
                 )
             };
             match n {
                 0 => break,
                 n if n > 0 => got += n as usize,
                 _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
-                _ => return Err((Step::Setup, io::Error::last_os_error())),
+                _ => {
+                    return Err(Failed {
+                        step: Step::Setup,
+                        error: io::Error::last_os_error(),
+                        call: None,
+                        read_back: None,
+                    });
+                }
             }
         }
-        if got < buf.len() {
+        if got < size {
             return Ok(self.pid);
         }
-        let step = match i32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) {
+        let step = match report.step {
             2 => Step::Bind,
             3 => Step::Exec,
+            4 => Step::ReadBack,
             _ => Step::Setup,
         };
-        let errno = i32::from_ne_bytes([buf[4], buf[5], buf[6], buf[7]]);
-        Err((step, io::Error::from_raw_os_error(errno)))
+        Err(Failed {
+            step,
+            error: io::Error::from_raw_os_error(report.errno),
+            call: usize::try_from(report.call - 1)
+                .ok()
+                .and_then(|i| CALLS.get(i).copied()),
+            read_back: (step == Step::ReadBack).then(|| Box::new(report.read_back)),
+        })
     }
 }
 
 /// The child between fork and exec.
 fn child(rank: &Prepared, streams: &Streams, parent: libc::pid_t, report: RawFd) -> ! {
-    let fail = |step: Step, errno: i32| -> ! {
-        let mut msg = [0u8; 8];
-        msg[..4].copy_from_slice(&(step as i32).to_ne_bytes());
-        msg[4..].copy_from_slice(&errno.to_ne_bytes());
+    let fail = |step: Step, errno: i32, call: Option<Call>, read_back: Option<ReadBack>| -> ! {
+        // SAFETY: plain data; all zeroes is a valid report.
+        let mut msg: Report = unsafe { std::mem::zeroed() };
+        msg.step = step as libc::c_int;
+        msg.errno = errno;
+        msg.call = call.map_or(0, |c| c as libc::c_int + 1);
+        if let Some(r) = read_back {
+            msg.read_back = r;
+        }
         // SAFETY: write and _exit are async-signal-safe; `msg` is on the stack.
         unsafe {
-            libc::write(report, msg.as_ptr().cast(), msg.len());
+            libc::write(
+                report,
+                (&msg as *const Report).cast(),
+                std::mem::size_of::<Report>(),
+            );
             libc::_exit(127)
         }
     };
@@ -277,7 +331,7 @@ fn child(rank: &Prepared, streams: &Streams, parent: libc::pid_t, report: RawFd)
         if libc::setpgid(0, 0) != 0
             || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0
         {
-            fail(Step::Setup, errno());
+            fail(Step::Setup, errno(), None, None);
         }
         if libc::getppid() != parent {
             // numaplan died between fork and prctl.
@@ -305,12 +359,18 @@ fn child(rank: &Prepared, streams: &Streams, parent: libc::pid_t, report: RawFd)
                 libc::dup2(fd, target) == target
             };
             if !ok {
-                fail(Step::Setup, errno());
+                fail(Step::Setup, errno(), None, None);
             }
         }
     }
-    if let Err(e) = rank.bind.apply() {
-        fail(Step::Bind, e.raw_os_error().unwrap_or(0));
+    if let Err(refused) = rank.bind.apply() {
+        let errno = refused.error.raw_os_error().unwrap_or(0);
+        fail(Step::Bind, errno, Some(refused.call), None);
+    }
+    if rank.check == Check::ReadBack
+        && let Some(actual) = rank.bind.read_back()
+    {
+        fail(Step::ReadBack, 0, None, Some(actual));
     }
     // SAFETY: NUL-terminated path, and argv/envp arrays of C strings ending in null, all
     // owned by `rank`.
@@ -321,7 +381,7 @@ fn child(rank: &Prepared, streams: &Streams, parent: libc::pid_t, report: RawFd)
             rank.envp_ptrs.as_ptr(),
         );
     }
-    fail(Step::Exec, errno())
+    fail(Step::Exec, errno(), None, None)
 }
 
 fn sink_fd(sink: &Sink) -> RawFd {
@@ -329,164 +389,6 @@ fn sink_fd(sink: &Sink) -> RawFd {
         Sink::Inherit => -1,
         Sink::Fd(fd) => fd.as_raw_fd(),
     }
-}
-
-/// How the rank `pid` ended, once it has, without reaping it: until `reap`, its pid, which is
-/// also its process group's id, cannot be given to another process, so numaplan and the guard
-/// can signal the group without hitting a stranger.
-pub fn ended(pid: u32) -> io::Result<Option<ExitStatus>> {
-    // SAFETY: a zeroed siginfo_t is valid; waitid writes into it.
-    let info = unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-        if libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        info
-    };
-    // SAFETY: waitid filled in a SIGCHLD siginfo (or left it zeroed: no pid).
-    let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
-    if who == 0 {
-        return Ok(None);
-    }
-    let raw = match info.si_code {
-        libc::CLD_EXITED => (status & 0xff) << 8,
-        libc::CLD_KILLED => status & 0x7f,
-        libc::CLD_DUMPED => (status & 0x7f) | 0x80,
-        _ => return Ok(None),
-    };
-    Ok(Some(ExitStatus::from_raw(raw)))
-}
-
-/// Reaps the child `pid` (a rank, the guard), waiting for it to end.
-pub fn reap(pid: u32) {
-    let mut status = 0;
-    // SAFETY: waits for our own child; `status` is a valid out pointer.
-    unsafe {
-        while libc::waitpid(pid as libc::pid_t, &mut status, 0) == -1
-            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
-        {}
-    }
-}
-
-/// Sends `signal` to the process group `pgid`; a group already gone is not an error.
-pub fn signal_group(pgid: u32, signal: libc::c_int) {
-    // SAFETY: kill has no memory preconditions.
-    unsafe {
-        libc::kill(-(pgid as libc::pid_t), signal);
-    }
-}
-
-/// The job's guard: one small process, forked from numaplan before the ranks, in a process
-/// group of its own (a signal to numaplan's group, Ctrl-C included, does not reach it), told
-/// each rank's process group through a pipe. When numaplan dies, even of SIGKILL, the pipe
-/// reaches end of file and the guard kills every group: the ranks' own children (a data
-/// loader's workers, a `sleep &`) die with them instead of living on under PID 1. numaplan
-/// reaps no rank before the guard has ended (`ended` does not reap), so no group id it
-/// holds can belong to another process.
-pub struct Guard {
-    pid: libc::pid_t,
-    tell: OwnedFd,
-}
-
-impl Guard {
-    /// Forks the guard of up to `ranks` process groups.
-    pub fn start(ranks: usize) -> io::Result<Guard> {
-        let (listen, tell) = pipe()?;
-        // Allocated before the fork: the guard pushes within this capacity, never allocating.
-        let mut groups: Vec<libc::pid_t> = Vec::with_capacity(ranks);
-        // SAFETY: the child runs only `guard`, which makes async-signal-safe calls and
-        // allocates nothing.
-        match unsafe { libc::fork() } {
-            -1 => Err(io::Error::last_os_error()),
-            0 => {
-                drop(tell);
-                guard(listen.as_raw_fd(), &mut groups)
-            }
-            pid => Ok(Guard { pid, tell }),
-        }
-    }
-
-    /// Adds a rank's process group to those the guard kills.
-    pub fn watch(&self, pgid: u32) -> io::Result<()> {
-        let msg = (pgid as libc::pid_t).to_ne_bytes();
-        // SAFETY: writes `msg`, 4 bytes: below PIPE_BUF, so whole or not at all.
-        let n = unsafe { libc::write(self.tell.as_raw_fd(), msg.as_ptr().cast(), msg.len()) };
-        if n != msg.len() as isize {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-
-    /// Ends the guard (it kills the groups it watches, which numaplan has already ended) and
-    /// reaps it; the ranks may be reaped after this.
-    pub fn finish(self) {
-        let Guard { pid, tell } = self;
-        drop(tell);
-        reap(pid as u32);
-    }
-}
-
-/// The guard's life: leave numaplan's process group, block every signal, collect process
-/// groups until end of file (numaplan ended or died), then kill them all.
-fn guard(listen: RawFd, groups: &mut Vec<libc::pid_t>) -> ! {
-    // SAFETY: only async-signal-safe calls on local data.
-    unsafe {
-        let name = c"numaplan-guard";
-        libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0);
-        libc::setpgid(0, 0);
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, std::ptr::null_mut());
-        loop {
-            let mut msg = [0u8; 4];
-            let n = libc::read(listen, msg.as_mut_ptr().cast(), msg.len());
-            if n == msg.len() as isize && groups.len() < groups.capacity() {
-                groups.push(libc::pid_t::from_ne_bytes(msg));
-            } else if n == 0
-                || (n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted)
-            {
-                break;
-            }
-        }
-        for &pgid in groups.iter() {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
-        libc::_exit(0)
-    }
-}
-
-/// Whether the reader of the pipe `fd` writes to has gone (the `head -1` of `verify --watch |
-/// head -1` exited): poll reports an error on a pipe's write end once no process holds its read
-/// end. False for a terminal or a file, which have no reader to lose.
-pub fn reader_gone(fd: RawFd) -> bool {
-    let mut p = libc::pollfd {
-        fd,
-        events: 0,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, and a zero timeout.
-    let n = unsafe { libc::poll(&mut p, 1, 0) };
-    n > 0 && p.revents & (libc::POLLERR | libc::POLLHUP) != 0
-}
-
-/// Waits up to `wait` for any of `fds` to have data or be closed; returns which did (all
-/// false when the time passed).
-pub fn poll_readable(fds: &[RawFd], wait: std::time::Duration) -> io::Result<Vec<bool>> {
-    let mut pfds: Vec<libc::pollfd> = fds
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let ms = libc::c_int::try_from(wait.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: a valid array of pollfds, and its length.
-    if unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(pfds.iter().map(|p| p.revents != 0).collect())
 }
 
 #[cfg(test)]

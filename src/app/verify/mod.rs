@@ -14,7 +14,7 @@ use crate::observe::counters::{self, Counted};
 use crate::observe::matching::{self, Found};
 use crate::observe::{ObserveError, find, verify, watch};
 use crate::plan::Plan;
-use crate::sys::process;
+use crate::sys::pipe;
 
 mod counted;
 mod report;
@@ -110,11 +110,7 @@ fn watch_after(
     first: &verify::Table,
     stdout: &mut dyn Write,
 ) -> Result<Watched, Error> {
-    // Without --watch, --repin puts back what this one reading found.
-    let mut opts = watch_options(&args.watch);
-    if !args.watch.watch {
-        opts.rounds = Some(0);
-    }
+    let opts = watch_options(&args.watch);
     let mut line = |c: &watch::Change, at: Duration| {
         let text = match args.format {
             ReportFormat::Text => format!("+{:.1}s {}\n", at.as_secs_f64(), c.text()),
@@ -123,7 +119,7 @@ fn watch_after(
         let _ = stdout.write_all(text.as_bytes());
         let _ = stdout.flush();
     };
-    let reader_gone = || process::reader_gone(libc::STDOUT_FILENO);
+    let reader_gone = || pipe::reader_gone(libc::STDOUT_FILENO);
     let min_local = args.watch.min_local;
     let seen = watch::run(
         plan,
@@ -145,9 +141,9 @@ fn watch_after(
     Ok(Watched::Troubled(seen.troubled_pids().collect()))
 }
 
-pub(super) fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
+pub(crate) fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
     watch::WatchOptions {
-        interval: Duration::from_secs_f64(args.interval),
+        interval: Duration::from_secs_f64(args.interval.unwrap_or(1.0)),
         rounds: args.count,
         repin: args.repin,
     }

@@ -67,7 +67,7 @@ struct SkippedProcess {
 }
 
 impl VerifyReport {
-    pub(super) fn new(
+    pub(crate) fn new(
         table: &verify::Table,
         found: &Found,
         counted: Option<&Counted>,
@@ -206,7 +206,7 @@ struct MemoryShare {
 }
 
 impl WatchLine {
-    pub(super) fn of(c: &watch::Change, at: Duration) -> WatchLine {
+    pub(crate) fn of(c: &watch::Change, at: Duration) -> WatchLine {
         use watch::Change;
         let event = match c {
             Change::ThreadLeft {
@@ -283,7 +283,7 @@ impl WatchLine {
         }
     }
 
-    pub(super) fn summary(seen: &watch::Watch) -> WatchLine {
+    pub(crate) fn summary(seen: &watch::Watch) -> WatchLine {
         WatchLine {
             numaplan_watch: 2,
             t: None,
@@ -299,7 +299,7 @@ impl WatchLine {
         }
     }
 
-    pub(super) fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         serde_json::to_string(self).expect("invariant: reports serialize") + "\n"
     }
 }

@@ -1,9 +1,14 @@
 //! `numaplan exec`: the edge around `exec` that reads the environment (Slurm's variables,
-//! this process's affinity, the kernel's NUMA nodes) and prints.
+//! this process's affinity, the kernel's NUMA nodes) and prints; `observed.rs` composes the
+//! start with the checks of the running ranks.
+
+mod observed;
+
+use observed::Checks;
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -11,15 +16,11 @@ use serde::Serialize;
 use super::bind::Memory;
 use super::input::{PlanMachine, load_subject};
 use super::node::{environment, node_facts};
-use super::verify::watch_options;
 use super::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, ReportFormat};
 use crate::diag::report::Reporter;
 use crate::error::Error;
-use crate::exec::{self, ExecError, ExecOptions, Force, Input, Job, NodePlace, OutputMode};
-use crate::ids::RankPid;
-use crate::observe::verify;
-use crate::observe::{ObserveError, watch};
+use crate::exec::{self, Check, ExecError, ExecOptions, Force, Input, NodePlace, OutputMode};
 use crate::plan::Plan;
 use crate::rank::{hostlist, visible};
 use crate::shell::quote as sh;
@@ -67,12 +68,15 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         },
         grace: Duration::from_secs_f64(args.grace.clamp(0.0, 3600.0)),
         extra_args: args.extra.clone(),
+        check: Check::None,
     };
-    let checks = Checks {
-        // `--watch` and `--repin` watch what `--verify` reads: they imply it.
-        verify: args.verify || args.watch.watch || args.watch.repin,
-        min_local: args.watch.min_local,
-        watch: (args.watch.watch || args.watch.repin).then(|| watch_options(&args.watch)),
+    let checks = Checks::of(args)?;
+    let opts = ExecOptions {
+        check: match checks.verify {
+            true => Check::ReadBack,
+            false => Check::None,
+        },
+        ..opts
     };
     let force = if args.force { Force::Yes } else { Force::No };
     let checked = exec::check_node(&plan, &plan.ranks, &node_facts()?, force);
@@ -89,126 +93,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let _ = stdout.flush();
     let mut report = std::io::stderr();
     let job = exec::start(&plan, &opts)?;
-    observe_and_wait(&plan, &opts, &checks, job, &mut report)
-}
-
-/// What `exec` checks of the ranks it started.
-struct Checks {
-    /// `--verify`: read every rank's binding back once they have all started.
-    verify: bool,
-    /// The share of a rank's memory that must be on its planned nodes (0 to 1), as
-    /// `verify::min_local` takes it.
-    min_local: Option<f64>,
-    /// Keep watching the ranks while they run (`--watch`, `--repin`).
-    watch: Option<watch::WatchOptions>,
-}
-
-/// The job's ranks observed as `checks` say (the verification table, then the watch beside
-/// supervision), and supervised to the end: the job's outcome.
-fn observe_and_wait(
-    plan: &Plan,
-    opts: &ExecOptions,
-    checks: &Checks,
-    mut job: Job,
-    report: &mut dyn Write,
-) -> Result<(), Error> {
-    let never = || None;
-    if !checks.verify {
-        return job.wait(None, &never, report);
-    }
-    let (first, mismatch) = verify_started(plan, opts, checks, &mut job, report);
-    match (&checks.watch, mismatch) {
-        (Some(watching), None) => supervise_watched(plan, checks, watching, &first, job, report),
-        (_, mismatch) => job.wait(mismatch, &never, report),
-    }
-}
-
-/// Supervises the ranks while a thread watches them (`--watch`), its lines on `report` as they
-/// come, the watch's summary at the end.
-fn supervise_watched(
-    plan: &Plan,
-    checks: &Checks,
-    watching: &watch::WatchOptions,
-    first: &verify::Table,
-    mut job: Job,
-    report: &mut dyn Write,
-) -> Result<(), Error> {
-    let pids = job.ranks();
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let (outcome, summary) = std::thread::scope(|s| {
-        let watcher = s.spawn(|| {
-            let stop = || done.load(std::sync::atomic::Ordering::Relaxed);
-            let mut err = std::io::stderr();
-            let mut print = |c: &watch::Change, at: Duration| {
-                let _ = writeln!(err, "numaplan: +{:.1}s {}", at.as_secs_f64(), c.text());
-            };
-            watch::run(
-                plan,
-                &pids,
-                first,
-                watching,
-                checks.min_local,
-                &stop,
-                &mut print,
-            )
-        });
-        let outcome = job.supervise(None, &|| None);
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        let summary = watcher.join().map(|w| w.summary());
-        (outcome, summary)
-    });
-    if let Ok(summary) = summary {
-        let _ = writeln!(report, "numaplan: {summary}");
-    }
-    job.end(report);
-    outcome
-}
-
-/// `--verify`: reads every started rank's binding back from /proc and reports the table; the
-/// error that stops the job when a binding differs.
-fn verify_started(
-    plan: &Plan,
-    opts: &ExecOptions,
-    checks: &Checks,
-    job: &mut Job,
-    report: &mut dyn Write,
-) -> (verify::Table, Option<Error>) {
-    let pids: Vec<RankPid> = job.ranks();
-    let mut table = verify::check(plan, &pids, checks.min_local);
-    // A rank that ended before it was read (a short job) shows no binding: report how it
-    // ended instead of a mismatch; its status is kept for supervision. An exiting rank
-    // releases its memory (empty numa_maps) a moment before wait reports it, so a rank
-    // with problems gets up to 100 ms to finish exiting.
-    let patience = Instant::now() + Duration::from_millis(100);
-    for r in &pids {
-        if !table.has_problems(r.pid) {
-            continue;
-        }
-        loop {
-            match job.ended(r.pid) {
-                Some(status) => {
-                    table.exited(r.pid, exec::short_status(status));
-                    break;
-                }
-                None if Instant::now() < patience => {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                None => break,
-            }
-        }
-    }
-    if plan.nodes > 1 {
-        let place = &opts.place;
-        let _ = writeln!(report, "node {} of {}:", place.node_rank, place.nodes);
-    }
-    let _ = report.write_all(table.render().as_bytes());
-    let mismatch = (!table.ok()).then(|| {
-        ObserveError::Verify {
-            mismatches: table.mismatches(),
-        }
-        .into()
-    });
-    (table, mismatch)
+    observed::observe_and_wait(&plan, &opts, &checks, job, &mut report)
 }
 
 /// This node's place: flags, else Slurm's environment, else a single-node job.
@@ -246,7 +131,7 @@ fn dry_run(plan: &Plan, opts: &ExecOptions) -> Result<String, ExecError> {
             "rank {}: CPUs {}, memory {}\n  env {}\n  argv {}\n",
             l.local_rank,
             r.cpus,
-            verify::numa_maps_policy(&r.memory),
+            r.memory.numa_maps(),
             l.env
                 .iter()
                 .map(|(k, v)| format!("{k}={}", sh(v.clone())))
