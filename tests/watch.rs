@@ -441,6 +441,8 @@ fn watch_options_are_checked() {
             "`soon` is not a number of seconds",
         ),
         (&["--count", "3"][..], "--watch"),
+        // One rule for every watch option: given alone, an error, never silently ignored.
+        (&["--interval", "2"][..], "--watch"),
     ] {
         let mut all = vec!["verify", "examples/dgx-a100.yaml", "--pids", "1"];
         all.extend_from_slice(args);
@@ -716,4 +718,46 @@ fn only_stop_on_drift_stops_a_drifting_job() {
     let (alone, _) = run(&["--stop-on-drift"]);
     assert_eq!(alone.code, 2, "{}", alone.stderr);
     assert!(alone.stderr.contains("nothing watches"), "{}", alone.stderr);
+}
+
+/// `exec --watch --format json` writes JSON Lines on stdout (the verification, then the watch's
+/// objects and its summary), with the ranks' output in `--log-dir`, and keeps the job's status;
+/// without `--log-dir` the ranks' output would be mixed in, a usage error.
+#[test]
+fn exec_writes_the_watch_as_json_lines() {
+    if !needs_two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [sh, -c, 'taskset -pc 0,1 $$ >/dev/null; sleep 1; echo done $RANK']\nranks_per_node: 2\ngpus: none\n",
+    )
+    .unwrap();
+    let args = ["-q", "exec", "job.yaml", "--repin", "--interval", "0.1"];
+    let run = common::numaplan_in(
+        dir.path(),
+        &[&args[..], &["--format", "json", "--log-dir", "logs"]].concat(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let objects: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(objects[0]["numaplan_verify"], 1, "{}", run.stdout);
+    assert_eq!(objects[0]["ok"], true, "{}", run.stdout);
+    let events: Vec<&str> = objects[1..]
+        .iter()
+        .map(|o| o["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events.iter().filter(|e| **e == "thread-left").count(), 2);
+    assert_eq!(events.last(), Some(&"summary"), "{events:?}");
+    for rank in 0..2 {
+        let out = std::fs::read_to_string(dir.path().join(format!("logs/rank-{rank}.out")));
+        assert_eq!(out.unwrap(), format!("done {rank}\n"));
+    }
+    let mixed = common::numaplan_in(dir.path(), &[&args[..], &["--format", "json"]].concat());
+    assert_eq!(mixed.code, 2, "{}", mixed.stderr);
+    assert!(mixed.stderr.contains("--log-dir"), "{}", mixed.stderr);
 }
