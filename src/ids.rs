@@ -56,3 +56,85 @@ pub struct RankPid {
     pub rank: u32,
     pub pid: u32,
 }
+
+/// FNV-1a (64 bits) of `bytes`, as 16 hex digits: the same in every build and release of
+/// numaplan (std's hashers promise neither), for fingerprints and plan ids that files and
+/// running processes keep.
+pub fn fnv1a(bytes: &[u8]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// A plan's identity: the `fnv1a` of its content (`plan_file::id`), the same whichever file,
+/// variable or spec it came from. Each rank carries it in its `Mark`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PlanId(pub String);
+
+impl fmt::Display for PlanId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What says that a process is a plan's rank: `PLAN_ID:LOCAL_RANK`, the value of
+/// `NUMAPLAN_BOUND`, which `exec` and `bind` set in every rank before it starts and
+/// `numaplan.bind()` writes to a mark file (`/tmp/numaplan-UID/rank-PID`), since the environment
+/// `/proc` shows is the one the process started with.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Mark {
+    pub plan: PlanId,
+    pub local_rank: u32,
+}
+
+impl fmt::Display for Mark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.plan, self.local_rank)
+    }
+}
+
+impl std::str::FromStr for Mark {
+    type Err = ();
+
+    /// `0123456789abcdef:3`; anything else (a hand-set value) is no mark.
+    fn from_str(s: &str) -> Result<Mark, ()> {
+        let (plan, rank) = s.trim().split_once(':').ok_or(())?;
+        let hex = plan.len() == 16 && plan.bytes().all(|b| b.is_ascii_hexdigit());
+        match (hex, rank.parse()) {
+            (true, Ok(local_rank)) => Ok(Mark {
+                plan: PlanId(plan.to_string()),
+                local_rank,
+            }),
+            _ => Err(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mark_reads_back_as_written_and_nothing_else_is_one() {
+        let mark = Mark {
+            plan: PlanId(fnv1a(b"plan")),
+            local_rank: 3,
+        };
+        assert_eq!(mark.to_string().parse::<Mark>(), Ok(mark));
+        for not in [
+            "",
+            "3",
+            "abc:3",
+            "0123456789abcdef",
+            "0123456789abcdef:x",
+            "0123456789abcdeg:1",
+        ] {
+            assert!(not.parse::<Mark>().is_err(), "{not}");
+        }
+        // FNV-1a's published value for "a": a fingerprint must never change.
+        assert_eq!(fnv1a(b"a"), "af63dc4c8601ec8c");
+    }
+}

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::cpuset::CpuSet;
 use crate::diag::Warning;
 use crate::diag::codes::{Code, W0200_PLAN_WARNING, warning_code};
-use crate::ids::{GpuIndex, NodeId, node_list};
+use crate::ids::{GpuIndex, NodeId, PlanId, fnv1a, node_list};
 use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
 use crate::provenance;
 use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
@@ -215,6 +215,25 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
             .collect(),
         allow_warnings: plan.allowed_warnings.iter().map(Code::to_string).collect(),
     }
+}
+
+/// The plan's identity (`PlanId`): a hash of what the plan says, without where it came from
+/// (the topology file's path and fingerprint, the header), so that a plan has one id whether
+/// it is read from its file, from `env:NUMAPLAN_PLAN` or compiled from its spec again.
+pub fn id(plan: &Plan) -> PlanId {
+    let neutral = Provenance {
+        header: provenance::Header {
+            regenerate: &[],
+            spec_file: "",
+            topology: "",
+            fingerprint: "",
+        },
+        topology_file: None,
+        schema_ref: None,
+    };
+    let content = serde_json::to_string(&to_file(plan, &neutral))
+        .expect("invariant: plan types always serialize");
+    PlanId(fnv1a(content.as_bytes()))
 }
 
 pub fn render_yaml(plan: &Plan, p: &Provenance) -> String {

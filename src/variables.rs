@@ -4,8 +4,12 @@
 //! the batch files take some from Slurm, and `rank/` reads them to tell which rank a process is.
 
 /// What tells a process started by someone else's code its local rank (a number or `gpu`), as
-/// `bind --local-rank` does; `exec` and `bind` set it in every rank.
+/// `bind --local-rank` does. The user's alone: numaplan reads it and never sets it.
 pub const NUMAPLAN_LOCAL_RANK: &str = "NUMAPLAN_LOCAL_RANK";
+
+/// The mark of a plan's rank (`ids::Mark`, `PLAN_ID:LOCAL_RANK`), which `exec`, `bind` and
+/// `numaplan.bind()` set in every rank and `verify --match` reads.
+pub const NUMAPLAN_BOUND: &str = "NUMAPLAN_BOUND";
 
 /// torchrun's numbering, as it sets it in every worker.
 pub const TORCHRUN_NUMBERING: [&str; 8] = [

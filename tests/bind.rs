@@ -524,6 +524,14 @@ fn bind_errors() {
             &["two-plan.yaml"],
             1,
         ),
+        // An exported NUMAPLAN_LOCAL_RANK inherited by a launch nested in a rank: torchrun's
+        // LOCAL_RANK says otherwise, and neither silently wins.
+        (
+            "inherited_local_rank",
+            &[("NUMAPLAN_LOCAL_RANK", "0"), ("LOCAL_RANK", "1")],
+            &["two-plan.yaml"],
+            1,
+        ),
         (
             "local_rank_past_the_local_size",
             &[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "2")],

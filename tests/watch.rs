@@ -454,7 +454,7 @@ fn watch_options_are_checked() {
 
 /// `verify --match` under the real MPICH: `mpiexec.mpich` and its proxy hold the marker in their
 /// command lines too, but say no local rank, so they are skipped with a reason and the two ranks
-/// (bound by `numaplan bind`, which sets NUMAPLAN_LOCAL_RANK) are found, each once.
+/// (bound by `numaplan bind`, which marks them with NUMAPLAN_BOUND) are found, each once.
 #[test]
 fn match_skips_the_launcher_under_mpich() {
     if !needs_two_cpus() {
@@ -520,7 +520,7 @@ fn match_skips_the_launcher_under_mpich() {
         .collect();
     assert!(
         skipped.iter().any(|l| l.contains("(mpiexec.mpich -bind-to none")
-            && l.ends_with("it says no local rank (no NUMAPLAN_LOCAL_RANK or launcher variable): a launcher or a helper")),
+            && l.ends_with("it says no local rank (no mark of numaplan's, no launcher variable): a launcher or a helper")),
         "{}",
         run.stdout
     );
@@ -553,7 +553,7 @@ fn match_flags_duplicate_and_missing_ranks() {
     let start = || {
         Command::new("sh")
             .args(["-c", "sleep 30 & wait", &marker])
-            .env("NUMAPLAN_LOCAL_RANK", "0")
+            .env("LOCAL_RANK", "0")
             .spawn()
             .unwrap()
     };

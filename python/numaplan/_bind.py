@@ -5,9 +5,12 @@ programs that are already running Python: `mp.spawn` callables, `torchrun --run-
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import ctypes
 import os
 import platform
+import stat
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -66,6 +69,8 @@ class Rank:
     gpus: Tuple[int, ...]
     gpu_pci: Tuple[str, ...]
     nics: Tuple[str, ...]
+    #: The plan's identity, which the rank's mark carries (`NUMAPLAN_BOUND`, the mark file).
+    plan_id: str = ""
     #: The variables the rank runs with: the launcher's numbering (`RANK`, `LOCAL_RANK`, ...)
     #: where it set one, else the plan's; the plan's OpenMP, NIC, visibility and `env:`.
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
@@ -95,6 +100,9 @@ def bind(
       the plan's `OMP_*`, NIC, GPU-visibility and `env:` variables replace inherited ones;
       torchrun's numbering (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`, ...) is kept
       where the launcher set it and filled in where it did not.
+    - Mark: `numaplan verify --match` finds the process by its mark (`PLAN_ID:LOCAL_RANK`),
+      written to `/tmp/numaplan-UID/rank-PID` (removed at exit) and set as `NUMAPLAN_BOUND`
+      for the programs it starts.
 
     `plan` is a plan file, a job spec (compiled for this machine by the binary), `env:VAR` or
     `git:REV:PATH`; `None` reads `$NUMAPLAN_PLAN` (a path, or the plan itself as the
@@ -114,8 +122,59 @@ def bind(
     _bind_memory(entry.memory, migrate)
     if set_env:
         os.environ.update(entry.env)
+    _mark(entry)
     _runtimes_already_loaded(entry, started_before, quiet)
     return entry
+
+
+def _mark(entry: Rank) -> None:
+    """Marks this process as the plan's rank for `numaplan verify --match`: the environment
+    `/proc` shows is the one the process started with, so the mark (`PLAN_ID:LOCAL_RANK`,
+    with the process's start time, which no later process of the same pid has) goes to
+    `/tmp/numaplan-UID/rank-PID`, in a directory of the user's alone, removed at exit. A mark
+    that cannot be written leaves the binding as it is, with a warning."""
+    try:
+        path = _mark_path()
+        with open("/proc/self/stat") as stat_file:
+            start = stat_file.read().rsplit(")", 1)[1].split()[19]
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "w") as out:
+            out.write(f"{entry.plan_id}:{entry.local_rank} {start}\n")
+        os.replace(partial, path)
+    except OSError as e:
+        warnings.warn(NumaplanWarning(
+            f"numaplan.bind: rank {entry.local_rank} is bound, but its mark could not be "
+            f"written ({e}): `numaplan verify --match` will not find it (`--pids` will)"),
+            stacklevel=3)
+        return
+    atexit.register(_unmark, path, os.getpid())
+
+
+def _mark_path() -> str:
+    """This process's mark file, in `/tmp/numaplan-UID` (made 0700; refused when it is not a
+    directory of this user's alone), and the files there of processes that ended removed."""
+    uid = os.getuid()
+    directory = f"/tmp/numaplan-{uid}"
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(directory)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077:
+        raise OSError(f"{directory} is not a directory of user {uid}'s alone")
+    for name in os.listdir(directory):
+        pid = name[len("rank-"):]
+        if name.startswith("rank-") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
+    return os.path.join(directory, f"rank-{os.getpid()}")
+
+
+def _unmark(path: str, pid: int) -> None:
+    # A forked child inherits the exit handler; only the marked process removes its mark.
+    if os.getpid() == pid:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 #: The variables the launcher numbers a rank with, which `numaplan bind` keeps where it set them.
@@ -282,6 +341,7 @@ def _entry(report: Dict[str, Any]) -> Rank:
     return Rank(
         rank=report.get("rank"),
         local_rank=report["local_rank"],
+        plan_id=report["plan_id"],
         ranks_per_node=report["ranks_per_node"],
         via=report["via"],
         cpus=parse_list(report["cpus"]),

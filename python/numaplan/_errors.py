@@ -120,7 +120,7 @@ class ProcessExitedException(Error):
 
 
 class NumaplanWarning(UserWarning):
-    """A warning of the plan: something that does not stop the rank but that its reader should
+    r"""A warning of the plan: something that does not stop the rank but that its reader should
     know (a fallback, CPUs a restriction cuts, an option the policy ignores).
 
     Its text starts with its kind's code (`[W0203] node 0 has 10 of 20 CPUs allowed`; `numaplan

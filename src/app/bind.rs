@@ -17,8 +17,9 @@ use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
 use crate::error::Error;
 use crate::exec::{self, ExecError, Force};
-use crate::ids::node_list;
-use crate::plan::RankBinding;
+use crate::ids::{PlanId, node_list};
+use crate::plan::{Plan, RankBinding};
+use crate::plan_file;
 use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 use crate::shell::quote as sh;
 
@@ -46,7 +47,8 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     };
     let facts = launcher_binding_replaced(node_facts()?, &env, &local, rank, &mut shown);
     warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
-    let set = numbering::rank_environment(&plan, rank, &local, &env);
+    let plan_id = plan_file::id(&plan);
+    let set = numbering::rank_environment(&plan, &plan_id, rank, &local, &env);
     let argv: Vec<OsString> = if args.command.is_empty() {
         plan.command.iter().map(OsString::from).collect()
     } else {
@@ -59,7 +61,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     // Only this rank's CPUs must be allowed: the others are other processes, and a process
     // already bound as this rank (numaplan.spawn's child calling numaplan.bind) binds again.
     let checked = exec::check_node(&plan, std::slice::from_ref(rank), &facts, force);
-    let report = Report::new(rank, plan.ranks_per_node, &local, &set, &env, &argv);
+    let report = Report::new(rank, &plan, &plan_id, &local, &set, &env, &argv);
     if args.dry_run {
         let text = match args.format {
             ReportFormat::Text => report.text(),
@@ -130,6 +132,9 @@ fn launcher_binding_replaced(
 #[derive(Serialize, JsonSchema)]
 pub(crate) struct Report {
     numaplan_bind: u32,
+    /// The plan's identity, which the rank's mark (`NUMAPLAN_BOUND` in `env`) carries, and
+    /// which `numaplan.bind()` writes to its mark file.
+    plan_id: String,
     /// The global rank, when the launcher or the plan says it.
     rank: Option<u32>,
     local_rank: u32,
@@ -173,7 +178,8 @@ impl Memory {
 impl Report {
     fn new(
         rank: &RankBinding,
-        ranks_per_node: u32,
+        plan: &Plan,
+        plan_id: &PlanId,
         local: &LocalRank,
         set: &BTreeMap<String, String>,
         env: &Env,
@@ -181,12 +187,13 @@ impl Report {
     ) -> Report {
         Report {
             numaplan_bind: 1,
+            plan_id: plan_id.to_string(),
             rank: set
                 .get("RANK")
                 .or(env.get("RANK"))
                 .and_then(|r| r.parse().ok()),
             local_rank: local.rank,
-            ranks_per_node,
+            ranks_per_node: plan.ranks_per_node,
             via: local.via.clone(),
             cpus: rank.cpus.to_string(),
             cores: rank.cores,

@@ -110,9 +110,18 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "NUMAPLAN_LOCAL_RANK",
-        "Read by `bind` before the launchers' variables (a number, or `gpu`); set by `exec`, \
-         `bind` and `numaplan.bind()` in every rank, which `verify --match` uses to know the \
-         plan's processes.",
+        "Yours to set, never set by numaplan: read by `bind` and `numaplan.bind()` before the \
+         launchers' variables (a number, or `gpu`). A number that a launcher's variable \
+         (`LOCAL_RANK`, `SLURM_LOCALID`, ...) contradicts is an error naming both (E0428).",
+    ),
+    (
+        "NUMAPLAN_BOUND",
+        "The mark of a plan's rank, `PLAN_ID:LOCAL_RANK` (PLAN_ID: a hash of the plan's \
+         content), set by `exec` and `bind` in every rank they start; `numaplan.bind()` sets \
+         it for the process's children and writes it, with the process's start time, to \
+         /tmp/numaplan-UID/rank-PID (removed at exit). `verify --match` reads it to find this \
+         plan's ranks, and only this plan's: another job's ranks on the node are skipped, \
+         and `--repin` moves only the invoking user's marked ranks.",
     ),
     (
         "NUMAPLAN_FORCE",

@@ -172,12 +172,17 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<crate::topology::Source>,
 
-    /// The ranks' process ids; each one's `LOCAL_RANK` (from /proc/PID/environ) says which rank
-    /// it is, else the order given.
+    /// The ranks' process ids (each once). Which rank each is: its mark of this plan
+    /// (`NUMAPLAN_BOUND`, or numaplan.bind()'s mark file), else its launcher's variable
+    /// (`LOCAL_RANK`, `SLURM_LOCALID`, ... from /proc/PID/environ), else the order given. The
+    /// plan's ranks that none of them is are reported missing. `--repin` may move any of them.
     #[arg(long, num_args = 1.., value_name = "PID")]
     pub pids: Vec<u32>,
 
-    /// Find the ranks by name: processes whose command line contains NAME.
+    /// Find the ranks by name: processes whose command line contains NAME and that carry this
+    /// plan's mark (`NUMAPLAN_BOUND`, set by exec and bind; numaplan.bind()'s mark file), or,
+    /// where none does, a launcher's variable. Other plans' ranks are skipped, and `--repin`
+    /// moves only the invoking user's marked ranks.
     #[arg(long = "match", value_name = "NAME")]
     pub match_name: Option<String>,
 

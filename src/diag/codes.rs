@@ -216,8 +216,10 @@ codes! {
          reading, except for threads `--repin` put back. A rank that already exited \
          successfully is reported, not counted.";
     E0417_NO_PROCESSES = "E0417":
-        "`numaplan verify --match NAME` found no running process whose command line contains \
-         NAME (numaplan itself excluded). `--pids` names the ranks directly.";
+        "`numaplan verify --match NAME` found no rank of the plan among the running processes \
+         whose command line contains NAME (numaplan itself excluded): none, or only processes \
+         that say no rank of this plan (a launcher, another plan's ranks, another user's \
+         processes it may not read), each listed with why. `--pids` names the ranks directly.";
     E0418_TOPOLOGY_MISMATCH = "E0418":
         "`explain` draws a plan on its machine, and the topology given (or named in the plan's \
          `topology.file`) has another fingerprint than the one the plan was compiled for: the \
@@ -271,11 +273,12 @@ codes! {
          signal handlers, forking the guard of the ranks' process groups, creating a pipe): the \
          message names it and the errno. Nothing was left running. Exit code 3.";
     E0428_LOCAL_RANKS_DISAGREE = "E0428" formerly "E0419":
-        "Two launchers' local-rank variables disagree (`LOCAL_RANK=1, OMPI_COMM_WORLD_LOCAL_RANK=0`). \
-         A launcher that runs one task per node around another (`srun --ntasks-per-node=1 \
-         torchrun ...`) yields to the inner one; any other disagreement is this error, never two \
-         ranks bound as one. Unset the variable of the launcher that did not start this \
-         process, or pass `--local-rank N`.";
+        "Two variables that say the local rank disagree: two launchers' (`LOCAL_RANK=1, \
+         OMPI_COMM_WORLD_LOCAL_RANK=0`), or `NUMAPLAN_LOCAL_RANK` and a launcher's (an exported \
+         `NUMAPLAN_LOCAL_RANK` that a launch nested inside a rank inherited). A launcher that \
+         runs one task per node around another (`srun --ntasks-per-node=1 torchrun ...`) yields \
+         to the inner one; any other disagreement is this error, never two ranks bound as one. \
+         Unset the variable that is wrong, or pass `--local-rank N`.";
     E0429_TORCHRUN_VARIABLES = "E0429" formerly "E0419":
         "torchrun's `LOCAL_RANK` is not what its `RANK`, `GROUP_RANK` and `LOCAL_WORLD_SIZE` \
          give, and nothing says which is right (under `torchrun --virtual-local-rank` every \
@@ -325,6 +328,10 @@ codes! {
          `--min-local` on its planned nodes), and every rank was stopped, as the flag asks. \
          Without it, such a change is a line of the watch and the job runs on with its own \
          exit status.";
+    E0440_NO_SUCH_PROCESS = "E0440":
+        "`numaplan verify --pids` names a process that does not exist (a mistyped pid, or a \
+         rank that has ended). Nothing was checked. `pgrep -f NAME` lists the ranks' pids, \
+         and `--match NAME` finds them by their command line.";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \

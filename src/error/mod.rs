@@ -123,7 +123,9 @@ impl Error {
             | Error::Output { .. }
             | Error::InputRead { .. }
             | Error::Stdout(_) => 3,
-            Error::Usage { .. } => 2,
+            Error::Usage { .. } | Error::Observe(crate::observe::ObserveError::PidTwice { .. }) => {
+                2
+            }
             _ => 1,
         }
     }

@@ -13,7 +13,7 @@ pub(super) fn rank(e: &RankError) -> Diagnostic {
             .note(format!("looked for {}", looked.join(", ")))
             .help("run under a launcher (torchrun, srun, mpirun), or pass `--local-rank N`"),
         RankError::LocalRankDisagree { .. } => Diagnostic::error(E0428_LOCAL_RANKS_DISAGREE, message)
-            .help("pass `--local-rank N`, or unset the variable of the launcher that does not start this process"),
+            .help("unset the variable that is wrong (a NUMAPLAN_LOCAL_RANK exported by an outer job, a launcher's that does not start this process), or pass `--local-rank N`"),
         RankError::TorchrunLocalRank { .. } => Diagnostic::error(E0429_TORCHRUN_VARIABLES, message)
             .note("under `torchrun --virtual-local-rank` every worker has LOCAL_RANK=0 and sees one GPU (CUDA_VISIBLE_DEVICES), which tells numaplan to take the rank RANK gives; here nothing says which is right")
             .help("run under torchrun as it sets them (a wrapper changed one), or pass `--local-rank N`"),

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::ExecError;
+use crate::ids::{Mark, PlanId};
 use crate::plan::Plan;
 pub use crate::sys::process::Check;
-use crate::variables::NUMAPLAN_LOCAL_RANK;
+use crate::variables::NUMAPLAN_BOUND;
 
 /// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +41,8 @@ pub struct ExecOptions {
     /// Appended to the plan's command for every rank (the command itself when the plan has
     /// none), byte for byte.
     pub extra_args: Vec<OsString>,
+    /// The plan's identity, which each rank carries in its mark (`NUMAPLAN_BOUND`).
+    pub plan_id: PlanId,
 }
 
 /// One rank's launch: what `exec` runs and what `--dry-run` prints.
@@ -79,8 +82,12 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
         .iter()
         .map(|r| {
             let mut env = r.env.clone();
-            // Which rank it is, for `verify --match` and a nested `numaplan bind`.
-            env.insert(NUMAPLAN_LOCAL_RANK.into(), r.local_rank.to_string());
+            // Which plan's rank it is, for `verify --match`.
+            let mark = Mark {
+                plan: opts.plan_id.clone(),
+                local_rank: r.local_rank,
+            };
+            env.insert(NUMAPLAN_BOUND.into(), mark.to_string());
             let node = opts.place.node_rank;
             let rank = node * plan.ranks_per_node + r.local_rank;
             if plan.nodes > 1 {

@@ -57,7 +57,7 @@ impl Change {
                 let done = match repinned {
                     None => String::new(),
                     Some(Ok(())) => format!("; put back on {planned}"),
-                    Some(Err(e)) => format!("; could not put it back: {e}"),
+                    Some(Err(e)) => format!("; not put back: {e}"),
                 };
                 format!(
                     "rank {rank} thread {} ({}): CPUs {}, planned {planned}{done}",

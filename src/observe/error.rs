@@ -11,6 +11,10 @@ pub enum ObserveError {
         /// The processes that matched but are no rank, and why.
         skipped: Vec<Skipped>,
     },
+    #[error("`--pids` names process {pid}, which does not exist")]
+    NoSuchProcess { pid: u32 },
+    #[error("`--pids` names process {pid} twice")]
+    PidTwice { pid: u32 },
     #[error("{mismatches} rank(s) are not bound as planned")]
     Verify { mismatches: usize },
     /// `exec --stop-on-drift`: a change a watch saw stayed a problem.

@@ -1,37 +1,113 @@
 //! The processes `verify` looks at: those whose command line holds a name (`--match`), or the
-//! pids it was given (`--pids`), each with the local rank it claims, read from `/proc`. Which of
-//! them are ranks is `matching`'s to decide.
+//! pids it was given (`--pids`), each with what it says of its rank (its mark, else a launcher's
+//! variable), read from `/proc`. Which of them are ranks is `matching`'s to decide.
+//!
+//! A process's mark is `NUMAPLAN_BOUND` in the environment it started with, or, for a process
+//! that `numaplan.bind()` bound while it ran (its environment at `execve` cannot show that),
+//! its mark file: `/tmp/numaplan-UID/rank-PID` as the process sees its `/tmp` (read through
+//! `/proc/PID/root`, so a rank in a container is found from outside it), holding
+//! `PLAN_ID:LOCAL_RANK START_TIME`. The start time (of `/proc/PID/stat`) makes a file left by
+//! an earlier process of the same pid no mark.
 
-use super::matching::{self, Candidate, Found};
-use crate::ids::RankPid;
+use std::collections::BTreeSet;
+
+use super::ObserveError;
+use super::matching::{self, Candidate, Claim, Found, MarkFrom};
+use crate::ids::{Mark, PlanId, RankPid};
 use crate::sys::proc;
-use crate::variables::NUMAPLAN_LOCAL_RANK;
+use crate::variables::NUMAPLAN_BOUND;
 
-/// `--pids`: each process the local rank it claims, else its place in the list; two that claim
-/// one rank are flagged as under `--match`.
-pub fn given(pids: &[u32]) -> Found {
+/// `--pids`: each process the local rank its mark or launcher variable gives, else its place
+/// in the list; two that claim one rank are flagged as under `--match`, and ranks of the plan
+/// that none of them is are missing. A pid given twice, or of no process, is an error.
+pub fn given(pids: &[u32], plan: &PlanId, ranks_per_node: u32) -> Result<Found, ObserveError> {
+    let mut seen = BTreeSet::new();
     let mut found = Found::default();
     for (i, &pid) in pids.iter().enumerate() {
-        let rank = claim_of(pid).map_or(i as u32, |(rank, _)| rank);
+        if !seen.insert(pid) {
+            return Err(ObserveError::PidTwice { pid });
+        }
+        if proc::identity(pid).is_none() {
+            return Err(ObserveError::NoSuchProcess { pid });
+        }
+        let rank = match claim_of(pid) {
+            Claim::Marked { mark, .. } if mark.plan == *plan => mark.local_rank,
+            Claim::Launcher { rank, .. } => rank,
+            _ => i as u32,
+        };
         found.ranks.push(RankPid { rank, pid });
     }
     found.duplicates = matching::duplicates(&found.ranks);
     found.ranks.sort();
-    found
+    found.missing = matching::missing(&found.ranks, ranks_per_node);
+    Ok(found)
 }
 
-/// The local rank a process claims and the variable that says so: `NUMAPLAN_LOCAL_RANK`
-/// (set by exec and bind), else the first launcher variable `bind` reads.
-fn claim_of(pid: u32) -> Option<(u32, String)> {
-    let vars = proc::environ(pid)?;
-    std::iter::once(NUMAPLAN_LOCAL_RANK)
-        .chain(crate::rank::local_rank_variables())
-        .find_map(|var| Some((vars.get(var)?.parse().ok()?, var.to_string())))
+/// What process `pid` says of its rank: its mark file, else `NUMAPLAN_BOUND`, else the first
+/// launcher variable `bind` reads.
+fn claim_of(pid: u32) -> Claim {
+    if let Some(mark) = mark_file(pid) {
+        return Claim::Marked {
+            mark,
+            from: MarkFrom::File,
+        };
+    }
+    let vars = match proc::environ(pid) {
+        Ok(vars) => vars,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Claim::Unreadable {
+                file: format!("/proc/{pid}/environ"),
+                error: "permission denied".into(),
+            };
+        }
+        Err(_) => return Claim::Nothing,
+    };
+    if let Some(mark) = vars.get(NUMAPLAN_BOUND).and_then(|v| v.parse().ok()) {
+        return Claim::Marked {
+            mark,
+            from: MarkFrom::Environment,
+        };
+    }
+    crate::rank::local_rank_variables()
+        .into_iter()
+        .find_map(|var| {
+            let rank = vars.get(var)?.trim().parse().ok()?;
+            Some(Claim::Launcher {
+                var: var.to_string(),
+                rank,
+            })
+        })
+        .unwrap_or(Claim::Nothing)
+}
+
+/// The mark `numaplan.bind()` wrote for process `pid`, when the file is there, is this
+/// process's (its start time) and is well formed. The directory is named by the user as the
+/// process sees itself, which in a user namespace (rootless podman) is not the uid `/proc`
+/// shows here: then every `numaplan-*` directory of its `/tmp` is tried.
+fn mark_file(pid: u32) -> Option<Mark> {
+    let who = proc::identity(pid)?;
+    let tmp = format!("/proc/{pid}/root/tmp");
+    let read = |dir: &str| {
+        let path = format!("{tmp}/{dir}/rank-{}", who.own_pid);
+        let text = proc::read_small(std::path::Path::new(&path))?;
+        let (mark, start) = text.trim().split_once(' ')?;
+        (start.parse() == Ok(who.start_time))
+            .then(|| mark.parse().ok())
+            .flatten()
+    };
+    let own = format!("numaplan-{}", who.uid);
+    read(&own).or_else(|| {
+        std::fs::read_dir(&tmp)
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| name.starts_with("numaplan-") && *name != own)
+            .find_map(|name| read(&name))
+    })
 }
 
 /// Processes whose command line contains `name`, other than numaplan's own (this `verify`, an
 /// `exec` supervisor whose arguments name the program): those are not ranks. Each with its
-/// parent, its command line (shortened) and the local rank it claims.
+/// parent, owner, command line (shortened) and what it says of its rank.
 pub fn matching(name: &str) -> Vec<Candidate> {
     let numaplan = proc::exe("self");
     let is_numaplan = |pid: u32| numaplan.is_some() && proc::exe(&pid.to_string()) == numaplan;
@@ -47,6 +123,7 @@ pub fn matching(name: &str) -> Vec<Candidate> {
             Some(Candidate {
                 pid,
                 ppid,
+                uid: proc::identity(pid)?.uid,
                 command: shorten(&command),
                 claim: claim_of(pid),
             })

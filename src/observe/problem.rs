@@ -30,6 +30,8 @@ pub enum Problem {
     },
     /// The process shows no memory mappings (it is exiting).
     NoMappings,
+    /// A file of the process's that `verify` may not read: another user's process.
+    Unreadable { file: String },
     /// Its memory policy (as numa_maps spells it) is not the plan's.
     MemoryPolicy { actual: String, planned: String },
     /// Less than `min` of its memory is on its planned nodes.
@@ -75,6 +77,11 @@ impl fmt::Display for Problem {
                  {compute} and its helper CPUs {helpers}"
             ),
             Problem::NoMappings => f.write_str("numa_maps is empty (the rank has exited)"),
+            Problem::Unreadable { file } => write!(
+                f,
+                "permission denied reading {file}: another user's process, which only that \
+                 user or root may read"
+            ),
             Problem::MemoryPolicy { actual, planned } => {
                 write!(f, "memory policy is {actual}, planned {planned}")
             }

@@ -194,7 +194,17 @@ fn read_threads(row: &mut Row, planned: Option<&RankBinding>) {
 
 /// The rank's memory policy and where its memory is, from `numa_maps`.
 fn read_memory(row: &mut Row) {
-    row.residence = numa_maps::read(row.pid).unwrap_or_default();
+    row.residence = match numa_maps::read(row.pid) {
+        Ok(residence) => residence,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            row.actual_memory = "?".into();
+            row.problems.push(Problem::Unreadable {
+                file: format!("/proc/{}/numa_maps", row.pid),
+            });
+            return;
+        }
+        Err(_) => Residence::default(),
+    };
     row.actual_memory = row.residence.policy.clone().unwrap_or_else(|| "-".into());
     if row.actual_memory == "-" {
         if !row.tids.is_empty() {

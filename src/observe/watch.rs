@@ -26,6 +26,9 @@ pub struct WatchOptions {
     pub rounds: Option<u64>,
     /// Put a thread that left its rank's CPUs back on them.
     pub repin: bool,
+    /// Ranks (by pid) whose threads are not to be put back, each with why (`Found::hands_off`):
+    /// their lines say so instead.
+    pub hands_off: BTreeMap<u32, String>,
 }
 
 /// What the watch has seen of one rank.
@@ -350,14 +353,19 @@ fn repin(changes: &mut [Change], opts: &WatchOptions) {
     }
     for c in changes {
         if let Change::ThreadLeft {
+            pid,
             thread,
             planned,
             repinned,
             ..
         } = c
         {
-            *repinned =
-                Some(affinity::set_thread_affinity(thread.tid, planned).map_err(|e| e.to_string()));
+            *repinned = Some(match opts.hands_off.get(pid) {
+                Some(why) => Err(why.clone()),
+                None => {
+                    affinity::set_thread_affinity(thread.tid, planned).map_err(|e| e.to_string())
+                }
+            });
         }
     }
 }

@@ -10,7 +10,10 @@ pub enum RankError {
         /// The variables looked at, in order.
         looked: Vec<&'static str>,
     },
-    #[error("the launchers' local ranks disagree: {}", list(claims))]
+    #[error(
+        "the variables that say this process's local rank disagree: {}",
+        list(claims)
+    )]
     LocalRankDisagree { claims: Vec<Claim> },
     #[error(
         "torchrun's variables disagree: LOCAL_RANK={local_rank}, but RANK={global} - \

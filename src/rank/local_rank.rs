@@ -90,8 +90,9 @@ impl std::str::FromStr for LocalRankChoice {
     }
 }
 
-/// The local rank: `flag`, else `NUMAPLAN_LOCAL_RANK`, else the launchers' variables
-/// (`from_launchers`); `gpu` finds it by the GPUs this process sees (`by_gpu`).
+/// The local rank: `flag`, else `NUMAPLAN_LOCAL_RANK` (which must agree with a launcher's
+/// variable where one is set), else the launchers' variables (`from_launchers`); `gpu` finds it
+/// by the GPUs this process sees (`by_gpu`).
 pub fn local_rank(
     flag: Option<LocalRankChoice>,
     plan: &Plan,
@@ -114,12 +115,17 @@ pub fn local_rank(
         },
     };
     match choice {
-        Some(LocalRankChoice::Number(rank)) => Ok(LocalRank {
-            rank,
-            via: via.into(),
-            size: None,
-            by_gpu: false,
-        }),
+        Some(LocalRankChoice::Number(rank)) => {
+            if via == NUMAPLAN_LOCAL_RANK {
+                agrees_with_launcher(rank, env)?;
+            }
+            Ok(LocalRank {
+                rank,
+                via: via.into(),
+                size: None,
+                by_gpu: false,
+            })
+        }
         Some(LocalRankChoice::Gpu) => {
             let (rank, via) = super::visible::by_gpu(plan, env)?;
             Ok(LocalRank {
@@ -130,6 +136,28 @@ pub fn local_rank(
             })
         }
         None => from_launchers(env),
+    }
+}
+
+/// `NUMAPLAN_LOCAL_RANK` is the user's (numaplan never sets it): where a launcher's variable
+/// also says a local rank and it differs, which one is meant cannot be known (an exported
+/// `NUMAPLAN_LOCAL_RANK` inherited by a launch nested inside a rank would bind every worker as
+/// one), so that is an error naming both, never a silent choice.
+fn agrees_with_launcher(rank: u32, env: &Env) -> Result<(), RankError> {
+    match from_launchers(env) {
+        Ok(launcher) if launcher.rank != rank => Err(RankError::LocalRankDisagree {
+            claims: vec![
+                Claim {
+                    var: NUMAPLAN_LOCAL_RANK.into(),
+                    rank,
+                },
+                Claim {
+                    var: launcher.via,
+                    rank: launcher.rank,
+                },
+            ],
+        }),
+        _ => Ok(()),
     }
 }
 

@@ -5,9 +5,10 @@
 use std::collections::BTreeMap;
 
 use super::{Env, LocalRank, RankError, hostlist};
+use crate::ids::{Mark, PlanId};
 use crate::plan::{Plan, RankBinding};
 use crate::variables::{
-    GLOBAL_RANK, NODE_ID, NUMAPLAN_LOCAL_RANK, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
+    GLOBAL_RANK, NODE_ID, NUMAPLAN_BOUND, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
 };
 
 /// Checks the local rank, the launcher's local size and the job's size (nodes x ranks per node)
@@ -66,6 +67,7 @@ pub fn rank_of<'p>(
 /// variables (Open MPI, MPICH/PMI, PALS, Flux, Slurm), else from the plan.
 pub fn rank_environment(
     plan: &Plan,
+    plan_id: &PlanId,
     rank: &RankBinding,
     local: &LocalRank,
     env: &Env,
@@ -98,8 +100,12 @@ pub fn rank_environment(
         ("MASTER_PORT", None),
     ]);
     let mut out = BTreeMap::new();
-    // Which rank it is, for `verify --match` and a nested `numaplan bind`.
-    out.insert(NUMAPLAN_LOCAL_RANK.to_string(), rank.local_rank.to_string());
+    // Which plan's rank it is, for `verify --match`.
+    let mark = Mark {
+        plan: plan_id.clone(),
+        local_rank: rank.local_rank,
+    };
+    out.insert(NUMAPLAN_BOUND.to_string(), mark.to_string());
     for (k, v) in &rank.env {
         let keeps_own = local.by_gpu && VISIBILITY.contains(&k.as_str());
         if !TORCHRUN_NUMBERING.contains(&k.as_str()) && !keeps_own {

@@ -37,10 +37,11 @@ impl Residence {
     }
 }
 
-/// Reads `/proc/PID/numa_maps`; `None` when the process is gone.
-pub fn read(pid: u32) -> Option<Residence> {
-    let file = std::fs::File::open(format!("/proc/{pid}/numa_maps")).ok()?;
-    Some(parse(std::io::BufReader::with_capacity(64 * 1024, file)))
+/// Reads `/proc/PID/numa_maps`: `NotFound` when the process is gone, `PermissionDenied` for
+/// another user's process (reading it takes the right to trace it).
+pub fn read(pid: u32) -> std::io::Result<Residence> {
+    let file = std::fs::File::open(format!("/proc/{pid}/numa_maps"))?;
+    Ok(parse(std::io::BufReader::with_capacity(64 * 1024, file)))
 }
 
 /// numa_maps text as a `Residence`, line by line.

@@ -2,6 +2,7 @@
 //! thread names, environment and command line; small files read in as few reads as they take.
 
 use std::collections::BTreeMap;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::cpuset::CpuSet;
@@ -50,20 +51,65 @@ pub fn thread_name(pid: u32, tid: u32) -> String {
 }
 
 /// The environment a process was started with (`/proc/PID/environ`: what it had at `execve`,
-/// not what it set since), the variables whose name and value are UTF-8.
-pub fn environ(pid: u32) -> Option<BTreeMap<String, String>> {
-    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    Some(
-        environ
-            .split(|&b| b == 0)
-            .filter_map(|kv| {
-                let eq = kv.iter().position(|&b| b == b'=')?;
-                let key = std::str::from_utf8(&kv[..eq]).ok()?;
-                let value = std::str::from_utf8(&kv[eq + 1..]).ok()?;
-                Some((key.to_string(), value.to_string()))
-            })
-            .collect(),
-    )
+/// not what it set since), the variables whose name and value are UTF-8. Another user's
+/// process is `PermissionDenied` (reading it takes the right to trace it).
+pub fn environ(pid: u32) -> io::Result<BTreeMap<String, String>> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ"))?;
+    Ok(environ
+        .split(|&b| b == 0)
+        .filter_map(|kv| {
+            let eq = kv.iter().position(|&b| b == b'=')?;
+            let key = std::str::from_utf8(&kv[..eq]).ok()?;
+            let value = std::str::from_utf8(&kv[eq + 1..]).ok()?;
+            Some((key.to_string(), value.to_string()))
+        })
+        .collect())
+}
+
+/// Who a process is, from `/proc/PID/status` and `/proc/PID/stat`: its real user, its pid as
+/// its own pid namespace numbers it (a container's `getpid()`), and when it started (clock
+/// ticks after boot: with the pid, a name no later process can have).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub uid: u32,
+    pub own_pid: u32,
+    pub start_time: u64,
+}
+
+/// The identity of process `pid`; `None` when it is gone.
+pub fn identity(pid: u32) -> Option<Identity> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::split_whitespace)
+    };
+    let uid = field("Uid:")?.next()?.parse().ok()?;
+    // NSpid lists the pid in each namespace from the outermost; kernels before 4.1 lack it.
+    let own_pid = field("NSpid:")
+        .and_then(|f| f.last()?.parse().ok())
+        .unwrap_or(pid);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22, the 20th after the command name.
+    let start_time = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    Some(Identity {
+        uid,
+        own_pid,
+        start_time,
+    })
+}
+
+/// This process's effective user id.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// A process's command line, its arguments joined by spaces.

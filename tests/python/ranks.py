@@ -119,3 +119,11 @@ def bind_again(index: int, plan: str, directory: str) -> None:
 
     rank = numaplan.bind(plan, index)
     Path(directory, str(index)).write_text(json.dumps({"planned": rank.cpu_list, **readback()}))
+
+
+def hold(index: int, directory: str) -> None:
+    """A `spawn` callable that stays up, bound, until `directory/stop` exists, after saying
+    `directory/ready-INDEX`."""
+    Path(directory, f"ready-{index}").write_text(str(os.getpid()))
+    while not Path(directory, "stop").exists():
+        time.sleep(0.02)

@@ -6,8 +6,10 @@ way to bind on a node of another shape: this host has no GPU)."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import subprocess
 import warnings
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -123,6 +125,7 @@ class _Actor:
             "rank": self.rank.local_rank,
             "gpus": list(self.rank.gpus),
             "cpus": ranks.status()["Cpus_allowed_list"],
+            "pid": os.getpid(),
         }
 
 
@@ -136,8 +139,17 @@ def test_ray_actors_each_bind_the_rank_of_their_gpu(four_gpus: Plan):
         actor = ray.remote(num_gpus=1, num_cpus=0)(_Actor)
         actors = [actor.remote(str(four_gpus.path)) for _ in range(4)]
         results = ray.get([a.report.remote() for a in actors], timeout=120)
+        # The actors were bound in-process, after Ray started them: verify finds each by its
+        # mark file (Ray titles an actor's process `ray::_Actor`).
+        verified = subprocess.run(
+            [numaplan.executable(), "verify", str(four_gpus.path), "--match", "ray::_Actor",
+             "--format", "json"], capture_output=True, text=True)
     finally:
         ray.shutdown()
+    report = json.loads(verified.stdout)
+    assert {r["rank"]: r["pid"] for r in report["ranks"]} == {
+        r["rank"]: r["pid"] for r in results}, report
+    assert report["missing"] == [], report
     for r in results:
         gpu = int(r["visible"])
         assert (r["rank"], r["gpus"], r["cpus"]) == (gpu, [gpu], CPU_OF_GPU[gpu]), r

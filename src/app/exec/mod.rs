@@ -22,6 +22,7 @@ use crate::diag::report::Reporter;
 use crate::error::Error;
 use crate::exec::{self, Check, ExecError, ExecOptions, Force, Input, NodePlace, OutputMode};
 use crate::plan::Plan;
+use crate::plan_file;
 use crate::rank::{hostlist, visible};
 use crate::shell::quote as sh;
 use crate::yaml::Override;
@@ -69,6 +70,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         grace: Duration::from_secs_f64(args.grace.clamp(0.0, 3600.0)),
         extra_args: args.extra.clone(),
         check: Check::None,
+        plan_id: plan_file::id(&plan),
     };
     let checks = Checks::of(args)?;
     let opts = ExecOptions {

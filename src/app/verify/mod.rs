@@ -9,12 +9,12 @@ use super::input::{PlanMachine, load_subject};
 use super::{emit, json};
 use crate::cli::{ReportFormat, VerifyArgs, WatchArgs};
 use crate::error::Error;
-use crate::ids::RankPid;
 use crate::observe::counters::{self, Counted};
 use crate::observe::matching::{self, Found};
 use crate::observe::{ObserveError, find, verify, watch};
 use crate::plan::Plan;
-use crate::sys::pipe;
+use crate::plan_file;
+use crate::sys::{pipe, proc};
 
 mod counted;
 mod report;
@@ -30,9 +30,15 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         &[],
     )?
     .plan;
+    let plan_id = plan_file::id(&plan);
     let found = match &args.match_name {
-        Some(name) => matching::select(&find::matching(name), plan.ranks_per_node),
-        None => find::given(&args.pids),
+        Some(name) => matching::select(
+            &find::matching(name),
+            &plan_id,
+            plan.ranks_per_node,
+            proc::effective_uid(),
+        ),
+        None => find::given(&args.pids, &plan_id, plan.ranks_per_node)?,
     };
     let ranked = found.ranks.clone();
     if ranked.is_empty() {
@@ -80,7 +86,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     // A rank no process was found for counts once each (no pid to name it by).
     let missing = table.missing.len();
     if watching {
-        match watch_after(args, &plan, &ranked, &table, stdout)? {
+        match watch_after(args, &plan, &found, &table, stdout)? {
             Watched::Troubled(pids) => mismatched.extend(pids),
             // Its reader left (`| head -1`): there is nobody to tell more, and nothing failed.
             Watched::ReaderGone => return Ok(()),
@@ -106,11 +112,14 @@ enum Watched {
 fn watch_after(
     args: &VerifyArgs,
     plan: &Plan,
-    ranked: &[RankPid],
+    found: &Found,
     first: &verify::Table,
     stdout: &mut dyn Write,
 ) -> Result<Watched, Error> {
-    let opts = watch_options(&args.watch);
+    let opts = watch::WatchOptions {
+        hands_off: found.hands_off.clone(),
+        ..watch_options(&args.watch)
+    };
     let mut line = |c: &watch::Change, at: Duration| {
         let text = match args.format {
             ReportFormat::Text => format!("+{:.1}s {}\n", at.as_secs_f64(), c.text()),
@@ -123,7 +132,7 @@ fn watch_after(
     let min_local = args.watch.min_local;
     let seen = watch::run(
         plan,
-        ranked,
+        &found.ranks,
         first,
         &opts,
         min_local,
@@ -146,6 +155,7 @@ pub(crate) fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
         interval: Duration::from_secs_f64(args.interval.unwrap_or(1.0)),
         rounds: args.count,
         repin: args.repin,
+        hands_off: Default::default(),
     }
 }
 
