@@ -484,3 +484,43 @@ fn without_plan_id(text: &str) -> String {
         })
         .collect()
 }
+
+/// A number or a boolean given to `--set` for a string key means what it means in a file: its
+/// text (`env: {OMP_NUM_THREADS: 4}` and `--set env.OMP_NUM_THREADS=4` give one plan), as
+/// typed (`0x10` stays `0x10`). Before, `--set` refused them ("expected a string").
+#[test]
+fn a_scalar_set_on_a_string_key_is_its_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "gpus: none\nranks_per_node: 1\ncommand: [true]\n";
+    std::fs::write(dir.path().join("set.yaml"), base).unwrap();
+    std::fs::write(
+        dir.path().join("file.yaml"),
+        format!("{base}env: {{OMP_NUM_THREADS: 4, DEBUG: true, MASK: 0x10}}\n"),
+    )
+    .unwrap();
+    let plan = |args: &[&str]| {
+        let mut v: serde_json::Value = serde_json::from_str(
+            &common::numaplan_in(dir.path(), &[&["compile", "--format", "json"], args].concat())
+                .ok(),
+        )
+        .unwrap();
+        v.as_object_mut().unwrap().remove("name");
+        v
+    };
+    let from_file = plan(&["file.yaml"]);
+    let from_set = plan(&[
+        "set.yaml",
+        "--set",
+        "env.OMP_NUM_THREADS=4",
+        "--set",
+        "env.DEBUG=true",
+        "--set",
+        "env.MASK=0x10",
+    ]);
+    assert_eq!(from_set["ranks"], from_file["ranks"]);
+    assert_eq!(from_set["ranks"][0]["env"]["MASK"], "0x10");
+    // A number where a number is expected stays a number; a boolean there is still wrong.
+    let wrong = common::numaplan_in(dir.path(), &["compile", "set.yaml", "--set", "ranks_per_node=true"]);
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    assert!(wrong.stderr.contains("invalid type: boolean `true`"), "{}", wrong.stderr);
+}

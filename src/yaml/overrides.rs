@@ -91,8 +91,10 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
         apply_override(&mut doc, o).map_err(fail)?;
         // Each override is checked as it is applied, so that an error names the first that
         // does not fit.
-        let t = serde_yaml::from_value::<T>(doc.clone())
-            .map_err(|e| fail(override_shape_error(o, &e)))?;
+        let t = match serde_yaml::from_value::<T>(doc.clone()) {
+            Ok(t) => t,
+            Err(e) => as_in_a_file(&mut doc, o).ok_or_else(|| fail(override_shape_error(o, &e)))?,
+        };
         if i + 1 == overrides.len() {
             value = Some(t);
         }
@@ -153,6 +155,28 @@ fn apply_override(
             ),
         )
     })
+}
+
+/// The document read as a file's text is read, where read as a value it did not fit: in a
+/// file, a number or a boolean where a string is expected (`env: {OMP_NUM_THREADS: 4}`,
+/// `command: [true]`) is its text, and `--set env.X=4` must mean the same. A scalar override
+/// is tried first as the text it was typed as (`0x10` stays `0x10`, not 16). Leaves `doc` as
+/// read when it fits.
+fn as_in_a_file<T: DeserializeOwned>(doc: &mut serde_yaml::Value, o: &Override) -> Option<T> {
+    let reread = |doc: &serde_yaml::Value| {
+        let text = serde_yaml::to_string(doc).ok()?;
+        serde_yaml::from_str::<T>(&text).ok()
+    };
+    let typed: Option<serde_yaml::Value> = serde_yaml::from_str(&o.value).ok();
+    if let Some(serde_yaml::Value::Number(_) | serde_yaml::Value::Bool(_)) = typed {
+        let mut text = doc.clone();
+        set_path(&mut text, &o.key, serde_yaml::Value::String(o.value.clone())).ok()?;
+        if let Some(t) = reread(&text) {
+            *doc = text;
+            return Some(t);
+        }
+    }
+    reread(doc)
 }
 
 /// Why the document no longer fits after the override: an unknown key is about the mapping
