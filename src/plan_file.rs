@@ -284,19 +284,7 @@ pub fn load(file: &str, text: &str) -> Result<LoadedPlan, PlanFileError> {
 /// text that does not parse (a truncated plan) is told by how it starts, so that its error is
 /// a plan's.
 pub fn looks_like_plan(text: &str) -> bool {
-    let starts_as_plan = text
-        .lines()
-        .map(str::trim_start)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .take(2)
-        .any(|l| {
-            let l = l.trim_start_matches('{').trim_start();
-            l.starts_with("numaplan_plan:") || l.starts_with("\"numaplan_plan\"")
-        });
-    if starts_as_plan || !text.contains("numaplan_plan") {
-        return starts_as_plan;
-    }
-    crate::yaml::has_top_level_key(text, "numaplan_plan").unwrap_or(false)
+    crate::yaml::kind_of(text) == Some(crate::yaml::Kind::Plan)
 }
 
 type Problem = (String, String);

@@ -500,8 +500,11 @@ fn a_scalar_set_on_a_string_key_is_its_text() {
     .unwrap();
     let plan = |args: &[&str]| {
         let mut v: serde_json::Value = serde_json::from_str(
-            &common::numaplan_in(dir.path(), &[&["compile", "--format", "json"], args].concat())
-                .ok(),
+            &common::numaplan_in(
+                dir.path(),
+                &[&["compile", "--format", "json"], args].concat(),
+            )
+            .ok(),
         )
         .unwrap();
         v.as_object_mut().unwrap().remove("name");
@@ -520,7 +523,14 @@ fn a_scalar_set_on_a_string_key_is_its_text() {
     assert_eq!(from_set["ranks"], from_file["ranks"]);
     assert_eq!(from_set["ranks"][0]["env"]["MASK"], "0x10");
     // A number where a number is expected stays a number; a boolean there is still wrong.
-    let wrong = common::numaplan_in(dir.path(), &["compile", "set.yaml", "--set", "ranks_per_node=true"]);
+    let wrong = common::numaplan_in(
+        dir.path(),
+        &["compile", "set.yaml", "--set", "ranks_per_node=true"],
+    );
     assert_eq!(wrong.code, 1, "{}", wrong.stderr);
-    assert!(wrong.stderr.contains("invalid type: boolean `true`"), "{}", wrong.stderr);
+    assert!(
+        wrong.stderr.contains("invalid type: boolean `true`"),
+        "{}",
+        wrong.stderr
+    );
 }

@@ -416,3 +416,41 @@ fn exec_without_a_program_says_where_it_goes() {
      = help: add the program each rank runs to the job spec, e.g. `command: [python, train.py]`, or give it after `--`
     ");
 }
+
+/// A numaplan file of another kind than the command takes says what it is and which command
+/// takes it (E0105), instead of "unknown key `numaplan_plan`": a plan given to `compile`, a
+/// fixture given as a job spec (to `compile` and `exec`), a plan or a job spec given as
+/// `--topology`.
+#[test]
+fn a_file_of_another_kind_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo().join("examples/topologies/aws-p4d.24xlarge.yaml"),
+        dir.path().join("machine.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "topology: machine.yaml\ncommand: [python, train.py]\n",
+    )
+    .unwrap();
+    numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
+    for (name, args) in [
+        ("plan_as_spec", &["compile", "plan.yaml"][..]),
+        ("fixture_as_spec", &["compile", "machine.yaml"][..]),
+        (
+            "fixture_to_exec",
+            &["exec", "machine.yaml", "--dry-run"][..],
+        ),
+        ("plan_as_topology", &["topo", "--topology", "plan.yaml"][..]),
+        (
+            "spec_as_topology",
+            &["compile", "job.yaml", "--topology", "job.yaml"][..],
+        ),
+    ] {
+        let run = numaplan_in(dir.path(), args);
+        assert_eq!(run.code, 1, "{name}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{name}");
+        insta::assert_snapshot!(format!("wrong_kind_{name}"), run.stderr);
+    }
+}

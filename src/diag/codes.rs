@@ -49,6 +49,13 @@ codes! {
         "A job spec, topology file or plan is not UTF-8 text: the message gives the offset of \
          the first byte that is not part of a UTF-8 character. Save the file as UTF-8. An \
          error in the input: exit code 1.";
+    E0105_WRONG_KIND = "E0105":
+        "A numaplan file of another kind than the command takes: a plan given to `compile` \
+         (which takes the job spec a plan is made from; `exec`, `bind`, `verify`, `explain` and \
+         `diff` take the plan), a topology (fixture or hwloc XML) given as a job spec or plan \
+         (give it with `--topology`), or a plan or job spec given as `--topology`. Every \
+         numaplan file but the job spec names its kind on its first key (`numaplan_plan: 1`, \
+         `numaplan_topology: 1`).";
     E0201_NOT_ENOUGH_GPUS = "E0201":
         "The ranks need more GPUs than are selected: ranks_per_node x gpus_per_rank exceeds the \
          GPUs that `gpus:` selects on this topology, or `gpus: N` asks for more GPUs than the \

@@ -24,7 +24,7 @@ mod yaml;
 use exec::exec;
 use rank::rank;
 use topology::topology;
-use yaml::{PLAN_CODES, SPEC_CODES, file_error, not_utf8};
+use yaml::{PLAN_CODES, SPEC_CODES, file_error, not_utf8, wrong_kind};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -156,6 +156,7 @@ impl Error {
             )
             .help("check the path of the job spec"),
             Error::Spec(SpecError::File(e)) => file_error(e, SPEC_CODES),
+            Error::Spec(SpecError::WrongKind(e)) => wrong_kind(e),
             Error::Spec(SpecError::Invalid { .. }) => {
                 Diagnostic::error(E0103_SPEC_INVALID, self.to_string())
             }

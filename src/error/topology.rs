@@ -1,7 +1,7 @@
 //! How a topology that cannot be read, or is not consistent, reads.
 
 use super::yaml::not_utf8;
-use super::yaml::{FIXTURE_CODES, file_error};
+use super::yaml::{FIXTURE_CODES, file_error, wrong_kind};
 use crate::diag::Diagnostic;
 use crate::diag::codes::*;
 use crate::topology::TopologyError;
@@ -15,6 +15,7 @@ pub(super) fn topology(e: &TopologyError) -> Diagnostic {
         )
         .help("check the path given to `--topology` or the spec's `topology:` key"),
         TopologyError::File(e) => file_error(e, FIXTURE_CODES),
+        TopologyError::WrongKind(e) => wrong_kind(e),
         TopologyError::NotHwloc { file, found } => Diagnostic::error(
             E0303_XML_NOT_HWLOC,
             format!("`{file}` is {found}, not an hwloc topology export"),

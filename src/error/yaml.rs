@@ -211,3 +211,10 @@ pub(super) fn not_utf8(
         .at_position(path.display().to_string(), at.line, at.col)
         .help("save the file as UTF-8 (`iconv -f LATIN1 -t UTF-8`, for one)")
 }
+
+/// A numaplan file of another kind than the command takes, and the command that takes it.
+pub(super) fn wrong_kind(e: &crate::yaml::WrongKind) -> Diagnostic {
+    Diagnostic::error(E0105_WRONG_KIND, e.to_string())
+        .in_file(&e.file)
+        .help(e.help())
+}

@@ -19,6 +19,9 @@ pub enum SpecError {
     /// Not YAML, or not a spec's shape (unknown key, wrong type).
     #[error(transparent)]
     File(#[from] FileError),
+    /// Another kind of numaplan file (a plan, a topology).
+    #[error(transparent)]
+    WrongKind(#[from] crate::yaml::WrongKind),
     /// Values that are well-formed but not acceptable; every one found.
     #[error("{} problems in the job spec", problems.len())]
     Invalid {

@@ -40,6 +40,7 @@ pub fn load_str(file: &str, text: &str) -> Result<LoadedSpec, SpecError> {
 
 /// A spec's text with `--set` overrides applied, in order.
 pub fn load_with(file: &str, text: &str, overrides: &[Override]) -> Result<LoadedSpec, SpecError> {
+    yaml::WrongKind::check(file, text, yaml::Kind::JobSpec)?;
     let (raw, file_map, sets) = yaml::parse_with_overrides::<JobSpec>(file, text, overrides)
         .map_err(|(error, map, _)| FileError::from((error, map)))?;
     let map = SpecMaps {

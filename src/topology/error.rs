@@ -13,6 +13,9 @@ pub enum TopologyError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Another kind of numaplan file (a plan, a job spec).
+    #[error(transparent)]
+    WrongKind(#[from] crate::yaml::WrongKind),
     /// The file is not UTF-8 text.
     #[error("topology file `{}` is not UTF-8 text: {at}", path.display())]
     NotUtf8 {

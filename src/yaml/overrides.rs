@@ -170,7 +170,12 @@ fn as_in_a_file<T: DeserializeOwned>(doc: &mut serde_yaml::Value, o: &Override) 
     let typed: Option<serde_yaml::Value> = serde_yaml::from_str(&o.value).ok();
     if let Some(serde_yaml::Value::Number(_) | serde_yaml::Value::Bool(_)) = typed {
         let mut text = doc.clone();
-        set_path(&mut text, &o.key, serde_yaml::Value::String(o.value.clone())).ok()?;
+        set_path(
+            &mut text,
+            &o.key,
+            serde_yaml::Value::String(o.value.clone()),
+        )
+        .ok()?;
         if let Some(t) = reread(&text) {
             *doc = text;
             return Some(t);
