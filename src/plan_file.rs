@@ -264,6 +264,14 @@ pub struct LoadedPlan {
     pub topology_file: Option<String>,
 }
 
+/// The error of a plan file that loads, at `path` (a problem only its machine shows).
+pub fn located(file: &str, text: &str, path: &str, message: String) -> PlanFileError {
+    match yaml::parse::<PlanFile>(file, text) {
+        Ok((_, map)) => FileError::invalid(&map, path, message, None),
+        Err(e) => FileError::from(e),
+    }
+}
+
 /// Reads a plan file (YAML or JSON, which is YAML too) back into a `Plan`.
 pub fn load(file: &str, text: &str) -> Result<LoadedPlan, PlanFileError> {
     let (f, map) = yaml::parse::<PlanFile>(file, text).map_err(FileError::from)?;
@@ -329,6 +337,16 @@ fn cpus(path: String, text: &str) -> Result<CpuSet, Problem> {
 /// The `i`-th rank entry as a `RankBinding`.
 fn rank_from_entry(i: usize, r: &RankEntry) -> Result<RankBinding, Problem> {
     let at = |key: &str| format!("ranks[{i}].{key}");
+    if r.rank != r.local_rank {
+        return Err((
+            at("rank"),
+            format!(
+                "rank {} is listed with local_rank {}: the plan lists the first node's ranks, \
+                 whose ranks are their local ranks",
+                r.rank, r.local_rank
+            ),
+        ));
+    }
     if r.gpu_pci.len() != r.gpus.len() && !r.gpu_pci.is_empty() {
         return Err((
             at("gpu_pci"),
@@ -467,6 +485,6 @@ fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
         mpirun: Default::default(),
     };
     let allowed: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
-    plan.check(&allowed).map_err(|e| ("ranks".to_string(), e))?;
+    plan.check(&allowed)?;
     Ok(plan)
 }

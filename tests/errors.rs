@@ -454,3 +454,55 @@ fn a_file_of_another_kind_says_what_it_is() {
         insta::assert_snapshot!(format!("wrong_kind_{name}"), run.stderr);
     }
 }
+
+/// A hand-edited plan whose field contradicts the rest is refused, the error at that field's
+/// own line (rank 3's, not rank 0's): a core count its CPUs cannot have, torchrun numbering of
+/// another job, and, where the plan's machine is at hand (`explain`, `diff`), a home node that
+/// holds none of the rank's CPUs or a core count the machine does not give them. Before, all
+/// were accepted and `diff` said "no change" beside "cores per rank 8-8 -> 7-8".
+#[test]
+fn a_hand_edited_plan_is_refused_at_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        repo().join("examples/topologies/nvidia-dgx-a100.yaml"),
+        dir.path().join("machine.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "topology: machine.yaml\ncommand: [python, train.py]\nnodes: 2\n",
+    )
+    .unwrap();
+    numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]).ok();
+    let plan = std::fs::read_to_string(dir.path().join("plan.yaml")).unwrap();
+    // Rank 3's entry, edited once per case.
+    let at = plan.find("- rank: 3\n").unwrap();
+    let edit = |from: &str, to: &str| {
+        let (head, rank3) = plan.split_at(at);
+        assert!(rank3.contains(from), "{from}");
+        format!("{head}{}", rank3.replacen(from, to, 1))
+    };
+    for (name, from, to, command) in [
+        ("cores_past_cpus", "cores: 8", "cores: 70", "exec"),
+        ("world_size", "WORLD_SIZE: '16'", "WORLD_SIZE: '8'", "exec"),
+        (
+            "local_world_size",
+            "LOCAL_WORLD_SIZE: '8'",
+            "LOCAL_WORLD_SIZE: '4'",
+            "exec",
+        ),
+        ("cores_not_the_machines", "cores: 8", "cores: 7", "explain"),
+        ("numa_node", "numa_node: 1", "numa_node: 5", "explain"),
+        ("cores_in_diff", "cores: 8", "cores: 7", "diff"),
+    ] {
+        std::fs::write(dir.path().join("edited.yaml"), edit(from, to)).unwrap();
+        let args: &[&str] = match command {
+            "exec" => &["exec", "edited.yaml", "--dry-run"],
+            "explain" => &["explain", "edited.yaml"],
+            _ => &["diff", "plan.yaml", "edited.yaml"],
+        };
+        let run = numaplan_in(dir.path(), args);
+        assert_eq!(run.code, 1, "{name}: {}{}", run.stdout, run.stderr);
+        insta::assert_snapshot!(format!("hand_edited_{name}"), run.stderr);
+    }
+}

@@ -8,6 +8,7 @@ use super::{Compiled, compile_loaded};
 use crate::error::Error;
 use crate::plan::Plan;
 use crate::plan_file;
+use crate::resolve::on_machine::check_on_machine;
 use crate::spec::load::load_with;
 use crate::text::TextError;
 use crate::topology::{Source, Topology, fixture};
@@ -110,7 +111,9 @@ pub(crate) fn load_subject(
     let loaded = plan_file::load(arg, &text)?;
     let mut notes = Vec::new();
     let topology = match plan_topology_source(&loaded, &input_dir, topology, machine, &mut notes) {
-        Some(source) => Some(plan_topology(arg, &loaded, source, machine, &mut notes)?),
+        Some(source) => Some(plan_topology(
+            arg, &text, &loaded, source, machine, &mut notes,
+        )?),
         None => None,
     };
     Ok(Subject {
@@ -162,6 +165,7 @@ fn plan_topology_source(
 /// strict, a note otherwise.
 fn plan_topology(
     arg: &str,
+    text: &str,
     loaded: &plan_file::LoadedPlan,
     source: Source,
     machine: PlanMachine,
@@ -169,7 +173,11 @@ fn plan_topology(
 ) -> Result<Topology, Error> {
     let t = source.load()?;
     let fp = fixture::fingerprint(&t);
-    if fp != loaded.fingerprint {
+    if fp == loaded.fingerprint {
+        // The plan's own machine: what only the machine knows must agree with the plan.
+        check_on_machine(&loaded.plan, &t)
+            .map_err(|(path, message)| plan_file::located(arg, text, &path, message))?;
+    } else {
         if machine == PlanMachine::Strict {
             return Err(Error::TopologyMismatch {
                 input: arg.to_string(),

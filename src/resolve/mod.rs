@@ -11,6 +11,7 @@ pub mod ignored;
 pub mod inside;
 pub mod memory;
 pub mod nics;
+pub mod on_machine;
 pub mod pytorch;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,8 @@
 //! `Plan`: what the resolver produces and every emitter and launcher consumes. Per local rank:
-//! GPUs, home NUMA node, CPUs, memory policy, NICs and environment.
+//! GPUs, home NUMA node, CPUs, memory policy, NICs and environment. `check.rs`: what a plan
+//! must hold, every field against the others.
+
+pub mod check;
 
 use std::collections::BTreeMap;
 
@@ -90,42 +93,6 @@ impl RankBinding {
     pub fn compute(&self) -> CpuSet {
         self.cpus.difference(&self.helpers)
     }
-
-    /// The helper pool and the OpenMP places split the rank's CPUs: the pool inside them and
-    /// short of all of them, every place inside the compute set, no CPU in two places.
-    fn check_inside(&self) -> Result<(), String> {
-        if !self.helpers.is_subset(&self.cpus) {
-            return Err(format!(
-                "helper CPUs {} outside its CPUs",
-                self.helpers.difference(&self.cpus)
-            ));
-        }
-        if !self.helpers.is_empty() && self.compute().is_empty() {
-            return Err("its helper pool takes all its CPUs".into());
-        }
-        let Some(omp) = &self.openmp else {
-            return Ok(());
-        };
-        let compute = self.compute();
-        let mut seen = CpuSet::new();
-        for (k, place) in omp.places.iter().enumerate() {
-            if place.is_empty() || !place.is_subset(&compute) {
-                return Err(format!(
-                    "OpenMP place {k} ({place}) is not inside its compute CPUs {compute}"
-                ));
-            }
-            if place.intersects(&seen) {
-                return Err(format!(
-                    "OpenMP place {k} ({place}) overlaps an earlier place"
-                ));
-            }
-            seen = seen.union(place);
-        }
-        if omp.threads == 0 {
-            return Err("it runs 0 OpenMP threads".into());
-        }
-        Ok(())
-    }
 }
 
 /// A rank's OpenMP placement: its places (inside the compute set, disjoint, in order), how
@@ -186,48 +153,5 @@ impl Policy {
             | Policy::Auto => Sharing::Exclusive,
             _ => Sharing::MayShare,
         }
-    }
-}
-
-impl Plan {
-    /// Checks the plan's invariants against the CPUs it was allowed: every rank has CPUs, all
-    /// inside `allowed`; ranks of an exclusive policy share no CPU; local ranks are 0..n.
-    pub fn check(&self, allowed: &CpuSet) -> Result<(), String> {
-        let mut seen = CpuSet::new();
-        for (i, r) in self.ranks.iter().enumerate() {
-            if r.local_rank as usize != i {
-                return Err(format!("rank {i} is numbered {}", r.local_rank));
-            }
-            if r.cpus.intersects(&self.reserved) {
-                return Err(format!(
-                    "rank {i} has reserved CPUs {}",
-                    r.cpus.intersection(&self.reserved)
-                ));
-            }
-            if r.cpus.is_empty() {
-                return Err(format!("rank {i} has no CPUs"));
-            }
-            if !r.cpus.is_subset(allowed) {
-                return Err(format!(
-                    "rank {i} has CPUs {} outside the allowed set",
-                    r.cpus.difference(allowed)
-                ));
-            }
-            if self.policy.sharing() == Sharing::Exclusive && r.cpus.intersects(&seen) {
-                return Err(format!(
-                    "rank {i} shares CPUs {} with an earlier rank",
-                    r.cpus.intersection(&seen)
-                ));
-            }
-            seen = seen.union(&r.cpus);
-            if (r.memory.policy == MemPolicy::None) != r.memory.nodes.is_empty() {
-                return Err(format!("rank {i}: memory policy and nodes disagree"));
-            }
-            r.check_inside().map_err(|e| format!("rank {i}: {e}"))?;
-        }
-        if self.ranks.len() != self.ranks_per_node as usize {
-            return Err("ranks_per_node differs from the number of ranks".into());
-        }
-        Ok(())
     }
 }
