@@ -10,7 +10,14 @@ pub enum TextError {
     Io(std::io::Error),
     /// The file is not UTF-8: the input.
     NotUtf8(BadByte),
+    /// The input is larger than any of numaplan's files can be (`/dev/zero`, a disk image):
+    /// the input, refused before it fills memory.
+    TooLarge { limit: u64 },
 }
+
+/// The most an input is read: a plan of 4,096 ranks is 3 MiB, the largest hwloc export of a
+/// real machine some 20 MiB.
+pub const LIMIT: u64 = 128 << 20;
 
 /// The first byte of a text that is not part of a UTF-8 character: its 0-based offset, and its
 /// 1-based line and column (in characters) for the diagnostic.
@@ -32,14 +39,27 @@ impl std::fmt::Display for BadByte {
 }
 
 pub fn read(path: &Path) -> Result<String, TextError> {
-    decode(std::fs::read(path).map_err(TextError::Io)?)
+    read_capped(std::fs::File::open(path).map_err(TextError::Io)?)
 }
 
 /// Standard input, read whole.
 pub fn read_stdin() -> Result<String, TextError> {
+    read_capped(std::io::stdin())
+}
+
+/// All of `from` up to `LIMIT` bytes; more is `TooLarge`, after reading one byte past it.
+fn read_capped(from: impl std::io::Read) -> Result<String, TextError> {
     let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes).map_err(TextError::Io)?;
+    std::io::Read::read_to_end(&mut from.take(LIMIT + 1), &mut bytes).map_err(TextError::Io)?;
+    if bytes.len() as u64 > LIMIT {
+        return Err(TextError::TooLarge { limit: LIMIT });
+    }
     decode(bytes)
+}
+
+/// `128 MiB`: a limit as messages say it.
+pub fn mib(bytes: u64) -> String {
+    format!("{} MiB", bytes >> 20)
 }
 
 pub fn decode(bytes: Vec<u8>) -> Result<String, TextError> {

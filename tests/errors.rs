@@ -506,3 +506,40 @@ fn a_hand_edited_plan_is_refused_at_the_field() {
         insta::assert_snapshot!(format!("hand_edited_{name}"), run.stderr);
     }
 }
+
+/// An input that never ends (`/dev/zero`) or is larger than any of numaplan's files is
+/// refused once 128 MiB are read (E0441, bad input: exit 1), whichever command reads it as
+/// whatever it is. Before, `compile /dev/zero` read until memory ran out.
+#[test]
+fn an_endless_input_is_refused() {
+    for args in [
+        &["compile", "/dev/zero"][..],
+        &["exec", "/dev/zero", "--dry-run"][..],
+        &["topo", "--topology", "/dev/zero"][..],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_numaplan"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{args:?} kept reading");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert_eq!(status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error[E0441]: ") && stderr.contains("larger than 128 MiB"),
+            "{args:?}: {stderr}"
+        );
+    }
+}

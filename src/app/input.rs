@@ -208,6 +208,10 @@ pub(crate) fn read_input(arg: &str) -> Result<(String, PathBuf), Error> {
             path: PathBuf::from(arg),
             at,
         },
+        TextError::TooLarge { limit } => Error::TooLarge {
+            path: PathBuf::from(arg),
+            limit,
+        },
     };
     if arg == "-" {
         return Ok((

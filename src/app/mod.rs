@@ -243,6 +243,10 @@ fn read_spec(path: &Path) -> Result<(String, String, PathBuf), Error> {
                 path: "<stdin>".into(),
                 at,
             },
+            TextError::TooLarge { limit } => SpecError::TooLarge {
+                path: "<stdin>".into(),
+                limit,
+            },
         })?;
         return Ok(("<stdin>".into(), text, PathBuf::new()));
     }

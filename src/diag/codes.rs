@@ -339,6 +339,11 @@ codes! {
         "`numaplan verify --pids` names a process that does not exist (a mistyped pid, or a \
          rank that has ended). Nothing was checked. `pgrep -f NAME` lists the ranks' pids, \
          and `--match NAME` finds them by their command line.";
+    E0441_TOO_LARGE = "E0441":
+        "An input (job spec, plan, topology, standard input) is larger than 128 MiB, more than \
+         any of numaplan's files (a plan of 4,096 ranks is some 3 MiB, the largest hwloc export \
+         of a real machine some 20 MiB): a device such as `/dev/zero`, or the wrong file. \
+         numaplan stops reading there instead of filling memory.";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \

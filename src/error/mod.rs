@@ -77,6 +77,9 @@ pub enum Error {
         path: PathBuf,
         at: crate::text::BadByte,
     },
+    /// An input of `diff`, `explain`, `exec` or `bind` larger than any of numaplan's files.
+    #[error("`{}` is larger than {}, more than any plan or job spec", path.display(), crate::text::mib(*limit))]
+    TooLarge { path: PathBuf, limit: u64 },
     /// `git:REV:PATH` that git cannot show.
     #[error("cannot read `{arg}` from git: {detail}")]
     Git { arg: String, detail: String },
@@ -189,6 +192,9 @@ impl Error {
             Error::NotUtf8 { path, at } | Error::Spec(SpecError::NotUtf8 { path, at }) => {
                 not_utf8(self.to_string(), path, *at)
             }
+            Error::TooLarge { .. } | Error::Spec(SpecError::TooLarge { .. }) => {
+                too_large(self.to_string())
+            }
             Error::InputRead { .. } => Diagnostic::error(E0407_INPUT_READ, self.to_string())
                 .help("check the path; `git:REV:PATH` reads a file from git history, `env:VAR` an environment variable"),
             Error::Git { .. } => Diagnostic::error(E0408_GIT, self.to_string()).help(
@@ -272,4 +278,14 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         d = d.note(n.clone());
     }
     d.help(e.help.clone())
+}
+
+/// An input larger than any of numaplan's files: refused after reading as much, not kept
+/// reading into memory.
+fn too_large(message: String) -> Diagnostic {
+    Diagnostic::error(E0441_TOO_LARGE, message)
+        .note("numaplan stopped reading there: it holds its inputs in memory")
+        .help(
+            "give the job spec or plan file itself (a device or a stream that never ends is none)",
+        )
 }

@@ -14,6 +14,9 @@ pub(super) fn topology(e: &TopologyError) -> Diagnostic {
             format!("cannot read topology file `{}`: {source}", path.display()),
         )
         .help("check the path given to `--topology` or the spec's `topology:` key"),
+        TopologyError::TooLarge { .. } => Diagnostic::error(E0441_TOO_LARGE, e.to_string())
+            .note("numaplan stopped reading there: it holds its inputs in memory")
+            .help("give the topology file itself: `numaplan topo --format yaml` writes one, `lstopo --of xml` another"),
         TopologyError::File(e) => file_error(e, FIXTURE_CODES),
         TopologyError::WrongKind(e) => wrong_kind(e),
         TopologyError::NotHwloc { file, found } => Diagnostic::error(

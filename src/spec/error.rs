@@ -16,6 +16,12 @@ pub enum SpecError {
         path: std::path::PathBuf,
         at: crate::text::BadByte,
     },
+    /// Larger than a job spec can be.
+    #[error("job spec `{}` is larger than {}, more than any job spec", path.display(), crate::text::mib(*limit))]
+    TooLarge {
+        path: std::path::PathBuf,
+        limit: u64,
+    },
     /// Not YAML, or not a spec's shape (unknown key, wrong type).
     #[error(transparent)]
     File(#[from] FileError),

@@ -31,6 +31,10 @@ pub fn read(path: &Path) -> Result<String, SpecError> {
             path: path.to_path_buf(),
             at,
         },
+        crate::text::TextError::TooLarge { limit } => SpecError::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        },
     })
 }
 

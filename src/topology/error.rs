@@ -13,6 +13,9 @@ pub enum TopologyError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// Larger than a topology can be.
+    #[error("topology file `{}` is larger than {}, more than any machine's topology", path.display(), crate::text::mib(*limit))]
+    TooLarge { path: PathBuf, limit: u64 },
     /// Another kind of numaplan file (a plan, a job spec).
     #[error(transparent)]
     WrongKind(#[from] crate::yaml::WrongKind),

@@ -76,6 +76,10 @@ pub fn load_file(path: &Path) -> Result<Topology, TopologyError> {
             path: path.to_path_buf(),
             at,
         },
+        TextError::TooLarge { limit } => TopologyError::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        },
     })?;
     let file = path.display().to_string();
     if text.trim_start().starts_with('<') {
