@@ -132,9 +132,9 @@ impl<'de> Deserialize<'de> for CommandLine {
 }
 
 /// Words the `--emit mpirun` script adds to mpirun's command line, before the program. The
-/// binding, the rank count and mapping, and the variables passed stay the script's: a word
-/// here that would change them (`--bind-to`, `-np`, `--map-by`, `-ppn`, `-genvlist`) is an
-/// error.
+/// binding, the rank count and mapping, the hosts and the variables passed stay the script's:
+/// a word here that would change them (`--bind-to`, `--cpus-per-rank`, `-np`, `--map-by`,
+/// `-ppn`, `--host`, `--hostfile`, `-genvlist`) is an error.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MpirunOptions {

@@ -49,8 +49,8 @@ pub(super) fn allowed_warnings(raw: &JobSpec, p: &mut Problems) -> Vec<Code> {
 }
 
 /// `mpirun:`: any words, but none that takes over what the script sets itself: the binding
-/// (`--bind-to none`, numaplan binds), where the ranks start (`-np`/`--map-by`, `-n`/`-ppn`) or
-/// which variables reach them (MPICH's `-genvlist`). Open MPI takes a second `--map-by`
+/// (`--bind-to none`, numaplan binds; CPUs per rank), where the ranks start (`-np`/`--map-by`,
+/// `-n`/`-ppn`, the hosts) or which variables reach them (MPICH's `-genvlist`). Open MPI takes a second `--map-by`
 /// silently, so the ranks would not be where the plan put them.
 pub(super) fn mpirun(raw: &JobSpec, p: &mut Problems) -> MpirunSpec {
     let m = raw.mpirun.clone().unwrap_or_default();
@@ -92,6 +92,19 @@ fn mpirun_takes_over(word: &str) -> Option<(&'static str, &'static str, &'static
              (its ranks per node on each node)",
             "a rank count or mapping",
             "remove it: set `ranks_per_node` (and `nodes`) in the spec instead",
+        )),
+        "cpus-per-rank" | "cpus-per-proc" | "cpus-per-task" => Some((
+            "would give each rank a number of CPUs to bind, which the plan says (each rank's \
+             `cpus`)",
+            "a CPU count per rank",
+            "remove it: the plan gives each rank its CPUs (`cpu:` in the spec shapes them)",
+        )),
+        "H" | "host" | "hosts" | "hostfile" | "machinefile" | "default-hostfile" | "f" => Some((
+            "would say which hosts run the ranks, which the script takes from the allocation \
+             or `NUMAPLAN_HOSTFILE` (as `--hostfile` or `-f`), with ranks_per_node on each",
+            "a host list",
+            "remove it: run the script inside the allocation, or set NUMAPLAN_HOSTFILE to the \
+             host file",
         )),
         "genvlist" => Some((
             "would replace the variables the script hands every rank (the plan's, \
