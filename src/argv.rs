@@ -115,6 +115,21 @@ pub fn completion_command() -> clap::Command {
         a.value_parser(Offered::new(codes(true), crate::diag::codes::warning_code))
             .hide_possible_values(true)
     });
+    // `gpu`, the one word these take besides a number (not a file name).
+    cmd = cmd
+        .mut_subcommand("exec", |sub| {
+            sub.mut_arg("nproc_per_node", |a| {
+                a.value_parser(Offered::new(vec!["gpu".into()], crate::cli::nproc_per_node))
+                    .value_hint(clap::ValueHint::Other)
+            })
+        })
+        .mut_subcommand("bind", |sub| {
+            sub.mut_arg("local_rank", |a| {
+                let parse = |s: &str| s.parse::<crate::rank::LocalRankChoice>();
+                a.value_parser(Offered::new(vec!["gpu".into()], parse))
+                    .value_hint(clap::ValueHint::Other)
+            })
+        });
     let flags: Vec<clap::Arg> = warning_flags(&cmd)
         .into_iter()
         .map(|a| a.global(false))
@@ -167,28 +182,35 @@ fn offer_words(mut sub: clap::Command, keys: &[String]) -> clap::Command {
     sub
 }
 
-/// The job spec's keys as `--set` takes them (`cpu.policy=`), from its JSON schema; a mapping
-/// of free keys as `env.`.
+/// The job spec's keys as `--set` takes them (`cpu.policy=`), from its JSON schema, and for a
+/// key of fixed words each `key=word` (`cpu.policy=exclusive`); a mapping of free keys as
+/// `env.`.
 fn spec_keys() -> Vec<String> {
     let schema = serde_json::to_value(schemars::schema_for!(crate::spec::raw::JobSpec))
         .expect("invariant: a schema is JSON");
     let keys = crate::diag::schema_words::keys(&schema);
     let free = |key: &str| keys.iter().any(|k| k.strip_suffix('.') == Some(key));
-    keys.iter()
-        .filter(|k| k.ends_with('.') || !free(k))
-        .map(|k| match k.ends_with('.') {
-            true => k.clone(),
-            false => format!("{k}="),
-        })
-        .collect()
+    let mut offered = Vec::new();
+    for k in keys.iter().filter(|k| k.ends_with('.') || !free(k)) {
+        if k.ends_with('.') {
+            offered.push(k.clone());
+            continue;
+        }
+        offered.push(format!("{k}="));
+        let words = crate::diag::schema_words::words_at(&schema, k);
+        offered.extend(words.iter().map(|w| format!("{k}={w}")));
+    }
+    offered
 }
 
-/// Every code (`warnings`: the warning codes only).
+/// Every code (`warnings`: the warning kinds only, which `--allow` takes: not W0200, the
+/// stand-in for an old plan's warning without a code).
 fn codes(warnings: bool) -> Vec<String> {
+    let plain = crate::diag::codes::W0200_PLAN_WARNING.to_string();
     crate::diag::codes::ALL
         .iter()
         .map(|(c, _)| c.to_string())
-        .filter(|c| !warnings || c.starts_with('W'))
+        .filter(|c| !warnings || (c.starts_with('W') && *c != plain))
         .collect()
 }
 

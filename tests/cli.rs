@@ -136,6 +136,79 @@ fn bash_completes(script: &std::path::Path, words: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// What bash completes for a line it splits at `=` (as its `COMP_WORDBREAKS` makes it):
+/// `words` as `COMP_WORDS`, the word under the cursor last, and the function the script
+/// registers called as bash calls it (`cur`: readline's word, empty right after a `=`).
+fn bash_completes_split(script: &std::path::Path, words: &[&str], cur: &str) -> Vec<String> {
+    let prev = words[words.len() - 2];
+    let program = r#"source "$1"; cur=$2; prev=$3; shift 3; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); f=$(complete -p numaplan | sed 's/.*-F \([^ ]*\).*/\1/'); "$f" numaplan "$cur" "$prev"; printf '%s\n' "${COMPREPLY[@]}""#;
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "-c", program, "bash"])
+        .arg(script)
+        .args([cur, prev])
+        .args(words)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Values complete after `=` as bash splits the line: `--set cpu.policy=` offers the policies
+/// (before, nothing: bash saw `=` and clap's function offered no word), `--set
+/// memory.policy=pr` the one it starts, `--format=j` the flag's value; `--nproc-per-node` and
+/// `--local-rank` offer `gpu`, not file names; `--allow` offers warning kinds, not W0200.
+#[test]
+fn bash_completes_values_after_an_equals_sign() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("numaplan.bash");
+    std::fs::write(&script, numaplan(&["completions", "bash"]).ok()).unwrap();
+    let policies = bash_completes_split(
+        &script,
+        &[
+            "numaplan",
+            "compile",
+            "job.yaml",
+            "--set",
+            "cpu.policy",
+            "=",
+        ],
+        "",
+    );
+    for policy in ["exclusive", "node", "socket", "unique-contiguous"] {
+        assert!(policies.contains(&policy.to_string()), "{policies:?}");
+    }
+    let memory = bash_completes_split(
+        &script,
+        &["numaplan", "exec", "--set", "memory.policy", "=", "pr"],
+        "pr",
+    );
+    assert_eq!(memory, ["preferred"]);
+    let format = bash_completes_split(&script, &["numaplan", "topo", "--format", "=", "j"], "j");
+    assert_eq!(format, ["json"]);
+    assert_eq!(
+        bash_completes(&script, &["numaplan", "exec", "--nproc-per-node", ""]),
+        ["gpu"]
+    );
+    assert_eq!(
+        bash_completes(
+            &script,
+            &["numaplan", "bind", "plan.yaml", "--local-rank", "g"]
+        ),
+        ["gpu"]
+    );
+    let allow = bash_completes(&script, &["numaplan", "exec", "--allow", "W020"]);
+    assert!(!allow.contains(&"W0200".to_string()), "{allow:?}");
+    assert!(allow.contains(&"W0201".to_string()), "{allow:?}");
+}
+
 #[test]
 fn bash_completes_subcommands_flags_and_values() {
     let dir = tempfile::tempdir().unwrap();
@@ -348,7 +421,16 @@ fn bash_completes_files_spec_keys_and_codes() {
         &script,
         &["numaplan", "compile", "job.yaml", "--set", "cpu.po"],
     );
-    assert_eq!(keys, ["cpu.policy="]);
+    // The key and each of its values: bash inserts what they share, `cpu.policy=`.
+    assert_eq!(keys[0], "cpu.policy=");
+    assert!(
+        keys.iter().all(|k| k.starts_with("cpu.policy=")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&"cpu.policy=exclusive".to_string()),
+        "{keys:?}"
+    );
     let keys = bash_completes(&script, &["numaplan", "exec", "--set", "en"]);
     assert_eq!(keys, ["env."]);
     assert_eq!(

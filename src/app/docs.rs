@@ -16,7 +16,62 @@ pub fn completions(shell: Shell) -> String {
         "numaplan",
         &mut out,
     );
-    String::from_utf8(out).expect("invariant: completion scripts are UTF-8")
+    let script = String::from_utf8(out).expect("invariant: completion scripts are UTF-8");
+    match shell {
+        Shell::Bash => bash_whole_words(&script),
+        _ => script,
+    }
+}
+
+/// bash splits a word at `=` (`COMP_WORDBREAKS`), so clap's function would see `--set
+/// cpu.policy=ex` as `cpu.policy`, `=`, `ex` and offer nothing: the words after `=` go
+/// uncompleted. A wrapper joins `KEY=VALUE` back for it, and offers what follows the `=`.
+const BASH_WHOLE_WORDS: &str = r#"
+# `--set KEY=VALUE` and `--flag=VALUE`: bash splits the word at `=`; complete it whole, as the
+# function above offers it, then give bash what follows the `=`.
+_numaplan_whole_words() {
+    local words=("${COMP_WORDS[@]}") at=$COMP_CWORD key_at value
+    if [[ ${words[at]} == "=" ]]; then
+        key_at=$((at - 1)) value=""
+    elif [[ $at -ge 2 && ${words[at-1]} == "=" ]]; then
+        key_at=$((at - 2)) value=${words[at]}
+    else
+        _numaplan "$@"
+        return
+    fi
+    local key=${words[key_at]}
+    if [[ $key == -* ]]; then
+        # `--format=js`: the flag's values.
+        COMP_WORDS=("${words[@]:0:key_at+1}" "$value") COMP_CWORD=$((key_at + 1))
+        _numaplan "$1" "$value" "$key"
+        return
+    fi
+    COMP_WORDS=("${words[@]:0:key_at}" "$key=$value") COMP_CWORD=$key_at
+    _numaplan "$1" "$key=$value" "${words[key_at-1]}"
+    local i
+    for i in "${!COMPREPLY[@]}"; do
+        COMPREPLY[i]=${COMPREPLY[i]#"$key="}
+    done
+}
+"#;
+
+/// The bash script with `BASH_WHOLE_WORDS` registered in `_numaplan`'s place.
+fn bash_whole_words(script: &str) -> String {
+    let at = script
+        .find(
+            "
+if [[ \"${BASH_VERSINFO[0]}\"",
+        )
+        .expect("invariant: clap's bash script registers its function last");
+    let (function, register) = script.split_at(at);
+    format!(
+        "{function}\n{}{}",
+        BASH_WHOLE_WORDS.trim_start(),
+        register.replace(
+            "complete -F _numaplan ",
+            "complete -F _numaplan_whole_words "
+        )
+    )
 }
 
 /// One manual page: NAME, SYNOPSIS, DESCRIPTION, the global OPTIONS, the SUBCOMMANDS (each

@@ -100,7 +100,8 @@ pub enum NprocPerNode {
     Gpu,
 }
 
-fn nproc_per_node(arg: &str) -> Result<NprocPerNode, String> {
+/// `--nproc-per-node`: a count of ranks (1 or more), or `gpu`.
+pub fn nproc_per_node(arg: &str) -> Result<NprocPerNode, String> {
     match arg {
         "gpu" => Ok(NprocPerNode::Gpu),
         n => match n.parse::<u32>() {
