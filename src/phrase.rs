@@ -54,6 +54,15 @@ pub fn cpus_or_none(cpus: &CpuSet) -> String {
     }
 }
 
+/// `a`, `a and b`, `a, b and c`.
+pub fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

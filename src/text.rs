@@ -57,11 +57,6 @@ fn read_capped(from: impl std::io::Read) -> Result<String, TextError> {
     decode(bytes)
 }
 
-/// `128 MiB`: a limit as messages say it.
-pub fn mib(bytes: u64) -> String {
-    format!("{} MiB", bytes >> 20)
-}
-
 pub fn decode(bytes: Vec<u8>) -> Result<String, TextError> {
     String::from_utf8(bytes).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();

@@ -1142,3 +1142,60 @@ fn a_cgroup_cpuset_is_no_launchers_binding() {
         "{stderr}"
     );
 }
+
+/// A worker of a multi-node plan bound by the GPU it sees, with no launcher to number it:
+/// every such worker (not only local rank 0) says that nothing gives its RANK, NODE_RANK and
+/// MASTER_ADDR while the plan sets WORLD_SIZE (W0216, fatal under `--deny-warnings`); a worker
+/// whose environment says them binds without a word. Before, they were silently left unset.
+#[test]
+fn a_worker_of_a_multi_node_plan_that_nothing_numbers_is_warned() {
+    let dir = tempfile::tempdir().unwrap();
+    let four = repo().join("tests/cases/topologies/two-cpus-four-gpus.yaml");
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "nodes: 2\ncpu: {policy: node}\ngpu: {visible: own}\n",
+    )
+    .unwrap();
+    let topology = four.to_str().unwrap();
+    let args = [
+        "job.yaml",
+        "--topology",
+        topology,
+        "--local-rank",
+        "gpu",
+        "--force",
+        "--dry-run",
+    ];
+    let out = bind(dir.path(), &[("CUDA_VISIBLE_DEVICES", "3")], &args);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.starts_with(
+            "warning[W0216]: local rank 3 of a 2-node plan: nothing says its RANK, NODE_RANK \
+             and MASTER_ADDR (no launcher variable; WORLD_SIZE=8 comes from the plan)"
+        ),
+        "{err}"
+    );
+    let denied = bind(
+        dir.path(),
+        &[("CUDA_VISIBLE_DEVICES", "3")],
+        &[&["--deny-warnings"][..], &args].concat(),
+    );
+    assert_eq!(denied.status.code(), Some(1), "{}", text(&denied.stderr));
+    let numbered = bind(
+        dir.path(),
+        &[
+            ("CUDA_VISIBLE_DEVICES", "3"),
+            ("RANK", "7"),
+            ("NODE_RANK", "1"),
+            ("MASTER_ADDR", "head"),
+        ],
+        &args,
+    );
+    assert!(numbered.status.success());
+    assert!(
+        !text(&numbered.stderr).contains("W0216"),
+        "{}",
+        text(&numbered.stderr)
+    );
+}

@@ -543,3 +543,21 @@ fn an_endless_input_is_refused() {
         );
     }
 }
+
+/// `exec --nproc-per-node gpu` without a spec on a machine without GPUs asks for GPUs outright:
+/// E0201 in the flag's words, never one CPU-only rank planned in silence (as before).
+#[test]
+fn one_rank_per_gpu_without_gpus_is_an_error() {
+    let run = numaplan(&[
+        "exec",
+        "--nproc-per-node",
+        "gpu",
+        "--topology",
+        "examples/topologies/amd-epyc-genoa-9654-2s.yaml",
+        "--dry-run",
+        "--",
+        "true",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    insta::assert_snapshot!(run.stderr);
+}

@@ -86,6 +86,9 @@ fn two_jobs_on_one_node_are_not_mixed() {
     sleeper(dir.path(), "a.yaml", "a", &marker);
     sleeper(dir.path(), "b.yaml", "b", &marker);
     let (a, b) = (exec(dir.path(), "a.yaml"), exec(dir.path(), "b.yaml"));
+    // Both jobs up, then each verified while the other runs.
+    verify_when_up(dir.path(), "a.yaml", &marker);
+    verify_when_up(dir.path(), "b.yaml", &marker);
     let (code_a, report_a) = verify_when_up(dir.path(), "a.yaml", &marker);
     let (code_b, report_b) = verify_when_up(dir.path(), "b.yaml", &marker);
     stop(a);

@@ -242,21 +242,21 @@ def bind_worker(
 
     Call it first thing in the worker (a Ray actor's `__init__`, a vLLM/SGLang-style worker's
     entry point). Returns the rank it bound, as `bind(plan, local_rank="gpu")` does; a worker
-    that sees no GPU is left as it is, with a `NumaplanWarning`, and `None` is returned. The
-    worker's own visibility variable is left as its launcher set it.
+    that sees no GPU (none of the variables set, set to nothing, or hiding every GPU as
+    `CUDA_VISIBLE_DEVICES=-1` does) is left as it is, with a `NumaplanWarning`, and `None` is
+    returned. The worker's own visibility variable is left as its launcher set it.
     """
-    if not any(os.environ.get(var, "").strip() for var in VISIBILITY):
+    try:
+        return bind(plan, "gpu", topology=topology, force=force, migrate=migrate,
+                    set_env=set_env, quiet=quiet)
+    except Error as e:
+        if e.code != "E0422":
+            raise
         warnings.warn(
-            NumaplanWarning(
-                "numaplan.bind_worker: no GPU is visible to this worker (none of "
-                + ", ".join(VISIBILITY)
-                + " names one); it is left unbound"
-            ),
+            NumaplanWarning(f"numaplan.bind_worker: {e.message}; the worker is left unbound"),
             stacklevel=2,
         )
         return None
-    return bind(plan, "gpu", topology=topology, force=force, migrate=migrate, set_env=set_env,
-                quiet=quiet)
 
 
 def resolve(

@@ -34,11 +34,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let plan = subject.plan;
     let local = rank::local_rank(args.local_rank, &plan, &env)?;
     // Local rank 0 speaks for the node; the others would print the same warnings again.
-    let voice = if local.rank == 0 {
-        Voice::Speaks
-    } else {
-        Voice::Silent
-    };
+    let voice = [Voice::Silent, Voice::Speaks][usize::from(local.rank == 0)];
     let rank = numbering::rank_of(&plan, &local, &env)?;
     // A worker chosen by the GPUs it sees renumbers them by design: no visibility warning.
     let mut shown = match local.by_gpu {
@@ -46,18 +42,19 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         false => visible::warnings(&plan, std::slice::from_ref(rank), &env),
     };
     let facts = launcher_binding_replaced(node_facts()?, &env, &local, rank, &mut shown);
-    warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
     let plan_id = plan_file::id(&plan);
     let set = numbering::rank_environment(&plan, &plan_id, rank, &local, &env);
-    let argv: Vec<OsString> = if args.command.is_empty() {
-        plan.command.iter().map(OsString::from).collect()
-    } else {
-        args.command.clone()
+    warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
+    // This rank's own: said by every rank it is true of, whichever speaks for the node.
+    let own: Vec<_> = numbering::unknown_numbering(&plan, &local, &set, &env)
+        .into_iter()
+        .collect();
+    warnings.plan_warnings_as(Voice::Speaks, &subject.input, &own, &plan.allowed_warnings)?;
+    let argv: Vec<OsString> = match args.command.is_empty() {
+        true => plan.command.iter().map(OsString::from).collect(),
+        false => args.command.clone(),
     };
-    // `NUMAPLAN_FORCE=1` says `--force` for a process started by someone else's code (a Ray
-    // actor, a server's worker), as it does for the batch files.
-    let forced = args.force || env.get("NUMAPLAN_FORCE").is_some_and(|v| v == "1");
-    let force = if forced { Force::Yes } else { Force::No };
+    let force = forced(args, &env);
     // Only this rank's CPUs must be allowed: the others are other processes, and a process
     // already bound as this rank (numaplan.spawn's child calling numaplan.bind) binds again.
     let checked = exec::check_node(&plan, std::slice::from_ref(rank), &facts, force);
@@ -103,6 +100,15 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         source,
     }
     .into())
+}
+
+/// `--force`, or `NUMAPLAN_FORCE=1`, which says it for a process started by someone else's code
+/// (a Ray actor, a server's worker), as it does for the batch files.
+fn forced(args: &BindArgs, env: &Env) -> Force {
+    match args.force || env.get("NUMAPLAN_FORCE").is_some_and(|v| v == "1") {
+        true => Force::Yes,
+        false => Force::No,
+    }
 }
 
 /// A launcher's own binding (Open MPI's default, srun's `--cpu-bind`) is replaced, and said

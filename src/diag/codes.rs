@@ -255,7 +255,9 @@ codes! {
          own launcher (Ray, an inference server) made them visible: `CUDA_VISIBLE_DEVICES` by \
          the machine's index or UUID, `ROCR_VISIBLE_DEVICES` and then `HIP_VISIBLE_DEVICES` \
          for ROCm, `ZE_AFFINITY_MASK` for Level Zero; here no such variable is set, or it is \
-         set to nothing. Start the worker with its GPU visible, or pass `--local-rank N`. \
+         set to nothing, or it hides every GPU (`-1`, Slurm's `NoDevFiles`). \
+         `numaplan.bind_worker()` leaves such a worker unbound, with a warning. Start the \
+         worker with its GPU visible, or pass `--local-rank N`. \
          Before, E0422 also stood for E0435 to E0437.";
     E0423_USAGE = "E0423":
         "The command line is not one numaplan takes: an unknown flag or subcommand, a missing, \
@@ -412,6 +414,12 @@ codes! {
          srun's `--cpu-bind`), to CPUs other than the plan's, and numaplan replaced that \
          binding with the plan's. Turn the launcher's binding off (`mpirun --bind-to none`, \
          `srun --cpu-bind=none`) so that one tool binds; `--allow W0215` to accept it.";
+    W0216_NUMBERING_UNKNOWN = "W0216":
+        "`bind` of a rank of a multi-node plan that no launcher numbers (a worker started by Ray \
+         or a server, bound with `--local-rank gpu`): the plan's `WORLD_SIZE` is set, but \
+         nothing says the rank's global `RANK`, its `NODE_RANK` or `MASTER_ADDR`, so \
+         `torch.distributed` would wait or fail. Set them in the worker's environment, or start \
+         it under a launcher (torchrun, srun, mpirun) that does.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

@@ -78,7 +78,7 @@ pub enum Error {
         at: crate::text::BadByte,
     },
     /// An input of `diff`, `explain`, `exec` or `bind` larger than any of numaplan's files.
-    #[error("`{}` is larger than {}, more than any plan or job spec", path.display(), crate::text::mib(*limit))]
+    #[error("`{}` is larger than {}, more than any plan or job spec", path.display(), crate::phrase::mib(*limit >> 20))]
     TooLarge { path: PathBuf, limit: u64 },
     /// `git:REV:PATH` that git cannot show.
     #[error("cannot read `{arg}` from git: {detail}")]

@@ -112,6 +112,8 @@ pub enum NothingVisible {
     NoneSet,
     /// This one is set to nothing.
     Empty(&'static str),
+    /// This one hides every GPU (`-1`, `NoDevFiles`).
+    NoDevice(&'static str, String),
 }
 
 impl fmt::Display for NothingVisible {
@@ -123,6 +125,9 @@ impl fmt::Display for NothingVisible {
                 crate::variables::VISIBILITY.join(", ")
             ),
             NothingVisible::Empty(var) => write!(f, "{var} is set to nothing"),
+            NothingVisible::NoDevice(var, value) => {
+                write!(f, "{var}={value} hides every GPU")
+            }
         }
     }
 }

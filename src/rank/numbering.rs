@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::{Env, LocalRank, RankError, hostlist};
+use crate::diag::Warning;
+use crate::diag::codes::W0216_NUMBERING_UNKNOWN;
 use crate::ids::{Mark, PlanId};
 use crate::plan::{Plan, RankBinding};
 use crate::variables::{
@@ -126,4 +128,40 @@ pub fn rank_environment(
         }
     }
     out
+}
+
+/// A rank of a multi-node plan whose launcher says neither its global rank, its node nor where
+/// rank 0 is (a worker that Ray or a server started, bound by `--local-rank gpu`): the plan's
+/// `WORLD_SIZE` is set, and nothing can say the rest (W0216), where a silent half would make
+/// `torch.distributed` wait or fail. `set`: what `rank_environment` sets.
+pub fn unknown_numbering(
+    plan: &Plan,
+    local: &LocalRank,
+    set: &BTreeMap<String, String>,
+    env: &Env,
+) -> Option<Warning> {
+    if plan.nodes < 2 {
+        return None;
+    }
+    let known = |var: &str| set.contains_key(var) || env.get(var).is_some_and(|v| !v.is_empty());
+    let missing: Vec<&str> = ["RANK", "NODE_RANK", "MASTER_ADDR"]
+        .into_iter()
+        .filter(|v| !known(v))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let world = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
+    Some(Warning::new(
+        W0216_NUMBERING_UNKNOWN,
+        format!(
+            "local rank {} of a {}-node plan: nothing says its {} (no launcher variable; \
+             WORLD_SIZE={world} comes from the plan): set {} in its environment, or start it \
+             under a launcher that does (torchrun, srun, mpirun)",
+            local.rank,
+            plan.nodes,
+            crate::phrase::and_list(&missing),
+            missing.join(", "),
+        ),
+    ))
 }

@@ -23,6 +23,14 @@ pub struct Visible {
     pub gpus: Vec<u32>,
 }
 
+/// Whether a visibility value hides every GPU, as the runtimes read it: CUDA stops at the first
+/// entry that is no device, so `-1` (the usual "no GPU") names none, and Slurm sets
+/// `NoDevFiles` in a step given no GPU.
+fn names_no_device(value: &str) -> bool {
+    let first = value.split(',').next().unwrap_or_default().trim();
+    first.starts_with('-') || first.eq_ignore_ascii_case("NoDevFiles")
+}
+
 /// What the visibility variables leave this process, as the runtimes read them: ROCm's
 /// `ROCR_VISIBLE_DEVICES` narrows the machine's GPUs, then `HIP_VISIBLE_DEVICES` (or
 /// `CUDA_VISIBLE_DEVICES`, which HIP also reads) indexes what it left; otherwise
@@ -45,6 +53,11 @@ pub fn visible_gpus(plan: &Plan, env: &Env) -> Result<Visible, RankError> {
         if value.trim().is_empty() {
             return Err(RankError::NoGpuVisible {
                 why: NothingVisible::Empty(var),
+            });
+        }
+        if names_no_device(value) {
+            return Err(RankError::NoGpuVisible {
+                why: NothingVisible::NoDevice(var, value.trim().to_string()),
             });
         }
         let mut gpus = Vec::new();

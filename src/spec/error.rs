@@ -17,7 +17,7 @@ pub enum SpecError {
         at: crate::text::BadByte,
     },
     /// Larger than a job spec can be.
-    #[error("job spec `{}` is larger than {}, more than any job spec", path.display(), crate::text::mib(*limit))]
+    #[error("job spec `{}` is larger than {}, more than any job spec", path.display(), crate::phrase::mib(*limit >> 20))]
     TooLarge {
         path: std::path::PathBuf,
         limit: u64,

@@ -14,7 +14,7 @@ pub enum TopologyError {
         source: std::io::Error,
     },
     /// Larger than a topology can be.
-    #[error("topology file `{}` is larger than {}, more than any machine's topology", path.display(), crate::text::mib(*limit))]
+    #[error("topology file `{}` is larger than {}, more than any machine's topology", path.display(), crate::phrase::mib(*limit >> 20))]
     TooLarge { path: PathBuf, limit: u64 },
     /// Another kind of numaplan file (a plan, a job spec).
     #[error(transparent)]

@@ -14,6 +14,9 @@ pub struct Override {
     pub key: String,
     pub value: String,
     pub flag: Option<&'static str>,
+    /// The flag's value as typed, where it is not `value` (`--nproc-per-node gpu` is
+    /// `gpus=all`).
+    pub typed_value: Option<&'static str>,
 }
 
 impl Override {
@@ -23,6 +26,7 @@ impl Override {
             key: key.into(),
             value: value.into(),
             flag: None,
+            typed_value: None,
         }
     }
 
@@ -34,7 +38,7 @@ impl Override {
     /// The argument as the user typed it: `--set KEY=VALUE`, or the flag and its value.
     pub fn typed(&self) -> String {
         match self.flag {
-            Some(flag) => format!("{flag} {}", self.value),
+            Some(flag) => format!("{flag} {}", self.typed_value.unwrap_or(&self.value)),
             None => format!("--set {}", self.text()),
         }
     }
@@ -121,7 +125,10 @@ fn overrides_map(overrides: &[Override]) -> SourceMap {
                 width: key_width,
             },
         );
-        let value_width = o.value.chars().count();
+        let value_width = match (o.flag, o.typed_value) {
+            (Some(_), Some(typed)) => typed.chars().count(),
+            _ => o.value.chars().count(),
+        };
         positions.record_value(
             o.key.clone(),
             Spot {

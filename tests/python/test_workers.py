@@ -86,11 +86,18 @@ def test_a_worker_by_uuid_binds_too(four_gpus: Plan):
     assert (r["rank"], r["cpus"]) == (3, "1")
 
 
-def test_a_worker_that_sees_no_gpu_is_left_alone_with_a_warning(four_gpus: Plan):
-    [r] = run_workers(four_gpus, [{}])
-    assert r["rank"] is None
+@pytest.mark.parametrize("hidden", [{}, {"CUDA_VISIBLE_DEVICES": "-1"},
+                                    {"CUDA_VISIBLE_DEVICES": "NoDevFiles"},
+                                    {"ROCR_VISIBLE_DEVICES": ""}])
+def test_a_worker_that_sees_no_gpu_is_left_alone_with_a_warning(
+    four_gpus: Plan, hidden: Dict[str, str]
+):
+    # `CUDA_VISIBLE_DEVICES=-1` is the usual "no GPU"; before, it raised E0435.
+    [r] = run_workers(four_gpus, [hidden])
+    assert r["rank"] is None, r
     assert r["cpus"] == ranks.status()["Cpus_allowed_list"], "not bound"
-    assert any("no GPU is visible to this worker" in w for w in r["warnings"]), r
+    assert any("no GPU is visible to this process" in w and "left unbound" in w
+               for w in r["warnings"]), r
 
 
 def test_a_worker_that_sees_two_gpus_is_an_error_that_lists_the_ranks(four_gpus: Plan):
@@ -107,6 +114,8 @@ def test_bind_takes_gpu_as_its_local_rank_and_from_numaplan_local_rank(
     assert (rank.local_rank, rank.via) == (2, "CUDA_VISIBLE_DEVICES=2")
     monkeypatch.setenv("NUMAPLAN_LOCAL_RANK", "gpu")
     assert numaplan.resolve(four_gpus.path, force=True).local_rank == 2
+    # A local rank as read from os.environ, digits in a string, is a local rank.
+    assert numaplan.resolve(four_gpus.path, local_rank="1", force=True).local_rank == 1
     with pytest.raises(numaplan.Error) as e:
         numaplan.resolve(four_gpus.path, local_rank="first")
     assert e.value.code == "E0432"

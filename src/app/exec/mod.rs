@@ -24,18 +24,13 @@ use crate::exec::{self, Check, ExecError, ExecOptions, Force, Input, NodePlace, 
 use crate::plan::Plan;
 use crate::plan_file;
 use crate::rank::{hostlist, visible};
+use crate::resolve::ResolveErrorKind;
 use crate::shell::quote as sh;
 use crate::yaml::Override;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
-    // `--nproc-per-node N` is `--set ranks_per_node=N`, before the user's own `--set`s.
-    let nproc = match args.nproc_per_node {
-        Some(NprocPerNode::Count(n)) => Some(Override {
-            flag: Some("--nproc-per-node"),
-            ..Override::set("ranks_per_node", n.to_string())
-        }),
-        Some(NprocPerNode::Gpu) | None => None,
-    };
+    let nproc = nproc_per_node(args);
+    let nproc_gpu = nproc.as_ref().is_some_and(|o| o.key == "gpus");
     let overrides: Vec<Override> = nproc
         .into_iter()
         .chain(args.overrides.set.clone())
@@ -45,7 +40,11 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         args.topology.as_ref(),
         PlanMachine::NotNeeded,
         &overrides,
-    )?;
+    )
+    .map_err(|e| match nproc_gpu {
+        true => in_the_flags_words(e),
+        false => e,
+    })?;
     let plan = subject.plan;
     if plan.command.is_empty() && args.extra.is_empty() {
         // Without a spec, the program can only come after `--`: say that, not "the spec".
@@ -96,6 +95,41 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let mut report = std::io::stderr();
     let job = exec::start(&plan, &opts)?;
     observed::observe_and_wait(&plan, &opts, &checks, job, &mut report)
+}
+
+/// `--nproc-per-node` as the override it stands for, before the user's own `--set`s: `N` is
+/// `ranks_per_node=N`; `gpu` without a spec is `gpus=all`, one rank per GPU, which asks for
+/// GPUs outright (none is E0201, not a CPU-only rank); with a spec, the spec says which GPUs.
+fn nproc_per_node(args: &ExecArgs) -> Option<Override> {
+    match args.nproc_per_node {
+        Some(NprocPerNode::Count(n)) => Some(Override {
+            flag: Some("--nproc-per-node"),
+            ..Override::set("ranks_per_node", n.to_string())
+        }),
+        Some(NprocPerNode::Gpu) if args.input.is_none() => Some(Override {
+            flag: Some("--nproc-per-node"),
+            typed_value: Some("gpu"),
+            ..Override::set("gpus", "all")
+        }),
+        Some(NprocPerNode::Gpu) | None => None,
+    }
+}
+
+/// A machine without GPUs, asked for one rank per GPU by `--nproc-per-node gpu` (without a
+/// spec, so the flag is all that asks for GPUs): said in the flag's words, with its way out.
+fn in_the_flags_words(e: Error) -> Error {
+    match e {
+        Error::Resolve { mut error, map } => {
+            if let ResolveErrorKind::NoGpus { asked, .. } = &mut error.kind {
+                *asked = "--nproc-per-node gpu".into();
+                error.help = "give a count of CPU-only ranks, `--nproc-per-node N`, or run on \
+                              a machine with GPUs"
+                    .into();
+            }
+            Error::Resolve { error, map }
+        }
+        e => e,
+    }
 }
 
 /// This node's place: flags, else Slurm's environment, else a single-node job.
