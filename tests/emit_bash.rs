@@ -382,3 +382,32 @@ fn multi_node_launcher_takes_the_node_rank() {
         }
     }
 }
+
+/// A generated script's usage and examples call it by the name it was written to (`-o`), not
+/// by a fixed `torchrun.sh` or `launch.sh`; on standard output, `./SCRIPT`.
+#[test]
+fn a_script_is_called_by_its_own_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 1\n",
+    )
+    .unwrap();
+    for (kind, file) in [("torchrun", "start-llama.sh"), ("mpirun", "mpi-job")] {
+        let args = ["compile", "job.yaml", "--emit", kind, "-o", file];
+        let run = numaplan_in(dir.path(), &args);
+        assert_eq!(run.code, 0, "{kind}: {}", run.stderr);
+        let script = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        assert!(
+            script.contains(&format!("# Usage: ./{file} [--force]")),
+            "{script}"
+        );
+        assert!(script.contains(&format!("`./{file} -- ")), "{script}");
+    }
+    let run = numaplan_in(dir.path(), &["compile", "job.yaml", "--emit", "torchrun"]);
+    assert!(
+        run.stdout.contains("# Usage: ./SCRIPT [--force]"),
+        "{}",
+        run.stdout
+    );
+}

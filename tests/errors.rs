@@ -386,14 +386,23 @@ fn help_for_a_launcher_of_another_size_is_a_command_that_works() {
 #[test]
 fn exec_without_a_program_says_where_it_goes() {
     let dir = tempfile::tempdir().unwrap();
+    // Given no `--` (bare `exec` too), the message speaks of none; before, "nothing follows
+    // `--`".
+    for args in [
+        &["exec", "--nproc-per-node", "1"][..],
+        &["exec"],
+        &["exec", "--"],
+    ] {
+        let bare = numaplan_in(dir.path(), args);
+        assert_eq!(bare.code, 1, "{}", bare.stderr);
+        assert!(
+            bare.stderr
+                .starts_with("error[E0402]: no program for the ranks to run\n"),
+            "{args:?}: {}",
+            bare.stderr
+        );
+    }
     let run = numaplan_in(dir.path(), &["exec", "--nproc-per-node", "1"]);
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(
-        run.stderr
-            .starts_with("error[E0402]: no command for the ranks to run: nothing follows `--`\n"),
-        "{}",
-        run.stderr
-    );
     assert!(!run.stderr.contains("the plan"), "{}", run.stderr);
     assert!(
         run.stderr

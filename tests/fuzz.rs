@@ -327,6 +327,7 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<(), String> {
                     let origin = Origin {
                         header: header("0"),
                         plan_file: &yaml,
+                        script: Some("run.sh"),
                     };
                     for kind in [
                         EmitKind::Bash,

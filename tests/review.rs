@@ -824,8 +824,13 @@ fn diff_shows_its_overrides_and_counts_cpus() {
     );
     let rank0 = lines.iter().find(|l| l.starts_with("rank 0: ")).unwrap();
     assert_eq!(
-        *rank0,
-        "rank 0: CPUs 48-54 -> 48-55,176-183 (1 core added in L3 group 13, 7 -> 16 CPUs), env OMP_NUM_THREADS 7 -> 8",
+        *rank0, "rank 0: CPUs 48-54 -> 48-55,176-183 (1 core added in L3 group 13, 7 -> 16 CPUs)",
+        "{}",
+        run.stdout
+    );
+    // What every rank has in common is said once, above the ranks.
+    assert!(
+        lines.contains(&"every rank: env OMP_NUM_THREADS 7 -> 8"),
         "{}",
         run.stdout
     );
@@ -993,4 +998,43 @@ fn regenerate_commands_paste_into_a_shell() {
             "up to date after `{hint}`"
         );
     }
+}
+
+/// `diff` quotes a command as a shell reads it (an argument with a space is one word), and says
+/// a change all ranks share once, as `every rank:`; before, `python my train.py` (three words?)
+/// and the same `env` change on every rank's line.
+#[test]
+fn diff_quotes_commands_and_says_shared_changes_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = |command: &str, env: &str| {
+        format!(
+            "topology: {}\ngpus: none\nranks_per_node: 4\ncommand: {command}\nenv: {env}\n",
+            repo()
+                .join("examples/topologies/amd-epyc-genoa-9654-2s.yaml")
+                .display()
+        )
+    };
+    std::fs::write(
+        dir.path().join("a.yaml"),
+        spec("[python, train.py]", "{A: x}"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("b.yaml"),
+        spec("[python, 'my train.py', --lr, '3e-4']", "{A: y}"),
+    )
+    .unwrap();
+    let run = numaplan_in(dir.path(), &["diff", "a.yaml", "b.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(
+        lines[2..4],
+        [
+            "plan: command python train.py -> python 'my train.py' --lr 3e-4",
+            "every rank: env A x -> y",
+        ],
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("rank 0:"), "{}", run.stdout);
 }

@@ -571,9 +571,14 @@ fn match_flags_duplicate_and_missing_ranks() {
         a.id().max(b.id())
     );
     assert_eq!(run.stdout.matches(&claim).count(), 2, "{}", run.stdout);
+    let missing = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("1 "))
+        .unwrap_or_default();
     assert!(
-        run.stdout
-            .contains("1  MISMATCH: no process claims local rank 1"),
+        missing.ends_with("  MISMATCH: no process claims local rank 1")
+            && missing.split_whitespace().filter(|w| *w == "-").count() == 6,
         "{}",
         run.stdout
     );

@@ -163,9 +163,14 @@ fn compile(
     let text = match (args.emit, args.format) {
         (Some(kind), _) => {
             let plan_file = plan_yaml();
+            let script = match &args.output {
+                Some(o) if o != Path::new("-") => o.file_name().and_then(|n| n.to_str()),
+                _ => None,
+            };
             let origin = emit::Origin {
                 header,
                 plan_file: &plan_file,
+                script,
             };
             emit::render(&plan, kind, &origin)?
         }

@@ -13,6 +13,8 @@ pub struct Origin<'a> {
     pub header: provenance::Header<'a>,
     /// The plan file (YAML), which `sbatch-exec` embeds for `numaplan exec` on every node.
     pub plan_file: &'a str,
+    /// The script's file name (`-o`), for its usage line; `None` on standard output.
+    pub script: Option<&'a str>,
 }
 
 /// What every generated file's header and node check (`templates/check-node.sh.j2`) show.
@@ -20,6 +22,8 @@ pub struct Origin<'a> {
 pub struct Header {
     /// The provenance header's lines (`provenance::Header::lines`).
     provenance: Vec<String>,
+    /// How the script's usage and examples call it: `./NAME` (its `-o` file), else `./SCRIPT`.
+    script: String,
     topology: String,
     /// The plan's warnings, listed at the top of the file.
     warnings: Vec<String>,
@@ -35,6 +39,7 @@ pub struct Header {
 fn header(plan: &Plan, origin: &Origin) -> Header {
     Header {
         provenance: origin.header.lines(provenance::File::Script),
+        script: format!("./{}", origin.script.unwrap_or("SCRIPT")),
         topology: plan.topology.clone(),
         warnings: plan
             .warnings

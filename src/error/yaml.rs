@@ -176,6 +176,19 @@ fn plain_expectation(detail: &str) -> String {
     let Some((head, expected)) = detail.rsplit_once(", expected ") else {
         return detail.to_string();
     };
+    // A whole number past the type's range is one, too big (or, below 0, too small).
+    let largest = match expected {
+        "u8" => Some(u64::from(u8::MAX)),
+        "u16" => Some(u64::from(u16::MAX)),
+        "u32" => Some(u64::from(u32::MAX)),
+        _ => None,
+    };
+    if let (Some(largest), Some(number)) = (largest, head.strip_prefix("invalid value: integer ")) {
+        return match number.trim_matches('`').starts_with('-') {
+            true => format!("{number} is below 0: expected a whole number (0 or more)"),
+            false => format!("{number} is too big: expected a whole number up to {largest}"),
+        };
+    }
     let plain = match expected {
         "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number (0 or more)",
         "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",

@@ -13,7 +13,7 @@ use crate::sys::affinity::Call;
 pub enum ExecError {
     #[error("{}", match input {
         Input::Given => "the plan has no `command` for the ranks to run",
-        Input::None => "no command for the ranks to run: nothing follows `--`",
+        Input::None => "no program for the ranks to run",
     })]
     /// `input`: whether a job spec or plan was given (where the command could go).
     NoCommand { input: Input },

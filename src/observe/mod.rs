@@ -10,6 +10,7 @@ pub mod error;
 pub mod find;
 pub mod matching;
 pub mod problem;
+mod table;
 pub mod verify;
 pub mod watch;
 

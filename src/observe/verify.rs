@@ -8,7 +8,7 @@ use super::Problem;
 use crate::cpuset::CpuSet;
 use crate::ids::NodeId;
 use crate::ids::RankPid;
-use crate::phrase::{plural, size};
+use crate::phrase::size;
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
 use crate::sys::numa_maps::{self, Residence};
@@ -347,85 +347,6 @@ impl Table {
         if let Some(row) = self.rows.iter_mut().find(|r| r.pid == pid) {
             row.exited = Some(how);
         }
-    }
-
-    pub fn render(&self) -> String {
-        let header = [
-            "rank",
-            "pid",
-            "threads",
-            "CPUs planned",
-            "CPUs actual",
-            "memory planned",
-            "memory actual",
-            "",
-        ];
-        let cells: Vec<[String; 8]> = self
-            .rows
-            .iter()
-            .map(|r| {
-                let verdict = if let Some(how) = &r.exited {
-                    format!("exited ({how}) before the check")
-                } else if r.problems.is_empty() {
-                    if r.narrowed > 0 {
-                        let who =
-                            plural(r.narrowed, "thread narrowed its", "threads narrowed their");
-                        format!("ok ({who} CPUs)")
-                    } else {
-                        "ok".into()
-                    }
-                } else {
-                    let problems: Vec<String> = r.problems.iter().map(Problem::to_string).collect();
-                    format!("MISMATCH: {}", problems.join("; "))
-                };
-                [
-                    r.rank.to_string(),
-                    r.pid.to_string(),
-                    r.tids.len().to_string(),
-                    r.planned_cpus.to_string(),
-                    r.actual_cpus.to_string(),
-                    r.planned_memory.clone(),
-                    r.actual_memory.clone(),
-                    verdict,
-                ]
-            })
-            .collect();
-        let widths: Vec<usize> = (0..header.len())
-            .map(|i| {
-                cells
-                    .iter()
-                    .map(|c| c[i].len())
-                    .chain([header[i].len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |row: &[String]| {
-            let mut s: String = row
-                .iter()
-                .zip(&widths)
-                .map(|(c, w)| format!("{c:<w$}  "))
-                .collect();
-            s.truncate(s.trim_end().len());
-            s + "\n"
-        };
-        let mut out = line(&header.map(String::from));
-        for c in &cells {
-            out.push_str(&line(c));
-        }
-        for rank in &self.missing {
-            out.push_str(&format!(
-                "{rank}  MISMATCH: no process claims local rank {rank}\n"
-            ));
-        }
-        let memory: Vec<String> = self.rows.iter().filter_map(Row::memory_line).collect();
-        if !memory.is_empty() {
-            out.push_str("memory (numa_maps):\n");
-            for m in memory {
-                out.push_str(&format!("  {m}\n"));
-            }
-        }
-        out
     }
 }
 

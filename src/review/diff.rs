@@ -32,7 +32,7 @@ pub struct Report {
     pub summary: Summary,
 }
 
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, PartialEq, Serialize, JsonSchema)]
 pub struct Change {
     /// The plan file's key (`cpus`, `numa_node`, `env.OMP_NUM_THREADS`, `policy`).
     pub field: String,
@@ -92,9 +92,10 @@ fn plan_changes(old: &Side, new: &Side) -> Vec<Change> {
             });
         }
     };
+    // Quoted as a shell reads it: `python "my train.py"` is two words, not three.
     let command = |p: &Plan| match p.command.is_empty() {
         true => NONE.to_string(),
-        false => p.command.join(" "),
+        false => crate::shell::command(&p.command),
     };
     let (a, b) = (old.plan, new.plan);
     field("name", opt(&a.name), opt(&b.name));
@@ -356,9 +357,30 @@ impl Report {
         for c in &self.plan {
             out.push_str(&format!("plan: {}\n", change_text(c)));
         }
+        // A change every rank has (a variable of the spec's `env:`) is said once.
+        let every: Vec<&Change> =
+            match self.ranks.len() > 1 && self.ranks.len() as u32 == self.summary.ranks {
+                true => self.ranks[0]
+                    .changes
+                    .iter()
+                    .filter(|c| self.ranks.iter().all(|r| r.changes.contains(c)))
+                    .collect(),
+                false => Vec::new(),
+            };
+        if !every.is_empty() {
+            let parts: Vec<String> = every.iter().map(|c| change_text(c)).collect();
+            out.push_str(&format!("every rank: {}\n", parts.join(", ")));
+        }
         for r in &self.ranks {
-            let parts: Vec<String> = r.changes.iter().map(change_text).collect();
-            out.push_str(&format!("rank {}: {}\n", r.rank, parts.join(", ")));
+            let parts: Vec<String> = r
+                .changes
+                .iter()
+                .filter(|c| !every.contains(c))
+                .map(change_text)
+                .collect();
+            if !parts.is_empty() {
+                out.push_str(&format!("rank {}: {}\n", r.rank, parts.join(", ")));
+            }
         }
         if self.is_empty() {
             out.push_str("no change\n");
