@@ -7,18 +7,17 @@ this package ships; this module applies it to the running interpreter.
     rank = numaplan.bind_worker("plan.yaml")   # a Ray actor or server worker, by its GPU
 """
 
-from __future__ import annotations
-
 from ._binary import executable
 from ._bind import Memory, Rank, bind, bind_worker, resolve
 from ._errors import Error, NumaplanWarning, ProcessExitedException, ProcessRaisedException
 from ._spawn import SpawnContext, spawn
 
-try:
-    from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _version
 
-    __version__ = version("numaplan")
-except PackageNotFoundError:  # a checkout on sys.path, not installed
+try:
+    __version__ = _version("numaplan")
+except _NotInstalled:  # a checkout on sys.path, not installed
     __version__ = "0+unknown"
 
 __all__ = [

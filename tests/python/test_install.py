@@ -43,3 +43,10 @@ def test_the_wheels_release_binary_refuses_what_hwloc_finds_inconsistent():
     assert run.returncode == 1, run.stdout
     assert "error[E0305]" in run.stderr
     assert "hwloc crashed reading it" in run.stderr and "Assertion" in run.stderr, run.stderr
+
+
+def test_the_package_exports_its_api_and_nothing_else():
+    # Before, `PackageNotFoundError` and `annotations` (of `from __future__ import`) were public
+    # names of the package too.
+    public = {name for name in dir(numaplan) if not name.startswith("_")}
+    assert public == set(numaplan.__all__) - {"__version__"}
