@@ -5,7 +5,8 @@
 #   LATE_*      verify of a rank that touched 256 MiB on node 2 before taking rank 3's binding
 #               without migration: its pages are on the wrong node (exit 1)
 #   WATCH_*     verify --watch of that rank while numaplan.bind(migrate=True) moves them
-#   BOUND_*     verify of the same program started by `numaplan bind` as rank 1 (exit 0)
+#   BOUND_*     verify of the same program started by `numaplan bind` as rank 1 (its row ok;
+#               the three ranks not named are missing, exit 1)
 #   DRIFT_*     exec --repin of 4 drift ranks, verify of them while they run, and the CPUs of
 #               their threads read back from /proc after the proxies were put back
 set -e
