@@ -83,30 +83,48 @@ impl fmt::Display for PlanId {
 /// What says that a process is a plan's rank: `PLAN_ID:LOCAL_RANK`, the value of
 /// `NUMAPLAN_BOUND`, which `exec` and `bind` set in every rank before it starts and
 /// `numaplan.bind()` writes to a mark file (`/tmp/numaplan-UID/rank-PID`), since the environment
-/// `/proc` shows is the one the process started with.
+/// `/proc` shows is the one the process started with. `PLAN_ID:LOCAL_RANK:no-memory-policy`: the
+/// rank runs without its memory policy by design (refused, and not required: W0217).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Mark {
     pub plan: PlanId,
     pub local_rank: u32,
+    /// Whether the rank runs without the plan's memory policy, which was refused.
+    pub without_memory: bool,
 }
+
+/// The mark's third field.
+const WITHOUT_MEMORY: &str = "no-memory-policy";
 
 impl fmt::Display for Mark {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.plan, self.local_rank)
+        write!(f, "{}:{}", self.plan, self.local_rank)?;
+        match self.without_memory {
+            true => write!(f, ":{WITHOUT_MEMORY}"),
+            false => Ok(()),
+        }
     }
 }
 
 impl std::str::FromStr for Mark {
     type Err = ();
 
-    /// `0123456789abcdef:3`; anything else (a hand-set value) is no mark.
+    /// `0123456789abcdef:3`, or `...:3:no-memory-policy`; anything else (a hand-set value) is no
+    /// mark.
     fn from_str(s: &str) -> Result<Mark, ()> {
-        let (plan, rank) = s.trim().split_once(':').ok_or(())?;
+        let mut fields = s.trim().split(':');
+        let (plan, rank) = (fields.next().ok_or(())?, fields.next().ok_or(())?);
+        let without_memory = match (fields.next(), fields.next()) {
+            (None, _) => false,
+            (Some(WITHOUT_MEMORY), None) => true,
+            _ => return Err(()),
+        };
         let hex = plan.len() == 16 && plan.bytes().all(|b| b.is_ascii_hexdigit());
         match (hex, rank.parse()) {
             (true, Ok(local_rank)) => Ok(Mark {
                 plan: PlanId(plan.to_string()),
                 local_rank,
+                without_memory,
             }),
             _ => Err(()),
         }
@@ -122,8 +140,15 @@ mod tests {
         let mark = Mark {
             plan: PlanId(fnv1a(b"plan")),
             local_rank: 3,
+            without_memory: false,
         };
-        assert_eq!(mark.to_string().parse::<Mark>(), Ok(mark));
+        assert_eq!(mark.to_string().parse::<Mark>(), Ok(mark.clone()));
+        let without = Mark {
+            without_memory: true,
+            ..mark
+        };
+        assert!(without.to_string().ends_with(":3:no-memory-policy"));
+        assert_eq!(without.to_string().parse::<Mark>(), Ok(without));
         for not in [
             "",
             "3",

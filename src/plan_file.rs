@@ -143,6 +143,10 @@ pub struct MemoryEntry {
     pub policy: String,
     /// Node list in cpulist syntax ("3", "0,2"); "" for none.
     pub nodes: String,
+    /// `false`: where the policy is refused (a container without `CAP_SYS_NICE`), the rank
+    /// runs without it, with W0217; absent: the policy is required.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
 }
 
 /// What a plan file records about its inputs.
@@ -194,6 +198,7 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
                 memory: MemoryEntry {
                     policy: r.memory.policy.name().to_string(),
                     nodes: node_list(&r.memory.nodes),
+                    required: (!r.memory.required).then_some(false),
                 },
                 nics: r.nics.clone(),
                 helpers: (!r.helpers.is_empty()).then(|| r.helpers.to_string()),
@@ -400,6 +405,7 @@ fn rank_from_entry(i: usize, r: &RankEntry) -> Result<RankBinding, Problem> {
         memory: MemoryBinding {
             policy: mem_policy,
             nodes: mem_nodes.iter().map(NodeId).collect(),
+            required: r.memory.required.unwrap_or(true) || mem_policy == MemPolicy::None,
         },
         nics: r.nics.clone(),
         env: r.env.clone(),

@@ -223,17 +223,32 @@ fn a_node_unlike_the_plan_is_refused_and_numactl_errors_name_the_rank() {
         stderr.contains("does not look like topology lumi-g; rerun with --force"),
         "{stderr}"
     );
-    // Forced, numactl cannot bind to CPUs this machine lacks: the launch stops, naming a rank.
+    // Forced, numactl cannot bind to CPUs this machine lacks: the launch stops before any rank
+    // starts, naming the rank, its CPUs and the CPUs this process may use (not numactl's usage).
     let forced = Command::new(&script)
         .args(["--force", "--no-prefix"])
         .env("NUMAPLAN_GRACE", "2")
         .output()
         .unwrap();
-    assert_ne!(forced.status.code(), Some(0));
+    assert_eq!(forced.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&forced.stderr);
+    let allowed = std::fs::read_to_string("/proc/self/status").unwrap();
+    let allowed = allowed
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
     assert!(
-        stderr.contains("numaplan: rank ") && stderr.contains("exited with status"),
+        stderr.contains(&format!(
+            "numaplan: rank 0's CPUs 49-55 are not all allowed to this process (it may use {allowed})"
+        )) && stderr.contains("compile the job where it runs"),
         "{stderr}"
+    );
+    assert!(!stderr.contains("usage"), "{stderr}");
+    assert!(
+        !stderr.contains("exited with status"),
+        "nothing started: {stderr}"
     );
 }
 

@@ -255,6 +255,7 @@ fn the_job_schema_helps_editors() {
         "reserve",
         "allowed",
         "policy@MemoryOptions",
+        "required@MemoryOptions",
         "partition",
         "account",
         "time",

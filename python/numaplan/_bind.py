@@ -116,10 +116,19 @@ def bind(
     `numaplan.Error` (with `force=True`, a node of another shape is bound anyway). The plan's
     warnings are issued as `numaplan.NumaplanWarning`s by local rank 0 (`quiet=True`: none).
     """
+    # All or nothing: what can be refused is found first (the binary checks the CPUs and the
+    # memory policy, dropping a default one this process may not have, W0217; `migrate_pages`
+    # is probed here), and CPUs already set are put back if the memory policy fails after all.
     entry = resolve(plan, local_rank, topology=topology, force=force, quiet=quiet)
+    if migrate and entry.memory.policy != "none":
+        _migrate_allowed(entry.memory)
     started_before = _threads()
-    _bind_cpus(entry)
-    _bind_memory(entry.memory, migrate)
+    before = _bind_cpus(entry)
+    try:
+        _bind_memory(entry.memory, migrate)
+    except Error:
+        _restore_cpus(before)
+        raise
     if set_env:
         os.environ.update(entry.env)
     _mark(entry)
@@ -138,8 +147,10 @@ def _mark(entry: Rank) -> None:
         with open("/proc/self/stat") as stat_file:
             start = stat_file.read().rsplit(")", 1)[1].split()[19]
         partial = f"{path}.{os.getpid()}.tmp"
+        # The binary's mark, which says whether the rank runs without its memory policy.
+        mark = entry.env.get("NUMAPLAN_BOUND") or f"{entry.plan_id}:{entry.local_rank}"
         with open(partial, "w") as out:
-            out.write(f"{entry.plan_id}:{entry.local_rank} {start}\n")
+            out.write(f"{mark} {start}\n")
         os.replace(partial, path)
     except OSError as e:
         warnings.warn(NumaplanWarning(
@@ -373,20 +384,24 @@ def parse_list(text: str) -> FrozenSet[int]:
     return frozenset(items)
 
 
-def _bind_cpus(entry: Rank) -> None:
+def _bind_cpus(entry: Rank) -> Dict[int, FrozenSet[int]]:
     """Every task of this process on the rank's CPUs; repeated until no new thread appears (a
-    thread started meanwhile by a thread not yet bound)."""
+    thread started meanwhile by a thread not yet bound). Returns each task's CPUs before, for
+    `_restore_cpus`; a failure puts back those it changed."""
     done: Set[int] = set()
+    before: Dict[int, FrozenSet[int]] = {}
     while True:
         tasks = {int(t) for t in os.listdir("/proc/self/task")} - done
         if not tasks:
             break
         for tid in tasks:
             try:
+                before[tid] = frozenset(os.sched_getaffinity(tid))
                 os.sched_setaffinity(tid, entry.cpus)
             except ProcessLookupError:
-                pass  # the thread ended
+                before.pop(tid, None)  # the thread ended
             except OSError as e:
+                _restore_cpus(before)
                 raise _bind_error(entry, f"sched_setaffinity of thread {tid}", e) from e
         done |= tasks
     actual = os.sched_getaffinity(0)
@@ -398,6 +413,26 @@ def _bind_cpus(entry: Rank) -> None:
             "E0411",
             help="a cgroup, taskset or Slurm step allows fewer CPUs than the plan uses",
         )
+    return before
+
+
+def _restore_cpus(before: Mapping[int, FrozenSet[int]]) -> None:
+    """Puts each task back on the CPUs it had (a task that ended since is gone)."""
+    for tid, cpus in before.items():
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(tid, cpus)
+
+
+def _migrate_allowed(memory: Memory) -> None:
+    """Raises, before anything is bound, where this process may not move its pages: Docker's
+    default seccomp profile never allows `migrate_pages`, even with CAP_SYS_NICE. Tried as a
+    move from the allowed nodes to themselves, which moves nothing."""
+    _, migrate_pages = _syscall_numbers()
+    mask, maxnode = _node_mask(_mems_allowed())
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(ctypes.c_long(migrate_pages), 0, maxnode, mask, mask) < 0:
+        raise _memory_error(memory, "migrate_pages", unchanged=True)
 
 
 def _bind_memory(memory: Memory, migrate: bool) -> None:
@@ -409,12 +444,13 @@ def _bind_memory(memory: Memory, migrate: bool) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     if libc.syscall(ctypes.c_long(set_mempolicy), ctypes.c_int(mode), mask, maxnode) != 0:
-        raise _memory_error(memory, "set_mempolicy")
+        raise _memory_error(memory, "set_mempolicy", unchanged=True)
     if migrate:
         old, _ = _node_mask(_mems_allowed())
         moved = libc.syscall(ctypes.c_long(migrate_pages), 0, maxnode, old, mask)
         if moved < 0:
-            raise _memory_error(memory, "migrate_pages")
+            # The policy stays: new memory goes where planned; what was there stays.
+            raise _memory_error(memory, "migrate_pages", unchanged=False)
 
 
 def _syscall_numbers() -> Tuple[int, int]:
@@ -448,13 +484,41 @@ def _bind_error(entry: Rank, what: str, e: OSError) -> Error:
     )
 
 
-def _memory_error(memory: Memory, what: str) -> Error:
+def _memory_error(memory: Memory, what: str, unchanged: bool) -> Error:
+    """A memory call refused, said for what it is: EPERM under a seccomp filter is a
+    container's profile (without CAP_SYS_NICE, or `migrate_pages`, which Docker never allows);
+    anything else is about the nodes."""
     errno = ctypes.get_errno()
-    return Error(
-        f"{what} ({memory.numa_maps}) failed: {os.strerror(errno)}",
-        "E0412",
-        help="the node may not be allowed to this process (a cpuset's mems), or not exist",
-    )
+    state = ("this process's binding is unchanged" if unchanged else
+             f"its CPUs and memory policy ({memory.numa_maps}) are set; its pages were not moved")
+    notes = [state]
+    if errno == 1:
+        status = _status()
+        filtered = status.get("Seccomp") == "2"
+        nice = int(status.get("CapEff", "0"), 16) & (1 << 23) != 0
+        if filtered and what == "migrate_pages":
+            notes.append("this process runs under a seccomp filter: Docker's default profile and "
+                         "containerd's RuntimeDefault never allow migrate_pages")
+            help = ("bind first thing, before the process allocates (migrate=False), or start it "
+                    "bound: `numaplan bind` or `exec` around the program")
+        elif filtered and not nice:
+            notes.append("this process runs under a seccomp filter without CAP_SYS_NICE: Docker's "
+                         "default profile and containerd's RuntimeDefault allow set_mempolicy "
+                         "only with CAP_SYS_NICE")
+            help = ("add CAP_SYS_NICE (`docker run --cap-add SYS_NICE`; Kubernetes: "
+                    "`securityContext.capabilities.add: [SYS_NICE]`), or compile with "
+                    "`memory: {policy: none}` or `{required: false}`")
+        else:
+            help = "a security module or sandbox may forbid it"
+    else:
+        help = "the node may not be allowed to this process (a cpuset's mems), or not exist"
+    return Error(f"{what} ({memory.numa_maps}) was refused: {os.strerror(errno)}", "E0412",
+                 help=help, notes=notes)
+
+
+def _status() -> Dict[str, str]:
+    with open("/proc/self/status") as status:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in status if ":\t" in line)
 
 
 def _list(cpus: Any) -> str:

@@ -11,17 +11,19 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::input::{PlanMachine, load_subject};
+use super::memory::without_refused_policies;
 use super::node::{environment, node_facts};
 use super::{emit, json};
 use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
 use crate::error::Error;
 use crate::exec::{self, ExecError, Force};
-use crate::ids::{PlanId, node_list};
+use crate::ids::{Mark, PlanId, node_list};
 use crate::plan::{Plan, RankBinding};
 use crate::plan_file;
 use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 use crate::shell::quote as sh;
+use crate::sys::confinement::Confinement;
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let env = environment();
@@ -42,14 +44,25 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         false => visible::warnings(&plan, std::slice::from_ref(rank), &env),
     };
     let facts = launcher_binding_replaced(node_facts()?, &env, &local, rank, &mut shown);
-    let plan_id = plan_file::id(&plan);
-    let set = numbering::rank_environment(&plan, &plan_id, rank, &local, &env);
     warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
-    // This rank's own: said by every rank it is true of, whichever speaks for the node.
+    // What is this rank's own is said by every rank it is true of, whichever speaks for the
+    // node: a memory policy this node refuses (an error, or not required: none), numbering.
+    let mut rank = rank.clone();
+    let allowed = &plan.allowed_warnings;
+    let refused = std::slice::from_mut(&mut rank);
+    let without_memory =
+        without_refused_policies(refused, &subject.input, allowed, Voice::Speaks, warnings)?;
+    let plan_id = plan_file::id(&plan);
+    let mark = Mark {
+        plan: plan_id.clone(),
+        local_rank: rank.local_rank,
+        without_memory,
+    };
+    let set = numbering::rank_environment(&plan, &mark, &rank, &local, &env);
     let own: Vec<_> = numbering::unknown_numbering(&plan, &local, &set, &env)
         .into_iter()
         .collect();
-    warnings.plan_warnings_as(Voice::Speaks, &subject.input, &own, &plan.allowed_warnings)?;
+    warnings.plan_warnings_as(Voice::Speaks, &subject.input, &own, allowed)?;
     let argv: Vec<OsString> = match args.command.is_empty() {
         true => plan.command.iter().map(OsString::from).collect(),
         false => args.command.clone(),
@@ -57,8 +70,8 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let force = forced(args, &env);
     // Only this rank's CPUs must be allowed: the others are other processes, and a process
     // already bound as this rank (numaplan.spawn's child calling numaplan.bind) binds again.
-    let checked = exec::check_node(&plan, std::slice::from_ref(rank), &facts, force);
-    let report = Report::new(rank, &plan, &plan_id, &local, &set, &env, &argv);
+    let checked = exec::check_node(&plan, std::slice::from_ref(&rank), &facts, force);
+    let report = Report::new(&rank, &plan, &plan_id, &local, &set, &env, &argv);
     if args.dry_run {
         let text = match args.format {
             ReportFormat::Text => report.text(),
@@ -78,28 +91,41 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     if args.verbose {
         warnings.info(&report.verbose_line());
     }
+    Err(bind_and_exec(&rank, &argv, &set, stdout))
+}
+
+/// Binds this process as `rank` (all or nothing) and replaces it with `argv`; returns only on
+/// failure.
+fn bind_and_exec(
+    rank: &RankBinding,
+    argv: &[OsString],
+    set: &BTreeMap<String, String>,
+    stdout: &mut dyn Write,
+) -> Error {
     let failed = |call, source| ExecError::Bind {
-        rank: local.rank,
+        rank: rank.local_rank,
         cpus: rank.cpus.clone(),
         memory: rank.memory.numa_maps(),
         call,
         source,
+        confinement: Confinement::of_self(),
     };
-    let binding = exec::binding(&rank.cpus, &rank.memory).map_err(|e| failed(None, e))?;
-    binding
-        .apply()
-        .map_err(|refused| failed(Some(refused.call), refused.error))?;
+    let applied = exec::binding(&rank.cpus, &rank.memory)
+        .map_err(|e| failed(None, e))
+        .and_then(|b| b.apply().map_err(|r| failed(Some(r.call), r.error)));
+    if let Err(e) = applied {
+        return e.into();
+    }
     let _ = stdout.flush();
-    // Replaces this process; returns only on failure.
     let source = std::process::Command::new(&argv[0])
         .args(&argv[1..])
-        .envs(&set)
+        .envs(set)
         .exec();
-    Err(ExecError::BindExec {
+    ExecError::BindExec {
         program: argv[0].to_string_lossy().into_owned(),
         source,
     }
-    .into())
+    .into()
 }
 
 /// `--force`, or `NUMAPLAN_FORCE=1`, which says it for a process started by someone else's code

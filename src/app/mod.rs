@@ -5,6 +5,7 @@ mod bind;
 mod docs;
 mod exec;
 mod input;
+mod memory;
 mod node;
 mod review;
 mod verify;

@@ -420,6 +420,14 @@ codes! {
          nothing says the rank's global `RANK`, its `NODE_RANK` or `MASTER_ADDR`, so \
          `torch.distributed` would wait or fail. Set them in the worker's environment, or start \
          it under a launcher (torchrun, srun, mpirun) that does.";
+    W0217_MEMORY_POLICY_REFUSED = "W0217":
+        "`exec`, `bind`, `numaplan.bind()` and the generated scripts: this node refused the \
+         ranks' memory policy (a container's seccomp profile without CAP_SYS_NICE: Docker's \
+         default and containerd's RuntimeDefault allow `set_mempolicy` only with it), and the \
+         plan does not require it (the family's default policy, or `memory.required: false`), \
+         so the ranks run with their CPUs bound and no memory policy. Add CAP_SYS_NICE \
+         (`docker run --cap-add SYS_NICE`; Kubernetes: `securityContext.capabilities.add: \
+         [SYS_NICE]`), or say `memory: {policy: none}`; `--allow W0217` accepts it.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

@@ -75,6 +75,8 @@ pub struct BashRank {
     memory: String,
     /// `NAME=value` entries.
     env: Vec<String>,
+    /// `required` or `optional`: whether a refused memory policy stops the job (W0217 else).
+    memory_required: &'static str,
 }
 
 /// The numactl option for a rank's memory policy.
@@ -100,6 +102,10 @@ pub fn bash(plan: &Plan, origin: &Origin) -> BashContext {
                 rank: r.local_rank.to_string(),
                 cpus: r.cpus.to_string(),
                 memory: numactl_memory(r.memory.policy, &node_list(&r.memory.nodes)),
+                memory_required: match r.memory.required {
+                    true => "required",
+                    false => "optional",
+                },
                 env: r.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
             })
             .collect(),

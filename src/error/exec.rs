@@ -23,9 +23,16 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
                 NodeMismatch::CpusAbsent { .. } | NodeMismatch::MemoryNode { .. } => "this is another machine's plan: compile the job for this machine (`numaplan compile job.yaml` discovers it), or run the plan where it was made for",
                 NodeMismatch::CpusNotAllowed { .. } => "run with those CPUs allowed (a wider taskset or cgroup, `srun --cpu-bind=none`, `mpirun --bind-to none`), or compile the job inside this allocation: discovery plans within this process's affinity",
             }),
-        ExecError::Bind { .. } => Diagnostic::error(E0412_BIND, message)
-            .note("no rank was left running")
-            .help("check the plan's CPUs and memory nodes against `numaplan topo` on this node"),
+        ExecError::Bind { .. } => {
+            let refusal = e.refusal();
+            let d = Diagnostic::error(E0412_BIND, message);
+            let d = match refusal.cause {
+                Some(cause) => d.note(cause),
+                None => d,
+            };
+            d.note("no rank was left running, and this process's binding is as it was")
+                .help(refusal.help)
+        }
         ExecError::ReadBack { .. } => Diagnostic::error(E0438_READ_BACK, message)
             .note("the rank was not started, and no rank was left running")
             .help("the kernel narrowed what exec set: check this process's cpuset (`cat /sys/fs/cgroup/cpuset.cpus.effective`, `cpuset.mems.effective`) against the plan's CPUs and memory nodes"),

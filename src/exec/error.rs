@@ -8,6 +8,7 @@ use crate::cpuset::CpuSet;
 use crate::ids::NodeId;
 use crate::plan::MachineShape;
 use crate::sys::affinity::Call;
+use crate::sys::confinement::Confinement;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -35,6 +36,8 @@ pub enum ExecError {
         /// node past what a mask holds).
         call: Option<Call>,
         source: std::io::Error,
+        /// What confines this process (seccomp, `CAP_SYS_NICE`), for the error's help.
+        confinement: Confinement,
     },
     #[error(
         "rank {rank}'s binding reads back otherwise than exec applied it: {}",
@@ -221,6 +224,86 @@ impl ExecError {
             | ExecError::LogDir { .. }
             | ExecError::Syscall { .. } => 3,
             _ => 1,
+        }
+    }
+}
+
+/// Why the kernel refused `call` with EPERM, from what confines this process: a seccomp filter
+/// without `CAP_SYS_NICE` (Docker's default profile, containerd's `RuntimeDefault`), one that
+/// refuses even with it, or no filter at all.
+pub fn refusal_cause(call: Call, confinement: &Confinement) -> String {
+    let name = call.name();
+    match (confinement.filtered(), confinement.sys_nice) {
+        (true, false) => format!(
+            "this process runs under a seccomp filter (`Seccomp: 2` in /proc/self/status) \
+             without CAP_SYS_NICE{}: Docker's default profile and containerd's RuntimeDefault \
+             (Kubernetes) allow {name} only with CAP_SYS_NICE{}",
+            confinement
+                .container
+                .map(|c| format!(", in {c}"))
+                .unwrap_or_default(),
+            match call {
+                Call::MigratePages => ", and migrate_pages never",
+                _ => "",
+            }
+        ),
+        (true, true) => format!(
+            "this process runs under a seccomp filter (`Seccomp: 2` in /proc/self/status) that \
+             refuses {name} even with CAP_SYS_NICE"
+        ),
+        (false, _) => format!(
+            "the kernel refused {name} without a seccomp filter in place: a security module \
+             (SELinux, AppArmor) or a sandbox may forbid it"
+        ),
+    }
+}
+
+/// Why a binding call was refused, where this process's status says, and what to do.
+pub struct Refusal {
+    pub cause: Option<String>,
+    pub help: &'static str,
+}
+
+/// What to do about a memory policy a container refuses.
+const MEMORY_REFUSED_HELP: &str = "add CAP_SYS_NICE (`docker run --cap-add SYS_NICE`; Kubernetes: `securityContext.capabilities.add: [SYS_NICE]`), or run without a memory policy: `memory: {policy: none}`, or `memory: {required: false}` to run without it only where it is refused";
+
+impl ExecError {
+    /// For a refused binding: a memory call refused with EPERM is a container's seccomp profile
+    /// without `CAP_SYS_NICE` (said so where `/proc/self/status` shows both); anything else is
+    /// about the CPUs or the nodes the call named, never the other.
+    pub fn refusal(&self) -> Refusal {
+        let ExecError::Bind {
+            call,
+            source,
+            confinement,
+            ..
+        } = self
+        else {
+            return Refusal {
+                cause: None,
+                help: "check the plan against `numaplan topo` on this node",
+            };
+        };
+        match call {
+            Some(call) if call.is_memory() && source.raw_os_error() == Some(libc::EPERM) => {
+                Refusal {
+                    cause: Some(refusal_cause(*call, confinement)),
+                    help: match call {
+                        Call::MigratePages => {
+                            "bind before the program allocates (`numaplan bind`, `exec`) instead of moving its pages: Docker's default profile refuses migrate_pages even with CAP_SYS_NICE"
+                        }
+                        _ => MEMORY_REFUSED_HELP,
+                    },
+                }
+            }
+            Some(call) if call.is_memory() => Refusal {
+                cause: None,
+                help: "check the plan's memory nodes against the nodes this process may use (`cpuset.mems`; `numaplan topo` shows them)",
+            },
+            _ => Refusal {
+                cause: None,
+                help: "check the plan's CPUs against the CPUs this process may use (a cpuset that shrank, a taskset; `numaplan topo` shows them)",
+            },
         }
     }
 }

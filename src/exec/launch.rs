@@ -43,6 +43,9 @@ pub struct ExecOptions {
     pub extra_args: Vec<OsString>,
     /// The plan's identity, which each rank carries in its mark (`NUMAPLAN_BOUND`).
     pub plan_id: PlanId,
+    /// Whether the ranks run without the plan's memory policies, which this node refused and
+    /// the plan does not require (W0217): their marks say so, for `verify`.
+    pub without_memory: bool,
 }
 
 /// One rank's launch: what `exec` runs and what `--dry-run` prints.
@@ -86,6 +89,7 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
             let mark = Mark {
                 plan: opts.plan_id.clone(),
                 local_rank: r.local_rank,
+                without_memory: opts.without_memory,
             };
             env.insert(NUMAPLAN_BOUND.into(), mark.to_string());
             let node = opts.place.node_rank;

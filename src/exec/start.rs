@@ -9,6 +9,7 @@ use crate::cpuset::CpuSet;
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
 use crate::sys::affinity::{Binding, Call, Memory, MemoryMode};
+use crate::sys::confinement::Confinement;
 use crate::sys::{group, pipe, process};
 
 /// How many forked ranks may wait to be confirmed (each holds a pipe) before the oldest is.
@@ -100,6 +101,28 @@ pub(super) fn prepare(
         .map_err(|source| spawn_failed(launch, source))
 }
 
+/// Whether this node lets the ranks have their memory policies, tried before any rank starts
+/// (`Binding::memory_allowed`, on a thread that then ends) with the first rank's that has one:
+/// a container's seccomp profile refuses them all alike. The error is the one that rank's start
+/// would have failed with.
+pub fn memory_probe(ranks: &[RankBinding]) -> Result<(), ExecError> {
+    let Some(r) = ranks.iter().find(|r| r.memory.policy != MemPolicy::None) else {
+        return Ok(());
+    };
+    let failed = |call, source| ExecError::Bind {
+        rank: r.local_rank,
+        cpus: r.cpus.clone(),
+        memory: r.memory.numa_maps(),
+        call,
+        source,
+        confinement: Confinement::of_self(),
+    };
+    binding(&r.cpus, &r.memory)
+        .map_err(|e| failed(None, e))?
+        .memory_allowed()
+        .map_err(|refused| failed(Some(refused.call), refused.error))
+}
+
 /// A rank's CPUs and memory policy as the binding syscalls take them: what exec's child applies
 /// before `execve`, and `bind` before its own.
 pub fn binding(cpus: &CpuSet, memory: &MemoryBinding) -> std::io::Result<Binding> {
@@ -145,6 +168,7 @@ fn bind_failed(
         memory: binding.memory.numa_maps(),
         call,
         source,
+        confinement: Confinement::of_self(),
     }
 }
 

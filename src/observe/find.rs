@@ -30,12 +30,17 @@ pub fn given(pids: &[u32], plan: &PlanId, ranks_per_node: u32) -> Result<Found, 
         if proc::identity(pid).is_none() {
             return Err(ObserveError::NoSuchProcess { pid });
         }
-        let rank = match claim_of(pid) {
-            Claim::Marked { mark, .. } if mark.plan == *plan => mark.local_rank,
-            Claim::Launcher { rank, .. } => rank,
-            _ => i as u32,
+        let (rank, without_memory) = match claim_of(pid) {
+            Claim::Marked { mark, .. } if mark.plan == *plan => {
+                (mark.local_rank, mark.without_memory)
+            }
+            Claim::Launcher { rank, .. } => (rank, false),
+            _ => (i as u32, false),
         };
         found.ranks.push(RankPid { rank, pid });
+        if without_memory {
+            found.without_memory.push(RankPid { rank, pid });
+        }
     }
     found.duplicates = matching::duplicates(&found.ranks);
     found.ranks.sort();

@@ -85,6 +85,9 @@ pub struct Found {
     /// Ranks whose threads `--repin` must not move, each with why: processes without this
     /// plan's mark, or another user's.
     pub hands_off: BTreeMap<u32, String>,
+    /// Ranks whose mark says they run without the plan's memory policy by design (refused
+    /// where they started, and not required: W0217).
+    pub without_memory: Vec<RankPid>,
 }
 
 /// Picks the ranks of the plan `plan` (of `ranks_per_node` local ranks) among `candidates`, as
@@ -127,6 +130,11 @@ pub fn select(candidates: &[Candidate], plan: &PlanId, ranks_per_node: u32, user
         }
         let rank = c.claim.rank_for(plan).expect("kept claims");
         found.ranks.push(RankPid { rank, pid: c.pid });
+        if let Claim::Marked { mark, .. } = &c.claim
+            && mark.without_memory
+        {
+            found.without_memory.push(RankPid { rank, pid: c.pid });
+        }
         if let Some(why) = hands_off(c, plan, user) {
             found.hands_off.insert(c.pid, why);
         }
@@ -285,6 +293,7 @@ mod tests {
             mark: Mark {
                 plan: plan(plan_id),
                 local_rank: rank,
+                without_memory: false,
             },
             from: MarkFrom::Environment,
         }

@@ -365,6 +365,7 @@ mod tests {
             memory: MemoryBinding {
                 policy: MemPolicy::None,
                 nodes: Vec::new(),
+                required: true,
             },
             nics: Vec::new(),
             env: Default::default(),

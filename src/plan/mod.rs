@@ -119,6 +119,9 @@ pub struct MemoryBinding {
     pub policy: MemPolicy,
     /// Empty for `MemPolicy::None`.
     pub nodes: Vec<NodeId>,
+    /// Whether a refused policy stops the job; `false`: the rank runs with its CPUs bound and
+    /// no memory policy, said by W0217 (`memory.required`, false for a default policy).
+    pub required: bool,
 }
 
 impl MemoryBinding {

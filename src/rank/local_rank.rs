@@ -135,7 +135,17 @@ pub fn local_rank(
                 by_gpu: true,
             })
         }
-        None => from_launchers(env),
+        // One rank per node needs no one to say which: a pod or container that runs one
+        // worker has no launcher.
+        None => match from_launchers(env) {
+            Err(RankError::NoLocalRank { .. }) if plan.ranks_per_node == 1 => Ok(LocalRank {
+                rank: 0,
+                via: "the plan's only local rank".into(),
+                size: None,
+                by_gpu: false,
+            }),
+            found => found,
+        },
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::{Env, LocalRank, RankError, hostlist};
 use crate::diag::Warning;
 use crate::diag::codes::W0216_NUMBERING_UNKNOWN;
-use crate::ids::{Mark, PlanId};
+use crate::ids::Mark;
 use crate::plan::{Plan, RankBinding};
 use crate::variables::{
     GLOBAL_RANK, NODE_ID, NUMAPLAN_BOUND, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
@@ -69,7 +69,7 @@ pub fn rank_of<'p>(
 /// variables (Open MPI, MPICH/PMI, PALS, Flux, Slurm), else from the plan.
 pub fn rank_environment(
     plan: &Plan,
-    plan_id: &PlanId,
+    mark: &Mark,
     rank: &RankBinding,
     local: &LocalRank,
     env: &Env,
@@ -103,10 +103,6 @@ pub fn rank_environment(
     ]);
     let mut out = BTreeMap::new();
     // Which plan's rank it is, for `verify --match`.
-    let mark = Mark {
-        plan: plan_id.clone(),
-        local_rank: rank.local_rank,
-    };
     out.insert(NUMAPLAN_BOUND.to_string(), mark.to_string());
     for (k, v) in &rank.env {
         let keeps_own = local.by_gpu && VISIBILITY.contains(&k.as_str());

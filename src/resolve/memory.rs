@@ -55,7 +55,12 @@ pub fn memory_bindings(
             }
         };
         let nodes = within_allowed_memory(nodes, topo, warnings);
-        out.push(MemoryBinding { policy, nodes });
+        out.push(MemoryBinding {
+            policy,
+            nodes,
+            // No policy: nothing to refuse.
+            required: policy == MemPolicy::None || spec.memory.is_required(),
+        });
     }
     if !spans.is_empty() {
         let ranks: crate::cpuset::CpuSet = spans.into_iter().collect();

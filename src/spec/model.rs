@@ -291,6 +291,15 @@ pub struct MemorySpec {
     pub policy: Option<MemPolicy>,
     /// `None`: the rank's home node(s).
     pub nodes: Option<Vec<MemoryNode>>,
+    /// `memory.required` as written; `None`: required when `policy` is written.
+    pub required: Option<bool>,
+}
+
+impl MemorySpec {
+    /// Whether a refused memory policy stops the job (`required`), else the rank runs without.
+    pub fn is_required(&self) -> bool {
+        self.required.unwrap_or(self.policy.is_some())
+    }
 }
 
 /// One entry of `memory.nodes`.

@@ -152,6 +152,30 @@ impl Binding {
     }
 }
 
+impl Binding {
+    /// Whether the kernel lets this process set the binding's memory policy: tried on a thread
+    /// of its own that then ends, so no thread of the caller changes (a policy is a thread's).
+    /// A seccomp profile without `CAP_SYS_NICE` refuses it with EPERM; a node the cpuset does
+    /// not allow, with EINVAL. `Ok` for a binding without a memory policy.
+    pub fn memory_allowed(&self) -> Result<(), Refused> {
+        let Some(mode) = self.mode else {
+            return Ok(());
+        };
+        let nodes = self.nodes;
+        std::thread::spawn(move || {
+            // SAFETY: a syscall with a valid pointer to this frame's node mask.
+            let done =
+                unsafe { libc::syscall(libc::SYS_set_mempolicy, mode, nodes.as_ptr(), MAXNODE) };
+            match done {
+                0 => Ok(()),
+                _ => Err(Refused::last(Call::SetMempolicy)),
+            }
+        })
+        .join()
+        .unwrap_or(Ok(()))
+    }
+}
+
 /// `maxnode` for the node masks: every bit of them (the kernel reads maxnode - 1 bits).
 const MAXNODE: libc::c_ulong = (NODE_WORDS * libc::c_ulong::BITS as usize + 1) as libc::c_ulong;
 

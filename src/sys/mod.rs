@@ -9,6 +9,7 @@
 
 pub mod affinity;
 pub mod cgroup;
+pub mod confinement;
 pub mod env;
 pub mod group;
 pub mod numa_maps;

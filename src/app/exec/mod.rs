@@ -15,10 +15,11 @@ use serde::Serialize;
 
 use super::bind::Memory;
 use super::input::{PlanMachine, load_subject};
+use super::memory::without_refused_policies;
 use super::node::{environment, node_facts};
 use super::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, ReportFormat};
-use crate::diag::report::Reporter;
+use crate::diag::report::{Reporter, Voice};
 use crate::error::Error;
 use crate::exec::{self, Check, ExecError, ExecOptions, Force, Input, NodePlace, OutputMode};
 use crate::plan::Plan;
@@ -45,7 +46,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         true => in_the_flags_words(e),
         false => e,
     })?;
-    let plan = subject.plan;
+    let mut plan = subject.plan;
     if plan.command.is_empty() && args.extra.is_empty() {
         // Without a spec, the program can only come after `--`: say that, not "the spec".
         let input = match args.input {
@@ -56,29 +57,8 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     }
     let shown = visible::warnings(&plan, &plan.ranks, &environment());
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
-    let opts = ExecOptions {
-        place: node_place(args, &plan)?,
-        output: match (&args.log_dir, args.no_prefix) {
-            (Some(dir), _) => OutputMode::LogDir {
-                dir: dir.clone(),
-                tee: args.tee,
-            },
-            (None, true) => OutputMode::Plain,
-            (None, false) => OutputMode::Prefixed,
-        },
-        grace: Duration::from_secs_f64(args.grace.clamp(0.0, 3600.0)),
-        extra_args: args.extra.clone(),
-        check: Check::None,
-        plan_id: plan_file::id(&plan),
-    };
     let checks = Checks::of(args)?;
-    let opts = ExecOptions {
-        check: match checks.verify {
-            true => Check::ReadBack,
-            false => Check::None,
-        },
-        ..opts
-    };
+    let opts = options(args, &plan, &checks)?;
     let force = if args.force { Force::Yes } else { Force::No };
     let checked = exec::check_node(&plan, &plan.ranks, &node_facts()?, force);
     if args.dry_run {
@@ -91,10 +71,46 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         return Ok(checked?);
     }
     checked?;
+    // A memory policy this node refuses: an error before anything starts, or (not required)
+    // the ranks run without it, said once.
+    let without_memory = without_refused_policies(
+        &mut plan.ranks,
+        &subject.input,
+        &plan.allowed_warnings.clone(),
+        Voice::Speaks,
+        warnings,
+    )?;
+    let opts = ExecOptions {
+        without_memory,
+        ..opts
+    };
     let _ = stdout.flush();
     let mut report = std::io::stderr();
     let job = exec::start(&plan, &opts)?;
     observed::observe_and_wait(&plan, &opts, &checks, job, &mut report)
+}
+
+/// How `exec` starts the plan's ranks, from its flags (the memory fallback is found later).
+fn options(args: &ExecArgs, plan: &Plan, checks: &Checks) -> Result<ExecOptions, Error> {
+    Ok(ExecOptions {
+        place: node_place(args, plan)?,
+        output: match (&args.log_dir, args.no_prefix) {
+            (Some(dir), _) => OutputMode::LogDir {
+                dir: dir.clone(),
+                tee: args.tee,
+            },
+            (None, true) => OutputMode::Plain,
+            (None, false) => OutputMode::Prefixed,
+        },
+        grace: Duration::from_secs_f64(args.grace.clamp(0.0, 3600.0)),
+        extra_args: args.extra.clone(),
+        check: match checks.verify {
+            true => Check::ReadBack,
+            false => Check::None,
+        },
+        plan_id: plan_file::id(plan),
+        without_memory: false,
+    })
 }
 
 /// `--nproc-per-node` as the override it stands for, before the user's own `--set`s: `N` is

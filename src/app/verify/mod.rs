@@ -9,11 +9,13 @@ use super::input::{PlanMachine, load_subject};
 use super::{emit, json};
 use crate::cli::{ReportFormat, VerifyArgs, WatchArgs};
 use crate::error::Error;
+use crate::ids::RankPid;
 use crate::observe::counters::{self, Counted};
 use crate::observe::matching::{self, Found};
 use crate::observe::{ObserveError, find, verify, watch};
-use crate::plan::Plan;
+use crate::plan::{MemoryBinding, Plan};
 use crate::plan_file;
+use crate::spec::MemPolicy;
 use crate::sys::{pipe, proc};
 
 mod counted;
@@ -40,6 +42,8 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         ),
         None => find::given(&args.pids, &plan_id, plan.ranks_per_node)?,
     };
+    // A rank marked as running without its memory policy by design is checked as it runs.
+    let plan = as_run(plan, &found.without_memory);
     let ranked = found.ranks.clone();
     if ranked.is_empty() {
         let pattern = args.match_name.clone().unwrap_or_default();
@@ -159,7 +163,30 @@ pub(crate) fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
     }
 }
 
-/// `skipped process 4711 (mpiexec -n 2 ...): why`, a line each.
+/// `skipped process 4711 (mpiexec -n 2 ...): why`, a line each, and the ranks that run
+/// without their memory policy by design.
 fn skipped_lines(found: &Found) -> String {
-    found.skipped.iter().map(|s| format!("{s}\n")).collect()
+    let skipped = found.skipped.iter().map(|s| format!("{s}\n"));
+    let without = found.without_memory.iter().map(|r| {
+        format!(
+            "rank {} (pid {}) runs without its memory policy by design: refused where it \
+             started, and the plan does not require it (W0217)\n",
+            r.rank, r.pid
+        )
+    });
+    skipped.chain(without).collect()
+}
+
+/// The plan as the ranks in `without` run it: with no memory policy.
+fn as_run(mut plan: Plan, without: &[RankPid]) -> Plan {
+    for r in without {
+        if let Some(rank) = plan.ranks.get_mut(r.rank as usize) {
+            rank.memory = MemoryBinding {
+                policy: MemPolicy::None,
+                nodes: Vec::new(),
+                required: true,
+            };
+        }
+    }
+    plan
 }

@@ -40,8 +40,12 @@ struct VerifyRank {
     actual_cpus: String,
     /// Threads on a strict subset of the rank's CPUs (allowed: a runtime binding its threads).
     narrowed: usize,
-    /// As numa_maps shows it (`bind:3`).
+    /// As numa_maps shows it (`bind:3`); `default` for a rank that runs without its memory
+    /// policy by design (`without_memory_policy`).
     planned_memory: String,
+    /// The rank's mark says it runs without the plan's memory policy: refused where it started
+    /// (a container without CAP_SYS_NICE), and not required (W0217). Not a mismatch.
+    without_memory_policy: bool,
     actual_memory: String,
     /// The rank's own memory (anonymous, shared memory, huge pages) per NUMA node, in bytes,
     /// from numa_maps; page cache of files is left out.
@@ -88,6 +92,7 @@ impl VerifyReport {
                     actual_cpus: r.actual_cpus.to_string(),
                     narrowed: r.narrowed,
                     planned_memory: r.planned_memory.clone(),
+                    without_memory_policy: found.without_memory.iter().any(|w| w.pid == r.pid),
                     actual_memory: r.actual_memory.clone(),
                     memory_bytes: r
                         .residence

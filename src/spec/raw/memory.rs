@@ -19,6 +19,12 @@ pub struct MemoryOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "local"))]
     pub nodes: Option<NodeList>,
+    /// Whether a rank that cannot have its memory policy (a container's seccomp profile
+    /// without `CAP_SYS_NICE`) is an error before anything starts (`true`), or runs with its
+    /// CPUs bound and no memory policy, with warning W0217 (`false`). Default: `true` for a
+    /// policy written here, `false` for the family's default one, which no one asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<bool>,
 }
 
 /// `memory.nodes` as written: a string (`"0,2"`, `"local+8"`), one node number, or a list of

@@ -46,7 +46,11 @@ pub(super) fn memory_spec(raw: &JobSpec, p: &mut Problems) -> MemorySpec {
             "remove `nodes`, or choose `preferred`, `bind` or `interleave`",
         );
     }
-    MemorySpec { policy, nodes }
+    MemorySpec {
+        policy,
+        nodes,
+        required: memory.required,
+    }
 }
 
 /// `memory.nodes`: comma-separated node ids and ranges (`0-3`), `local` and `local+N`.
