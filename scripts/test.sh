@@ -28,8 +28,11 @@ if [ "$(id -u)" -eq 0 ]; then
   export NUMAPLAN_SLURM=1 NUMAPLAN_MSLURM_CONF=$MSLURM_DIR/etc/slurm.conf
   # tests/vm.rs boots a 4-node guest kernel under QEMU (about 10 s).
   export NUMAPLAN_QEMU=1 QEMU_NUMA_DIR=${QEMU_NUMA_DIR:-/tmp/numaplan-qemu}
+  # tests/containers.rs and tests/python/test_containers.py start podman containers with
+  # Docker's seccomp profile (tests/container/container.sh, about 0.3 s each).
+  export NUMAPLAN_CONTAINERS=1
 else
-  echo "== not root: the real-Slurm and QEMU tests are skipped" >&2
+  echo "== not root: the real-Slurm, QEMU and container tests are skipped" >&2
 fi
 
 # hwloc's own test-suite machines, from Debian's hwloc source package, for tests/hwloc_corpus.rs.

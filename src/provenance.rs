@@ -97,6 +97,40 @@ pub fn content(text: &str) -> String {
     out
 }
 
+/// `content` without the machine's name, where a file carries it: the header's topology line,
+/// a plan's `topology.name` (embedded plans too) and a script's node check. What `compile
+/// --check` compares for a discovered machine, whose name is only its hostname.
+pub fn unnamed(text: &str) -> String {
+    const NAMELESS: &str = "<this machine>";
+    let mut out = String::new();
+    let mut after_topology = false;
+    for line in text.lines() {
+        let key = line.trim_start();
+        let indent = &line[..line.len() - key.len()];
+        let unnamed = if let Some(rest) = key.strip_prefix("# topology: ")
+            && let Some(at) = rest.rfind(" (fingerprint ")
+        {
+            format!("{indent}# topology: {NAMELESS}{}", &rest[at..])
+        } else if after_topology && key.starts_with("name: ") {
+            format!("{indent}name: {NAMELESS}")
+        } else if let Some((before, _)) = line.split_once(NODE_CHECK)
+            && let Some((_, after)) = line.rsplit_once(NODE_CHECK_END)
+        {
+            format!("{before}{NODE_CHECK}{NAMELESS}{NODE_CHECK_END}{after}")
+        } else {
+            line.to_string()
+        };
+        after_topology = key == "topology:";
+        out.push_str(&unnamed);
+        out.push('\n');
+    }
+    out
+}
+
+/// Around the topology's name in a script's node check (templates/check-node.sh.j2).
+const NODE_CHECK: &str = "does not look like topology\" ";
+const NODE_CHECK_END: &str = "\"; $2\"";
+
 /// The regenerate command a generated file's header holds.
 pub fn command_of(text: &str) -> Option<&str> {
     let mut lines = text.lines().skip_while(|l| !l.ends_with(REGENERATE_WITH));
@@ -107,6 +141,19 @@ pub fn command_of(text: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unnamed_drops_the_machine_name_and_keeps_its_fingerprint() {
+        let plan = |name: &str, fp: &str| {
+            format!(
+                "# topology: {name} (fingerprint {fp})\ntopology:\n  name: {name}\n  fingerprint: {fp}\nname: job\n  say \"node $1 does not look like topology\" {name}\"; $2\"\n"
+            )
+        };
+        assert_eq!(unnamed(&plan("a1b2", "f1")), unnamed(&plan("c3d4", "f1")));
+        assert_ne!(unnamed(&plan("a1b2", "f1")), unnamed(&plan("a1b2", "f2")));
+        // Only the topology's name: the job's own `name:` stays.
+        assert!(unnamed(&plan("x", "f")).contains("\nname: job\n"));
+    }
 
     fn header(words: &[String]) -> Header<'_> {
         Header {

@@ -623,6 +623,23 @@ fn bind_errors() {
             && err.contains("it does not look like topology `aws-p4d.24xlarge`"),
         "{err}"
     );
+    // A rank whose memory policy prefers NUMA node 1, which this machine lacks: still the node
+    // check, never a memory policy said to be refused (E0412, or W0217 and run without it).
+    std::fs::write(dir.path().join("far.yaml"), "command: [true]\ngpus: [7]\n").unwrap();
+    let fixture = repo().join("examples/topologies/aws-p4d.24xlarge.yaml");
+    let far = [
+        "compile",
+        "far.yaml",
+        "--topology",
+        fixture.to_str().unwrap(),
+    ];
+    let far = numaplan_in(dir.path(), &[&far[..], &["-o", "far-plan.yaml"]].concat()).ok();
+    assert!(far.is_empty());
+    let out = bind(dir.path(), &[], &["far-plan.yaml", "--", "true"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("error[E0411]: this node ("), "{err}");
+    assert!(!err.contains("W0217") && !err.contains("E0412"), "{err}");
 }
 
 /// `--local-rank gpu` (and `NUMAPLAN_LOCAL_RANK=gpu`): a worker that Ray or an inference server

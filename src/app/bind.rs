@@ -49,9 +49,23 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     // node: a memory policy this node refuses (an error, or not required: none), numbering.
     let mut rank = rank.clone();
     let allowed = &plan.allowed_warnings;
-    let refused = std::slice::from_mut(&mut rank);
-    let without_memory =
-        without_refused_policies(refused, &subject.input, allowed, Voice::Speaks, warnings)?;
+    // Only this rank's CPUs must be allowed: the others are other processes, and a process
+    // already bound as this rank (numaplan.spawn's child calling numaplan.bind) binds again.
+    let checked = exec::check_node(
+        &plan,
+        std::slice::from_ref(&rank),
+        &facts,
+        forced(args, &env),
+    );
+    // The memory policy is probed on a node that can run the plan (another machine's plan
+    // names nodes this one may lack: that is E0411, said by the check).
+    let without_memory = match checked {
+        Ok(()) => {
+            let refused = std::slice::from_mut(&mut rank);
+            without_refused_policies(refused, &subject.input, allowed, Voice::Speaks, warnings)?
+        }
+        Err(_) => false,
+    };
     let plan_id = plan_file::id(&plan);
     let mark = Mark {
         plan: plan_id.clone(),
@@ -67,10 +81,6 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         true => plan.command.iter().map(OsString::from).collect(),
         false => args.command.clone(),
     };
-    let force = forced(args, &env);
-    // Only this rank's CPUs must be allowed: the others are other processes, and a process
-    // already bound as this rank (numaplan.spawn's child calling numaplan.bind) binds again.
-    let checked = exec::check_node(&plan, std::slice::from_ref(&rank), &facts, force);
     let report = Report::new(&rank, &plan, &plan_id, &local, &set, &env, &argv);
     if args.dry_run {
         let text = match args.format {

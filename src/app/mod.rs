@@ -181,7 +181,13 @@ fn compile(
     match (args.check, &args.output) {
         (true, Some(path)) => {
             let regenerate = shell::command(&regenerate_words(args, None));
-            check(stdout, path, &text, regenerate)
+            // A discovered machine is known by its shape: its name is a hostname, which in a
+            // container is random and on a cluster differs from node to node.
+            let named = match topology_file {
+                Some(_) => Machine::ByName,
+                None => Machine::ByShape,
+            };
+            check(stdout, path, &text, named, regenerate)
         }
         _ => {
             let mode = match args.emit {
@@ -291,7 +297,26 @@ fn relative_to(target: &Path, dir: &Path) -> String {
 
 /// `--check`: compares `text` with the file at `path`, writing nothing; prints a unified diff
 /// (old file -> what would be written) on a difference.
-fn check(stdout: &mut dyn Write, path: &Path, text: &str, regenerate: String) -> Result<(), Error> {
+/// How `compile --check` tells whether a file is for the same machine.
+#[derive(Clone, Copy)]
+enum Machine {
+    /// A topology file's: its name is part of the file.
+    ByName,
+    /// A discovered one's: by its fingerprint alone.
+    ByShape,
+}
+
+fn check(
+    stdout: &mut dyn Write,
+    path: &Path,
+    text: &str,
+    machine: Machine,
+    regenerate: String,
+) -> Result<(), Error> {
+    let compared = |t: &str| match machine {
+        Machine::ByName => provenance::content(t),
+        Machine::ByShape => provenance::unnamed(&provenance::content(t)),
+    };
     let on_disk = match std::fs::read_to_string(path) {
         Ok(s) => Some(s),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -303,7 +328,7 @@ fn check(stdout: &mut dyn Write, path: &Path, text: &str, regenerate: String) ->
         }
     };
     if let Some(old) = &on_disk {
-        if provenance::content(old) == provenance::content(text) {
+        if compared(old) == compared(text) {
             return Ok(());
         }
         let name = path.display().to_string();

@@ -26,6 +26,10 @@ pub struct FixtureFile {
     /// every plan for it repeats as warnings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The container runtime the machine was discovered in ("a podman container", "a
+    /// Kubernetes pod"), whose cgroup gives the `allowed` sets below; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
     /// The CPUs plans may use (cpulist, e.g. "1-63"); default: every CPU. Narrows the machine as
     /// a cgroup cpuset or `taskset` would.
     #[serde(default, skip_serializing_if = "Option::is_none")]

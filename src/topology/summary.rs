@@ -51,27 +51,40 @@ fn render_header(out: &mut String, t: &Topology) {
         plural(t.gpus().len(), "GPU", "GPUs"),
         plural(t.nics().len(), "NIC", "NICs"),
     );
-    if *t.allowed() == all {
-        let _ = writeln!(out, "allowed: all CPUs");
-    } else {
-        let _ = writeln!(
-            out,
-            "allowed: {} ({} of {} CPUs)",
+    let cpus = (*t.allowed() != all).then(|| {
+        format!(
+            "{} ({} of {} CPUs)",
             t.allowed(),
             t.allowed().len(),
             all.len()
-        );
-    }
-    if t.allowed_memory().len() != t.nodes().len() {
-        let allowed = t.allowed_memory();
-        let _ = writeln!(
-            out,
-            "allowed memory: {} {} ({} of {} nodes)",
+        )
+    });
+    let allowed = t.allowed_memory();
+    let memory = (allowed.len() != t.nodes().len()).then(|| {
+        format!(
+            "{} {} ({} of {} nodes)",
             if allowed.len() == 1 { "node" } else { "nodes" },
             crate::ids::node_list(allowed),
             allowed.len(),
             t.nodes().len()
-        );
+        )
+    });
+    match t.container() {
+        // Inside a container, its cgroup is what narrows the machine: say what it gives.
+        Some(container) => {
+            let _ = writeln!(
+                out,
+                "inside {container}: its cgroup allows {} and the memory of {}",
+                cpus.map_or("every CPU".into(), |c| format!("CPUs {c}")),
+                memory.unwrap_or_else(|| "every node".into()),
+            );
+        }
+        None => {
+            let _ = writeln!(out, "allowed: {}", cpus.as_deref().unwrap_or("all CPUs"));
+            if let Some(memory) = memory {
+                let _ = writeln!(out, "allowed memory: {memory}");
+            }
+        }
     }
     for note in t.notes() {
         let _ = writeln!(out, "note: {note}");

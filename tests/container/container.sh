@@ -58,5 +58,7 @@ exec unshare -m --propagation private /bin/bash -c '
   set -e
   if mountpoint -q /sys/fs/cgroup/unified; then umount /sys/fs/cgroup/unified; fi
   mount --bind / "$0"
+  # podman writes the container'"'"'s /run/.containerenv into its root: keep it off the host'"'"'s /run.
+  mount -t tmpfs tmpfs "$0/run"
   exec podman "$@"
 ' "$ROOT" "${args[@]}" --rootfs "$ROOT" "$@"

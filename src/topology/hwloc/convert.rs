@@ -100,6 +100,7 @@ pub fn convert(
         name: name.to_string(),
         provenance: provenance.to_string(),
         notes,
+        container: None,
         allowed_memory: (!allowed_memory.is_empty() && allowed_memory.len() != nodes.len())
             .then_some(allowed_memory),
         nodes,

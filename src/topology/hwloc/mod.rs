@@ -87,6 +87,7 @@ pub fn discover() -> Result<Topology, TopologyError> {
         super::kfd::apply(&mut parts, &kfd);
     }
     if snapshot.is_none() {
+        parts.container = crate::sys::confinement::container().map(str::to_string);
         let affinity = topo
             .cpu_binding(CpuBindingFlags::PROCESS)
             .map_err(|e| failed(format!("cannot read this process's CPU affinity: {e}")))?;

@@ -27,6 +27,9 @@ pub struct Topology {
     /// What the source found worth telling (NVML disagreeing with hwloc, no NVML), carried into
     /// every plan's warnings.
     notes: Vec<String>,
+    /// The container runtime discovery ran under ("a podman container"), if any: what the
+    /// allowed sets below then come from. Not part of the fingerprint.
+    container: Option<String>,
     nodes: Vec<NumaNode>,
     cores: Vec<Core>,
     /// Empty unless the machine has cores of more than one kind.
@@ -117,6 +120,7 @@ pub struct TopologyParts {
     pub name: String,
     pub provenance: String,
     pub notes: Vec<String>,
+    pub container: Option<String>,
     pub nodes: Vec<NumaNode>,
     pub cores: Vec<Core>,
     /// Only for hybrid machines; empty = one kind of core.
@@ -147,6 +151,10 @@ impl Topology {
         if !self.notes.contains(&note) {
             self.notes.push(note);
         }
+    }
+
+    pub fn container(&self) -> Option<&str> {
+        self.container.as_deref()
     }
 
     pub fn notes(&self) -> &[String] {

@@ -1,0 +1,365 @@
+//! numaplan inside real OCI containers: podman + crun with Docker's default seccomp profile
+//! (which allows the memory-policy calls only with CAP_SYS_NICE, and `migrate_pages` never),
+//! podman's default capabilities and a cpuset, as `docker run --cpuset-cpus` or a Kubernetes
+//! Guaranteed pod gives. `tests/container/container.sh` starts them (about 0.3 s each).
+//!
+//! Runs where `NUMAPLAN_CONTAINERS=1` (root, podman installed): `scripts/test.sh` sets it as
+//! root, as CI does. Elsewhere each test says it is skipped.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::repo;
+
+/// Where containers can be started; says so where they cannot.
+fn containers() -> bool {
+    let on = std::env::var_os("NUMAPLAN_CONTAINERS").is_some();
+    if !on {
+        eprintln!("skipped: set NUMAPLAN_CONTAINERS=1 (as root, with podman) to run containers");
+    }
+    on
+}
+
+/// How a test's container is started.
+#[derive(Clone, Copy)]
+struct Setup<'a> {
+    /// `--cpuset-cpus`.
+    cpuset: &'a str,
+    /// `--cap-add SYS_NICE`.
+    sys_nice: bool,
+}
+
+const DEFAULT: Setup = Setup {
+    cpuset: "1",
+    sys_nice: false,
+};
+const WITH_SYS_NICE: Setup = Setup {
+    cpuset: "1",
+    sys_nice: true,
+};
+
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the bash `script` in a container working in `dir`, with `$np` the numaplan binary and
+/// `$torchrun` the torchrun stand-in (tests/bind/torchrun).
+fn run_in(dir: &Path, how: Setup, script: &str) -> Ran {
+    let bin = Path::new(env!("CARGO_BIN_EXE_numaplan"));
+    let stand_ins = repo().join("tests/bind");
+    let script = format!(
+        "np={}; torchrun={}; {script}",
+        bin.display(),
+        stand_ins.join("torchrun").display()
+    );
+    let out: Output = Command::new(repo().join("tests/container/container.sh"))
+        .args(["bash", "-c", &script])
+        .current_dir(dir)
+        .env("CT_CPUSET", how.cpuset)
+        .env("CT_ADD_CAPS", if how.sys_nice { "SYS_NICE" } else { "" })
+        .env(
+            "CT_MOUNTS",
+            format!(
+                "{} {}",
+                bin.parent().unwrap().display(),
+                stand_ins.display()
+            ),
+        )
+        .output()
+        .expect("run tests/container/container.sh");
+    let ran = Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        !(125..=127).contains(&ran.code) || ran.stderr.contains("numaplan"),
+        "the container did not start: {}",
+        ran.stderr
+    );
+    ran
+}
+
+/// A directory with `job.yaml`: one rank per CPU of the cpuset, no GPUs, and a command that
+/// prints the CPUs it may use and its memory policy (as /proc/self/numa_maps shows it for the
+/// heap: `default`, `prefer:0`, `bind:0`), and touches `started`.
+fn job(extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let job = format!(
+        "command: [bash, -c, 'touch started; grep Cpus_allowed_list /proc/self/status; \
+         awk \"/heap/ {{ print \\\"policy\\\", \\$2; exit }}\" /proc/self/numa_maps']\n\
+         gpus: none\n{extra}"
+    );
+    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+    dir
+}
+
+fn count(text: &str, needle: &str) -> usize {
+    text.matches(needle).count()
+}
+
+#[test]
+fn the_default_job_binds_its_cpus_and_warns_once_without_sys_nice() {
+    if !containers() {
+        return;
+    }
+    let dir = job("");
+    // One rank, and no launcher in a container's environment: bind needs no --local-rank.
+    let ran = run_in(dir.path(), DEFAULT, "\"$np\" bind job.yaml");
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Cpus_allowed_list:\t1\n"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("policy default\n"), "{}", ran.stdout);
+    assert_eq!(count(&ran.stderr, "warning[W0217]"), 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("set_mempolicy") && ran.stderr.contains("CAP_SYS_NICE"),
+        "{}",
+        ran.stderr
+    );
+    // With CAP_SYS_NICE the same job has its (default, preferred) policy, and no warning.
+    let ran = run_in(dir.path(), WITH_SYS_NICE, "\"$np\" bind job.yaml");
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("policy prefer:0\n"), "{}", ran.stdout);
+    assert!(!ran.stderr.contains("W0217"), "{}", ran.stderr);
+}
+
+#[test]
+fn exec_verifies_the_fallback_and_says_it_once_per_run() {
+    if !containers() {
+        return;
+    }
+    let dir = job("ranks_per_node: 2\n");
+    let two_cpus = Setup {
+        cpuset: "0-1",
+        sys_nice: false,
+    };
+    let ran = run_in(dir.path(), two_cpus, "\"$np\" exec job.yaml --verify");
+    assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
+    assert_eq!(count(&ran.stderr, "warning[W0217]"), 1, "{}", ran.stderr);
+    for rank in 0..2 {
+        assert!(
+            ran.stdout
+                .contains(&format!("[{rank}] Cpus_allowed_list:\t{rank}\n")),
+            "{}",
+            ran.stdout
+        );
+        assert!(
+            ran.stdout.contains(&format!("[{rank}] policy default\n")),
+            "{}",
+            ran.stdout
+        );
+    }
+    // Under --deny-warnings the fallback is refused before anything starts...
+    std::fs::remove_file(dir.path().join("started")).unwrap();
+    let ran = run_in(
+        dir.path(),
+        two_cpus,
+        "\"$np\" exec job.yaml --deny-warnings; echo \"status $?\"; \"$np\" bind --deny-warnings --local-rank 0 job.yaml; echo \"status $?\"",
+    );
+    assert_eq!(count(&ran.stdout, "status 1\n"), 2, "{}", ran.stderr);
+    assert_eq!(count(&ran.stderr, "warning[W0217]"), 2, "{}", ran.stderr);
+    assert_eq!(count(&ran.stderr, "error[E0214]"), 2, "{}", ran.stderr);
+    assert!(!dir.path().join("started").exists(), "{}", ran.stdout);
+    // ...and accepted, silently, where the user allowed it.
+    let ran = run_in(
+        dir.path(),
+        two_cpus,
+        "\"$np\" exec job.yaml --deny-warnings --allow W0217",
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(!ran.stderr.contains("W0217"), "{}", ran.stderr);
+}
+
+#[test]
+fn a_policy_the_spec_asks_for_is_an_error_before_start_that_names_the_call() {
+    if !containers() {
+        return;
+    }
+    let dir = job("memory: {policy: bind}\n");
+    for command in ["\"$np\" bind job.yaml", "\"$np\" exec job.yaml"] {
+        let ran = run_in(dir.path(), DEFAULT, command);
+        // 3: a binding syscall failed (README, Exit status).
+        assert_eq!(ran.code, 3, "{command}: {}", ran.stderr);
+        assert!(ran.stderr.contains("error[E0412]"), "{}", ran.stderr);
+        for said in [
+            "set_mempolicy",
+            "seccomp",
+            "SYS_NICE",
+            "memory: {policy: none}",
+        ] {
+            assert!(
+                ran.stderr.contains(said),
+                "{command}: {said}: {}",
+                ran.stderr
+            );
+        }
+        // A memory call failed: nothing blames the CPUs.
+        assert!(!ran.stderr.contains("to CPUs"), "{}", ran.stderr);
+        assert!(!ran.stderr.contains("the plan's CPUs"), "{}", ran.stderr);
+        assert!(!dir.path().join("started").exists());
+    }
+    // With CAP_SYS_NICE the policy applies.
+    let ran = run_in(dir.path(), WITH_SYS_NICE, "\"$np\" bind job.yaml");
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("policy bind:0\n"), "{}", ran.stdout);
+    // `required: false`: the spec's policy where allowed, and the fallback (warned) where not.
+    let dir = job("memory: {policy: bind, required: false}\n");
+    let ran = run_in(dir.path(), DEFAULT, "\"$np\" bind job.yaml");
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("policy default\n"), "{}", ran.stdout);
+    assert_eq!(count(&ran.stderr, "warning[W0217]"), 1, "{}", ran.stderr);
+}
+
+#[test]
+fn two_local_ranks_still_need_a_launcher_variable() {
+    if !containers() {
+        return;
+    }
+    let dir = job("ranks_per_node: 2\n");
+    let two_cpus = Setup {
+        cpuset: "0-1",
+        sys_nice: false,
+    };
+    let ran = run_in(dir.path(), two_cpus, "\"$np\" bind job.yaml");
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(ran.stderr.contains("error[E0419]"), "{}", ran.stderr);
+    assert!(!dir.path().join("started").exists());
+}
+
+#[test]
+fn the_bash_launcher_falls_back_or_refuses_and_always_says_why() {
+    if !containers() {
+        return;
+    }
+    // Compiled in the container (its cpuset), the default job runs without its policy, warned.
+    let dir = job("");
+    let ran = run_in(
+        dir.path(),
+        DEFAULT,
+        "\"$np\" compile job.yaml --emit bash -o launch.sh && ./launch.sh",
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("[0] policy default\n"),
+        "{}",
+        ran.stdout
+    );
+    assert_eq!(count(&ran.stderr, "warning[W0217]"), 1, "{}", ran.stderr);
+    assert!(ran.stderr.contains("CAP_SYS_NICE"), "{}", ran.stderr);
+    // A policy the spec asks for: refused before any rank starts, with the reason.
+    let dir = job("memory: {policy: bind}\n");
+    let ran = run_in(
+        dir.path(),
+        DEFAULT,
+        "\"$np\" compile job.yaml --emit bash -o launch.sh && ./launch.sh",
+    );
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("rank 0's memory policy (--membind=0) was refused")
+            && ran.stderr.contains("CAP_SYS_NICE"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!dir.path().join("started").exists());
+    // A script made for the whole machine (CPUs 0-1) in a container given CPU 1: said, not
+    // numactl's usage text.
+    let dir = job("ranks_per_node: 2\n");
+    let compiled = common::numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "--emit", "bash", "-o", "launch.sh"],
+    );
+    assert_eq!(compiled.code, 0, "{}", compiled.stderr);
+    let ran = run_in(dir.path(), DEFAULT, "./launch.sh");
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr
+            .contains("rank 0's CPUs 0 are not all allowed to this process (it may use 1)"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains("usage"), "{}", ran.stderr);
+}
+
+#[test]
+fn the_torchrun_script_binds_each_rank_in_the_container() {
+    if !containers() {
+        return;
+    }
+    let dir = job("ranks_per_node: 2\n");
+    let two_cpus = Setup {
+        cpuset: "0-1",
+        sys_nice: false,
+    };
+    let script = "\"$np\" compile job.yaml --emit torchrun -o run.sh && NUMAPLAN=$np TORCHRUN=$torchrun ./run.sh";
+    let ran = run_in(dir.path(), two_cpus, script);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(count(&ran.stdout, "policy default\n"), 2, "{}", ran.stdout);
+    for rank in 0..2 {
+        assert!(
+            ran.stdout
+                .contains(&format!("Cpus_allowed_list:\t{rank}\n")),
+            "{}",
+            ran.stdout
+        );
+    }
+    // Each rank is its own `numaplan bind` process, and says it once.
+    assert_eq!(count(&ran.stderr, "warning[W0217]"), 2, "{}", ran.stderr);
+    let dir = job("ranks_per_node: 2\nmemory: {policy: bind}\n");
+    let ran = run_in(dir.path(), two_cpus, script);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("set_mempolicy") && ran.stderr.contains("SYS_NICE"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!dir.path().join("started").exists());
+}
+
+#[test]
+fn a_discovered_plan_checks_in_the_next_container_by_its_shape() {
+    if !containers() {
+        return;
+    }
+    let dir = job("");
+    let ran = run_in(dir.path(), DEFAULT, "\"$np\" compile job.yaml -o plan.yaml");
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let plan = std::fs::read_to_string(dir.path().join("plan.yaml")).unwrap();
+    // Another container, another random hostname, the same machine and cpuset: up to date.
+    let check = "\"$np\" compile job.yaml -o plan.yaml --check";
+    let ran = run_in(dir.path(), DEFAULT, check);
+    assert_eq!(ran.code, 0, "{plan}\n{}{}", ran.stdout, ran.stderr);
+    // A container of another shape (two CPUs) is another machine: stale, with the diff.
+    let two_cpus = Setup {
+        cpuset: "0-1",
+        sys_nice: false,
+    };
+    let ran = run_in(dir.path(), two_cpus, check);
+    assert_ne!(ran.code, 0, "{}", ran.stderr);
+    assert!(ran.stdout.contains("fingerprint"), "{}", ran.stdout);
+    // `topo` says where it runs and what the cgroup gives it, in text and JSON.
+    let ran = run_in(
+        dir.path(),
+        DEFAULT,
+        "\"$np\" topo; \"$np\" topo --format json",
+    );
+    assert!(
+        ran.stdout
+            .contains("inside a podman container: its cgroup allows CPUs 1 (1 of "),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("\"container\": \"a podman container\"")
+            && ran.stdout.contains("\"allowed\": \"1\""),
+        "{}",
+        ran.stdout
+    );
+}
