@@ -363,3 +363,52 @@ fn a_discovered_plan_checks_in_the_next_container_by_its_shape() {
         ran.stdout
     );
 }
+
+#[test]
+fn verify_tells_the_fallback_from_a_lost_policy() {
+    if !containers() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [sleep, '3']\ngpus: none\n",
+    )
+    .unwrap();
+    // A rank bound without its policy by the fallback: ok, and said to be so by design.
+    let script = "\"$np\" --quiet bind job.yaml & sleep 1; \"$np\" verify job.yaml --match sleep; echo \"status $?\"; wait";
+    let ran = run_in(dir.path(), DEFAULT, script);
+    assert!(
+        ran.stdout.contains("status 0\n"),
+        "{}{}",
+        ran.stdout,
+        ran.stderr
+    );
+    assert!(
+        ran.stdout.contains("rank 0 (pid ")
+            && ran
+                .stdout
+                .contains("runs without its memory policy by design"),
+        "{}",
+        ran.stdout
+    );
+    // The same rank marked as bound with its policy, which it does not have: a mismatch.
+    let script = "mark=$(\"$np\" --quiet bind job.yaml -- bash -c 'echo \"$NUMAPLAN_BOUND\"'); \
+                  echo \"mark $mark\"; \
+                  NUMAPLAN_BOUND=${mark%:no-memory-policy} taskset -c 1 sleep 3 & sleep 1; \
+                  \"$np\" verify job.yaml --match sleep; echo \"status $?\"; wait";
+    let ran = run_in(dir.path(), DEFAULT, script);
+    assert!(
+        ran.stdout.contains(":0:no-memory-policy\n"),
+        "the fallback is in the mark: {}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("status 1\n"),
+        "{}{}",
+        ran.stdout,
+        ran.stderr
+    );
+    assert!(!ran.stdout.contains("by design"), "{}", ran.stdout);
+    assert!(ran.stdout.contains("prefer:0"), "{}", ran.stdout);
+}
