@@ -53,6 +53,13 @@ pub const HIP_VISIBLE_DEVICES: &str = "HIP_VISIBLE_DEVICES";
 /// Level Zero's (Intel): devices and tiles (`1.0`).
 pub const ZE_AFFINITY_MASK: &str = "ZE_AFFINITY_MASK";
 
+/// The NVIDIA Container Toolkit's: the GPUs a container is handed, by index or UUID (or `all`,
+/// `none`); discovery plans only those.
+pub const NVIDIA_VISIBLE_DEVICES: &str = "NVIDIA_VISIBLE_DEVICES";
+/// Asks NVML during discovery even where HWLOC_FSROOT names a sysfs snapshot: for an NVML that
+/// answers for the snapshot's machine (the tests' stand-in library).
+pub const NVML_WITH_FSROOT: &str = "NUMAPLAN_NVML_WITH_FSROOT";
+
 /// The variables that narrow or renumber the GPUs a process sees (CUDA, ROCm, HIP, Level Zero).
 pub const VISIBILITY: [&str; 4] = [
     CUDA_VISIBLE_DEVICES,

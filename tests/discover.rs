@@ -12,24 +12,8 @@ use std::process::Command;
 use common::{numaplan_env, repo};
 use numaplan::cpuset::CpuSet;
 
-/// Extracts a snapshot; returns the temporary folder and the snapshot's root.
-fn snapshot(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let archive = repo().join(format!("tests/data/sysfs/{name}.tar.bz2"));
-    // tar needs bzip2 here; scripts/deps.sh installs it.
-    common::succeed(
-        Command::new("tar")
-            .arg("-xjf")
-            .arg(&archive)
-            .arg("-C")
-            .arg(dir.path()),
-    );
-    let root = dir.path().join(name);
-    (dir, root)
-}
-
 fn dgx_spark() -> (tempfile::TempDir, PathBuf) {
-    snapshot("nvidia-dgx-gb10")
+    common::sysfs_snapshot("nvidia-dgx-gb10")
 }
 
 fn discover(root: &Path, args: &[&str]) -> String {
@@ -185,7 +169,7 @@ fn an_lstopo_export_of_the_snapshot_imports_like_discovery() {
 /// the NVIDIA driver's `numa_status` files say, with the sizes and distances of the node files.
 #[test]
 fn gpu_memory_nodes_of_an_ac922_are_discovered() {
-    let (_dir, root) = snapshot("nvidiagpunumanodes");
+    let (_dir, root) = common::sysfs_snapshot("nvidiagpunumanodes");
     let json: serde_json::Value =
         serde_json::from_str(&discover(&root, &["topo", "--format", "json"])).unwrap();
     let read = |path: PathBuf| std::fs::read_to_string(path).unwrap();
@@ -254,7 +238,7 @@ fn gpu_memory_nodes_of_an_ac922_are_discovered() {
 
 #[test]
 fn a_users_hwloc_keep_nvidia_gpu_numa_nodes_wins() {
-    let (_dir, root) = snapshot("nvidiagpunumanodes");
+    let (_dir, root) = common::sysfs_snapshot("nvidiagpunumanodes");
     let hidden = numaplan_env(
         root.parent().unwrap(),
         &[

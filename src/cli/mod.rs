@@ -188,6 +188,17 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          {visible: own}`.",
     ),
     (
+        "NVIDIA_VISIBLE_DEVICES",
+        "Read by discovery where no `/dev/nvidiaN` node and no NVML says which GPUs a container \
+         was handed (the NVIDIA Container Toolkit sets it): GPU indices, `all` or `none`; the \
+         others are left out (`topo` lists them). UUIDs need NVML.",
+    ),
+    (
+        "NUMAPLAN_NVML_WITH_FSROOT",
+        "Set: discovery asks NVML even where HWLOC_FSROOT names a sysfs snapshot of another \
+         machine, for an NVML that answers for it (the tests' stand-in library).",
+    ),
+    (
         "NO_COLOR",
         "`explain --color auto` colours a terminal unless it is set.",
     ),

@@ -73,7 +73,8 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         machine: MachineShape {
             cpus: topo.all_cpus().len(),
             numa_nodes: topo.nodes().len(),
-            gpus: topo.gpus().len(),
+            // The GPUs on the PCI bus, as the node check counts them, usable or not.
+            gpus: topo.gpus().len() + topo.left_out_gpus().len(),
         },
         policy: spec.cpu.policy,
         nodes: spec.nodes,

@@ -139,6 +139,16 @@ pub struct Gpu {
     pub pci_path: Vec<String>,
 }
 
+/// A GPU on the PCI bus that this process cannot use, and why: a container runtime handed out
+/// others (its `/dev` node is absent, NVML does not list it, `NVIDIA_VISIBLE_DEVICES` leaves it
+/// out). It gets no rank, and counts in the machine's shape (the node check counts PCI GPUs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeftOutGpu {
+    pub pci: PciAddr,
+    pub vendor: Vendor,
+    pub why: String,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum NicKind {
     Infiniband,

@@ -55,6 +55,10 @@ pub struct FixtureFile {
     /// GPUs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<GpuEntry>,
+    /// GPUs on the PCI bus that the process which discovered the machine could not use (a
+    /// container runtime handed out the others): no rank gets them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out_gpus: Vec<LeftOutGpuEntry>,
     /// Network interfaces used for collective communication.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nics: Vec<NicEntry>,
@@ -157,6 +161,17 @@ pub struct GpuEntry {
     pub pci_path: Vec<String>,
 }
 
+/// A GPU left out of the plans, and why.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeftOutGpuEntry {
+    /// PCI address, `0000:07:00.0`.
+    pub pci: String,
+    pub vendor: VendorName,
+    /// Why this process cannot use it (`/dev/nvidia3 is not in this container`).
+    pub why: String,
+}
+
 /// A network interface.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -199,6 +214,27 @@ pub enum VendorName {
     Nvidia,
     Amd,
     Intel,
+}
+
+impl From<VendorName> for super::devices::Vendor {
+    fn from(v: VendorName) -> Self {
+        match v {
+            VendorName::Nvidia => Self::Nvidia,
+            VendorName::Amd => Self::Amd,
+            VendorName::Intel => Self::Intel,
+        }
+    }
+}
+
+impl From<super::devices::Vendor> for VendorName {
+    fn from(v: super::devices::Vendor) -> Self {
+        use super::devices::Vendor;
+        match v {
+            Vendor::Nvidia => Self::Nvidia,
+            Vendor::Amd => Self::Amd,
+            Vendor::Intel => Self::Intel,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

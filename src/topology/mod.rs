@@ -6,6 +6,7 @@ pub mod devices;
 pub mod error;
 pub mod fixture;
 pub mod fixture_file;
+mod handed_out;
 pub mod hwloc;
 mod hwloc_v3;
 pub mod kfd;

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{Gpu, TopologyParts, Vendor};
+use super::model::{Gpu, LeftOutGpu, TopologyParts, Vendor};
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
 use crate::pci_addr::PciAddr;
@@ -93,13 +93,22 @@ pub fn merge(parts: &mut TopologyParts, nvml: Result<Vec<NvmlGpu>, String>) -> V
         let e = node_cpus.entry(c.node).or_default();
         *e = e.union(&c.cpus);
     }
+    // NVML lists the GPUs this process may use: the others (a container's runtime or a cgroup
+    // handed out the rest, or one is disabled) are left out, as the CUDA runtime leaves them.
+    let unlisted = |g: &Gpu| nvidia(g) && !nvml.iter().any(|n| n.pci == g.pci);
+    for g in parts.gpus.iter().filter(|g| unlisted(g)) {
+        parts.left_out_gpus.push(LeftOutGpu {
+            pci: g.pci,
+            vendor: g.vendor,
+            why: "NVML does not list it: it was not handed to this process (a container's \
+                  devices, a cgroup's), or it is disabled"
+                .into(),
+        });
+    }
+    parts.gpus.retain(|g| !unlisted(g));
     let mut notes = Vec::new();
     for gpu in parts.gpus.iter_mut().filter(|g| nvidia(g)) {
         let Some(n) = nvml.iter().find(|n| n.pci == gpu.pci) else {
-            notes.push(format!(
-                "NVML does not report the NVIDIA GPU at {} (disabled, or hidden from this process)",
-                gpu.pci
-            ));
             continue;
         };
         gpu.index = GpuIndex(n.index);
@@ -128,14 +137,6 @@ pub fn merge(parts: &mut TopologyParts, nvml: Result<Vec<NvmlGpu>, String>) -> V
                     ));
                 }
             }
-        }
-    }
-    // GPUs NVML does not know come after the ones it numbers, so that indices stay unique.
-    let mut next = nvml.iter().map(|n| n.index + 1).max().unwrap_or(0);
-    for gpu in parts.gpus.iter_mut().filter(|g| nvidia(g)) {
-        if !nvml.iter().any(|n| n.pci == gpu.pci) {
-            gpu.index = GpuIndex(next);
-            next += 1;
         }
     }
     for n in nvml
@@ -231,13 +232,21 @@ mod tests {
     }
 
     #[test]
-    fn a_gpu_nvml_does_not_report_is_numbered_after_the_others() {
+    fn a_gpu_nvml_does_not_list_is_left_out() {
+        // A container given one of the four GPUs: NVML lists it alone, as index 0.
         let mut p = parts();
-        let notes = merge(&mut p, Ok(vec![nvml_gpu(0, "0000:07:00.0", "0-3")]));
-        let indices: Vec<u32> = p.gpus.iter().map(|g| g.index.0).collect();
-        assert_eq!(indices, [0, 1, 2, 3]);
-        assert_eq!(notes.len(), 3, "{notes:?}");
-        assert!(notes[0].starts_with("NVML does not report the NVIDIA GPU at 0000:0f:00.0"));
+        let notes = merge(&mut p, Ok(vec![nvml_gpu(0, "0000:47:00.0", "4-7")]));
+        let kept: Vec<(u32, String)> = p
+            .gpus
+            .iter()
+            .map(|g| (g.index.0, g.pci.to_string()))
+            .collect();
+        assert_eq!(kept, [(0, "0000:47:00.0".to_string())]);
+        let left: Vec<String> = p.left_out_gpus.iter().map(|g| g.pci.to_string()).collect();
+        assert_eq!(left, ["0000:07:00.0", "0000:0f:00.0", "0000:4f:00.0"]);
+        assert!(p.left_out_gpus[0].why.starts_with("NVML does not list it"));
+        // The kept GPU's locality came from NVML: said once, nothing about the others.
+        assert_eq!(notes.len(), 1, "{notes:?}");
     }
 
     #[test]

@@ -86,6 +86,15 @@ fn render_header(out: &mut String, t: &Topology) {
             }
         }
     }
+    for g in t.left_out_gpus() {
+        let _ = writeln!(
+            out,
+            "left out: {} GPU {}: {}",
+            g.vendor.name(),
+            g.pci,
+            g.why
+        );
+    }
     for note in t.notes() {
         let _ = writeln!(out, "note: {note}");
     }

@@ -177,6 +177,23 @@ pub fn succeed(cmd: &mut Command) -> Output {
     out
 }
 
+/// Extracts a sysfs snapshot of tests/data/sysfs; returns the temporary folder and the
+/// snapshot's root (for HWLOC_FSROOT).
+pub fn sysfs_snapshot(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = repo().join(format!("tests/data/sysfs/{name}.tar.bz2"));
+    // tar needs bzip2 here; scripts/deps.sh installs it.
+    succeed(
+        Command::new("tar")
+            .arg("-xjf")
+            .arg(&archive)
+            .arg("-C")
+            .arg(dir.path()),
+    );
+    let root = dir.path().join(name);
+    (dir, root)
+}
+
 /// Compiles a C file of the repository with `cc` into `out`.
 pub fn cc(flags: &[&str], source: &str, out: &Path) {
     succeed(

@@ -109,6 +109,7 @@ pub fn convert(
         distances,
         allowed: (!allowed.is_empty() && allowed != all).then_some(allowed),
         gpus,
+        left_out_gpus: Vec::new(),
         nics,
     }
 }

@@ -22,6 +22,7 @@ use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 use super::error::TopologyError;
 use super::model::{Topology, Vendor};
 use crate::cpuset::CpuSet;
+use crate::variables::{NVIDIA_VISIBLE_DEVICES, NVML_WITH_FSROOT};
 
 mod convert;
 mod object;
@@ -79,13 +80,23 @@ pub fn discover() -> Result<Topology, TopologyError> {
     // numbers them.
     let kfd = super::kfd::gpu_order(&super::kfd::read(&root.join(super::kfd::NODES)));
     let mut parts = convert(&topo, &name, &provenance, &kfd);
-    if snapshot.is_none() && parts.gpus.iter().any(|g| g.vendor == Vendor::Nvidia) {
-        let nvml = super::nvml::merge(&mut parts, super::nvml::probe());
-        parts.notes.extend(nvml);
+    // A snapshot is another machine, whose NVML is not this one's: asked only where the
+    // caller says an NVML answers for it (a stand-in, in the tests).
+    let ask_nvml = snapshot.is_none() || std::env::var_os(NVML_WITH_FSROOT).is_some();
+    let mut nvml_answered = false;
+    if ask_nvml && parts.gpus.iter().any(|g| g.vendor == Vendor::Nvidia) {
+        let nvml = super::nvml::probe();
+        nvml_answered = nvml.is_ok();
+        let notes = super::nvml::merge(&mut parts, nvml);
+        parts.notes.extend(notes);
     }
     if parts.gpus.iter().any(|g| g.vendor == Vendor::Amd) {
         super::kfd::apply(&mut parts, &kfd);
     }
+    // Inside a container, only the GPUs it was handed.
+    let handed = super::handed_out::read(&root, std::env::var(NVIDIA_VISIBLE_DEVICES).ok());
+    let notes = super::handed_out::restrict(&mut parts, &handed, nvml_answered);
+    parts.notes.extend(notes);
     if snapshot.is_none() {
         parts.container = crate::sys::confinement::container().map(str::to_string);
         let affinity = topo

@@ -31,8 +31,10 @@ impl Topology {
             allowed,
             allowed_memory,
             mut gpus,
+            mut left_out_gpus,
             mut nics,
         } = parts;
+        left_out_gpus.sort_by_key(|g| g.pci);
         sort_nodes(&mut nodes, &cores)?;
         let all = check_cores(&cores, &nodes)?;
         order_cores(&mut cores)?;
@@ -60,6 +62,7 @@ impl Topology {
             allowed,
             allowed_memory,
             gpus,
+            left_out_gpus,
             nics,
             node_cpus,
             core_of_cpu,

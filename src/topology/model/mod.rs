@@ -12,7 +12,7 @@ mod error;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use super::cpu_kinds::CpuKind;
-pub use super::devices::{Gpu, Nic, NicKind, Vendor};
+pub use super::devices::{Gpu, LeftOutGpu, Nic, NicKind, Vendor};
 use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
@@ -39,6 +39,8 @@ pub struct Topology {
     /// The NUMA nodes whose memory the process may use (the cpuset's mems); every node if all.
     allowed_memory: Vec<NodeId>,
     gpus: Vec<Gpu>,
+    /// GPUs on the PCI bus this process cannot use (a container's), by PCI address.
+    left_out_gpus: Vec<LeftOutGpu>,
     nics: Vec<Nic>,
     /// Derived: the CPUs of each node (empty for memory-only nodes).
     node_cpus: BTreeMap<NodeId, CpuSet>,
@@ -132,6 +134,7 @@ pub struct TopologyParts {
     /// `None` = every node's memory.
     pub allowed_memory: Option<Vec<NodeId>>,
     pub gpus: Vec<Gpu>,
+    pub left_out_gpus: Vec<LeftOutGpu>,
     pub nics: Vec<Nic>,
 }
 
@@ -151,6 +154,11 @@ impl Topology {
         if !self.notes.contains(&note) {
             self.notes.push(note);
         }
+    }
+
+    /// GPUs on the PCI bus that this process cannot use, by PCI address.
+    pub fn left_out_gpus(&self) -> &[LeftOutGpu] {
+        &self.left_out_gpus
     }
 
     pub fn container(&self) -> Option<&str> {
