@@ -1216,3 +1216,45 @@ fn a_worker_of_a_multi_node_plan_that_nothing_numbers_is_warned() {
         text(&numbered.stderr)
     );
 }
+
+/// A pod or container that runs one worker has no launcher: with one local rank in the plan,
+/// `bind` takes it, and `--verbose` says why; with two it still needs the launcher's word.
+#[test]
+fn one_local_rank_needs_no_launcher_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("one.yaml"),
+        "command: [true]\ngpus: none\nmemory: {policy: none}\n",
+    )
+    .unwrap();
+    let out = bind(
+        dir.path(),
+        &[],
+        &[
+            "--verbose",
+            "one.yaml",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$LOCAL_RANK\"",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(text(&out.stdout), "0\n");
+    assert!(
+        err.starts_with("rank 0: CPUs ") && err.contains("via the plan's only local rank"),
+        "{err}"
+    );
+    let out = bind(
+        dir.path(),
+        &[],
+        &["one.yaml", "--set", "ranks_per_node=2", "--", "true"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with("error[E0419]"),
+        "{}",
+        text(&out.stderr)
+    );
+}

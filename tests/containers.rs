@@ -412,3 +412,33 @@ fn verify_tells_the_fallback_from_a_lost_policy() {
     assert!(!ran.stdout.contains("by design"), "{}", ran.stdout);
     assert!(ran.stdout.contains("prefer:0"), "{}", ran.stdout);
 }
+
+#[test]
+fn a_whole_machine_plan_in_a_smaller_cpuset_names_the_spec_path() {
+    if !containers() {
+        return;
+    }
+    // Compiled outside for the whole machine (one rank on every CPU), applied in a container
+    // given CPU 1: refused before anything runs, and the help says how to plan inside it.
+    let dir = job("memory: {policy: none}\n");
+    let compiled = common::numaplan_in(dir.path(), &["compile", "job.yaml", "-o", "plan.yaml"]);
+    assert_eq!(compiled.code, 0, "{}", compiled.stderr);
+    let ran = run_in(dir.path(), DEFAULT, "\"$np\" bind plan.yaml");
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(ran.stderr.starts_with("error[E0411]"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("`numaplan bind job.yaml -- CMD`")
+            && ran.stderr.contains("a container's or pod's cpuset"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!dir.path().join("started").exists());
+    // The spec itself, in the same container: planned inside its cpuset, and run.
+    let ran = run_in(dir.path(), DEFAULT, "\"$np\" bind job.yaml");
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Cpus_allowed_list:\t1\n"),
+        "{}",
+        ran.stdout
+    );
+}
