@@ -49,8 +49,9 @@ pub(crate) fn without_refused_policies(
     let warning = Warning::new(
         W0217_MEMORY_POLICY_REFUSED,
         format!(
-            "the ranks run with their CPUs bound and no memory policy: {} of {memory} (the \
-             default policy, which the spec does not require) was refused, {said}: {cause}",
+            "the ranks run with their CPUs bound and no memory policy: {} of {memory} was \
+             refused ({said}), and the plan does not require it (the family's default policy, \
+             or `memory.required: false`): {cause}",
             call.name()
         ),
     );
