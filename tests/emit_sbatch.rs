@@ -94,7 +94,7 @@ fn sbatch_binds_every_task_as_planned() {
 command:
   - bash
   - -c
-  - 'echo "TASK $LOCAL_RANK $RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT $(grep Cpus_allowed_list /proc/self/status | cut -f2) $(head -1 /proc/self/numa_maps | cut -d" " -f2)"'
+  - 'echo "TASK $LOCAL_RANK $RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT $(grep Cpus_allowed_list /proc/self/status | cut -f2) $(head -1 /proc/self/numa_maps | cut -d" " -f2) $NUMAPLAN_BOUND"'
 gpus: none
 ranks_per_node: 2
 memory: {{policy: bind}}
@@ -105,12 +105,14 @@ slurm: {{verbose: true, time: "00:02:00", extra: ["--output={}"]}}
     );
     let plan = common::emit_here(dir.path(), &job, "sbatch", "job.sbatch");
     let text = run_job(&dir.path().join("job.sbatch"), &out, dir.path());
+    // Each task carries its rank's mark, as exec's and bind's ranks do.
+    let plan_id = common::plan_id(dir.path(), "job.yaml");
     for r in plan["ranks"].as_array().unwrap() {
         let local = r["local_rank"].as_u64().unwrap();
         // A one-node job meets at the plan's address, as `exec` (and `sbatch-exec`) does.
         let master = r["env"]["MASTER_ADDR"].as_str().unwrap();
         let expected = format!(
-            "TASK {local} {local} 2 {master} 29511 {} bind:{}",
+            "TASK {local} {local} 2 {master} 29511 {} bind:{} {plan_id}:{local}",
             r["cpus"].as_str().unwrap(),
             r["memory"]["nodes"].as_str().unwrap()
         );

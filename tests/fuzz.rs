@@ -328,6 +328,7 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<(), String> {
                         header: header("0"),
                         plan_file: &yaml,
                         script: Some("run.sh"),
+                        plan_id: "0123456789abcdef",
                     };
                     for kind in [
                         EmitKind::Bash,

@@ -73,19 +73,55 @@ fn stop(mut job: Child) {
     let _ = job.wait();
 }
 
+/// How a test's job is started: `numaplan exec`, or the `--emit bash` launcher.
+#[derive(Clone, Copy, Debug)]
+enum Launcher {
+    Exec,
+    Bash,
+}
+
+fn launch(dir: &Path, file: &str, how: Launcher) -> Child {
+    match how {
+        Launcher::Exec => exec(dir, file),
+        Launcher::Bash => {
+            let script = format!("{file}.sh");
+            let compiled =
+                common::numaplan_in(dir, &["compile", file, "--emit", "bash", "-o", &script]);
+            assert_eq!(compiled.code, 0, "{}", compiled.stderr);
+            Command::new(dir.join(&script))
+                .current_dir(dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        }
+    }
+}
+
 /// Two jobs of two plans on one node, their ranks alike in all but their plan: `verify` of
-/// each plan finds its own two ranks, once each, and skips the other job's as another plan's.
-/// Before marks, each verify claimed all four ("processes X, Y all claim local rank 0").
+/// each plan finds its own two ranks, once each, and skips the other job's as another plan's,
+/// whether `exec` or the bash launcher started them. Before marks, each verify claimed all four
+/// ("processes X, Y all claim local rank 0"); the bash launcher's ranks had no mark until
+/// issue 42's stop.
 #[test]
 fn two_jobs_on_one_node_are_not_mixed() {
     if !two_cpus() {
         return;
     }
+    for how in [Launcher::Exec, Launcher::Bash] {
+        two_jobs(how);
+    }
+}
+
+fn two_jobs(how: Launcher) {
     let dir = tempfile::tempdir().unwrap();
-    let marker = format!("numaplan-two-jobs-{}", std::process::id());
+    let marker = format!("numaplan-two-jobs-{}-{how:?}", std::process::id());
     sleeper(dir.path(), "a.yaml", "a", &marker);
     sleeper(dir.path(), "b.yaml", "b", &marker);
-    let (a, b) = (exec(dir.path(), "a.yaml"), exec(dir.path(), "b.yaml"));
+    let (a, b) = (
+        launch(dir.path(), "a.yaml", how),
+        launch(dir.path(), "b.yaml", how),
+    );
     // Both jobs up, then each verified while the other runs.
     verify_when_up(dir.path(), "a.yaml", &marker);
     verify_when_up(dir.path(), "b.yaml", &marker);
@@ -94,8 +130,12 @@ fn two_jobs_on_one_node_are_not_mixed() {
     stop(a);
     stop(b);
     for (code, report) in [(code_a, &report_a), (code_b, &report_b)] {
-        assert_eq!(code, 0, "{report}");
-        assert_eq!(report["ranks"].as_array().unwrap().len(), 2, "{report}");
+        assert_eq!(code, 0, "{how:?}: {report}");
+        assert_eq!(
+            report["ranks"].as_array().unwrap().len(),
+            2,
+            "{how:?}: {report}"
+        );
         let skipped = report["skipped"].as_array().unwrap();
         assert_eq!(skipped.len(), 2, "{report}");
         for s in skipped {
@@ -118,25 +158,6 @@ fn two_jobs_on_one_node_are_not_mixed() {
         a_pids.iter().all(|p| !b_pids.contains(p)),
         "{a_pids:?} {b_pids:?}"
     );
-}
-
-/// The plan id `bind` marks local rank 0 of `plan` with.
-fn plan_id(dir: &Path, plan: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_numaplan"))
-        .args([
-            "bind",
-            plan,
-            "--local-rank",
-            "0",
-            "--dry-run",
-            "--format",
-            "json",
-        ])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    report["plan_id"].as_str().unwrap().to_string()
 }
 
 /// A process of `marker` that claims local rank 0 through `env` and runs on every CPU (as a
@@ -222,7 +243,7 @@ fn repin_moves_only_the_users_marked_ranks() {
         eprintln!("skipped: another user's rank needs root to start");
         return;
     }
-    let mark = format!("{}:0", plan_id(dir.path(), "plan.yaml"));
+    let mark = format!("{}:0", common::plan_id(dir.path(), "plan.yaml"));
     let mut theirs = drifted(&marker, ("NUMAPLAN_BOUND", &mark), Some(65534));
     std::thread::sleep(Duration::from_millis(100));
     let run = repin(&["--match", &marker]);

@@ -168,10 +168,12 @@ fn compile(
                 Some(o) if o != Path::new("-") => o.file_name().and_then(|n| n.to_str()),
                 _ => None,
             };
+            let plan_id = plan_file::id(&plan).to_string();
             let origin = emit::Origin {
                 header,
                 plan_file: &plan_file,
                 script,
+                plan_id: &plan_id,
             };
             emit::render(&plan, kind, &origin)?
         }

@@ -15,6 +15,8 @@ pub struct Origin<'a> {
     pub plan_file: &'a str,
     /// The script's file name (`-o`), for its usage line; `None` on standard output.
     pub script: Option<&'a str>,
+    /// The plan's identity (`plan_file::id`), which every rank's mark `NUMAPLAN_BOUND` carries.
+    pub plan_id: &'a str,
 }
 
 /// What every generated file's header and node check (`templates/check-node.sh.j2`) show.
@@ -27,6 +29,8 @@ pub struct Header {
     topology: String,
     /// The plan's warnings, listed at the top of the file.
     warnings: Vec<String>,
+    /// What each rank's mark starts with (`NUMAPLAN_BOUND=PLAN_ID:LOCAL_RANK`).
+    plan_id: String,
     /// The plan's machine shape, which a node must have to start the ranks.
     expect_cpus: usize,
     expect_nodes: usize,
@@ -46,6 +50,7 @@ fn header(plan: &Plan, origin: &Origin) -> Header {
             .iter()
             .map(|w| w.listed(&plan.allowed_warnings))
             .collect(),
+        plan_id: origin.plan_id.to_string(),
         expect_cpus: plan.machine.cpus,
         expect_nodes: plan.machine.numa_nodes,
         expect_gpus: plan.machine.gpus,

@@ -117,6 +117,22 @@ pub fn emit_here(dir: &Path, job: &str, kind: &str, output: &str) -> serde_json:
     serde_json::from_str(&plan).unwrap()
 }
 
+/// The plan id `bind` marks local rank 0 of `plan` (a plan or a job spec) with: what every
+/// rank's `NUMAPLAN_BOUND` starts with.
+pub fn plan_id(dir: &Path, plan: &str) -> String {
+    let args = [
+        "bind",
+        plan,
+        "--local-rank",
+        "0",
+        "--dry-run",
+        "--format",
+        "json",
+    ];
+    let report: serde_json::Value = serde_json::from_str(&numaplan_in(dir, &args).ok()).unwrap();
+    report["plan_id"].as_str().unwrap().to_string()
+}
+
 /// A batch job that has ended.
 pub struct Ended {
     pub id: String,
