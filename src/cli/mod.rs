@@ -117,7 +117,9 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "NUMAPLAN_BOUND",
         "The mark of a plan's rank, `PLAN_ID:LOCAL_RANK` (PLAN_ID: a hash of the plan's \
-         content), set by `exec` and `bind` in every rank they start; `numaplan.bind()` sets \
+         content; `:no-memory-policy` after it: the rank runs without its refused memory \
+         policy, W0217), set by `exec`, `bind` and the `--emit bash` and `sbatch` launchers in \
+         every rank they start; `numaplan.bind()` sets \
          it for the process's children and writes it, with the process's start time, to \
          /tmp/numaplan-UID/rank-PID (removed at exit). `verify --match` reads it to find this \
          plan's ranks, and only this plan's: another job's ranks on the node are skipped, \
