@@ -491,6 +491,22 @@ fn exec_binds_ranks_on_a_four_node_guest() {
     assert_eq!(nodes, ["0", "1", "2", "3"], "rank k on node k");
 
     openmp_in_the_guest(&guest, &log);
+
+    // In a cgroup whose cpuset.mems allows nodes 0-1, the kernel narrows an interleave over
+    // 0-3 without an error: exec reads the binding back and refuses the rank (E0438).
+    let readback = between(&guest, "READBACK");
+    let text = readback.join("\n");
+    assert!(
+        text.contains("error[E0438]: rank 0's binding reads back otherwise than exec applied it")
+            && text.contains("interleave:0-3")
+            && text.contains("interleave:0-1"),
+        "{log}"
+    );
+    assert!(readback.contains(&"status 3"), "{log}");
+    assert!(
+        !readback.iter().any(|l| l.starts_with("rank 0: cpus ")),
+        "the rank's program did not run: {log}"
+    );
 }
 
 /// OpenMP in the 4-node guest (tests/vm/exec-guest.sh): every rank's two threads on the two
