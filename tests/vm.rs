@@ -493,7 +493,21 @@ fn exec_binds_ranks_on_a_four_node_guest() {
     openmp_in_the_guest(&guest, &log);
 
     // In a cgroup whose cpuset.mems allows nodes 0-1, the kernel narrows an interleave over
-    // 0-3 without an error: exec reads the binding back and refuses the rank (E0438).
+    // 0-3 without an error. A required policy is refused before anything starts (E0411)...
+    let required = between(&guest, "MEMS_REQUIRED");
+    let text = required.join("\n");
+    assert!(
+        text.contains("error[E0411]")
+            && text.contains("rank 0's memory policy is interleave:0-3, and nodes 2-3 are outside the memory nodes this process may use (0-1"),
+        "{log}"
+    );
+    assert!(required.contains(&"status 1"), "{log}");
+    assert!(
+        !required.iter().any(|l| l.contains("rank 0: cpus ")),
+        "{log}"
+    );
+    // ...and one that is not required starts, but `exec --verify` reads the narrowed policy
+    // back and refuses the rank (E0438).
     let readback = between(&guest, "READBACK");
     let text = readback.join("\n");
     assert!(
@@ -504,7 +518,7 @@ fn exec_binds_ranks_on_a_four_node_guest() {
     );
     assert!(readback.contains(&"status 3"), "{log}");
     assert!(
-        !readback.iter().any(|l| l.starts_with("rank 0: cpus ")),
+        !readback.iter().any(|l| l.contains("rank 0: cpus ")),
         "the rank's program did not run: {log}"
     );
 }

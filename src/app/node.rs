@@ -34,6 +34,7 @@ pub(super) fn node_facts() -> Result<NodeFacts, Error> {
         shape,
         online_nodes: proc::list("/sys/devices/system/node/online")
             .unwrap_or_else(|| [0].into_iter().collect()),
+        mems_allowed: proc::status_field("Mems_allowed_list").and_then(|v| v.parse().ok()),
     })
 }
 

@@ -160,6 +160,14 @@ pub enum NodeMismatch {
         node: NodeId,
         online: CpuSet,
     },
+    /// Memory nodes of a required policy outside this process's `cpuset.mems`.
+    MemoryNotAllowed {
+        rank: u32,
+        /// The policy, as numa_maps spells it.
+        memory: String,
+        missing: CpuSet,
+        allowed: CpuSet,
+    },
 }
 
 impl fmt::Display for NodeMismatch {
@@ -199,6 +207,17 @@ impl fmt::Display for NodeMismatch {
                 f,
                 "rank {rank} binds memory to NUMA node {node}, which this node does not have \
                  (online: {online})"
+            ),
+            NodeMismatch::MemoryNotAllowed {
+                rank,
+                memory,
+                missing,
+                allowed,
+            } => write!(
+                f,
+                "rank {rank}'s memory policy is {memory}, and nodes {missing} are outside the \
+                 memory nodes this process may use ({allowed}: a cgroup's cpuset.mems), which \
+                 the kernel would narrow it to without a word"
             ),
         }
     }

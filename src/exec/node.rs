@@ -17,11 +17,15 @@ pub struct NodeFacts {
     pub online_cpus: CpuSet,
     /// `/sys/devices/system/node/online`.
     pub online_nodes: CpuSet,
+    /// The memory nodes this process may use (`Mems_allowed_list`: a cgroup's `cpuset.mems`);
+    /// `None` where unread.
+    pub mems_allowed: Option<CpuSet>,
 }
 
 /// Refuses a plan this node cannot run: a machine of another shape than the plan's topology
 /// (unless `force`), or `ranks` (exec: all of the node's; bind: its own) on CPUs this machine
-/// lacks or this process may not use, or memory nodes the kernel does not have.
+/// lacks or this process may not use, or memory nodes the kernel does not have or (for a
+/// policy the plan requires) this process may not use.
 pub fn check_node(
     plan: &Plan,
     ranks: &[RankBinding],
@@ -68,6 +72,21 @@ pub fn check_node(
                 rank: r.local_rank,
                 node: *n,
                 online: node.online_nodes.clone(),
+            }));
+        }
+        // The kernel narrows a policy to the allowed nodes without an error: a policy the plan
+        // requires is refused here, before anything starts. One it does not require is left to
+        // the memory probe (run without it, W0217).
+        let planned: CpuSet = r.memory.nodes.iter().map(|n| n.0).collect();
+        if let Some(allowed) = &node.mems_allowed
+            && r.memory.required
+            && !planned.difference(allowed).is_empty()
+        {
+            return Err(refuse(NodeMismatch::MemoryNotAllowed {
+                rank: r.local_rank,
+                memory: r.memory.numa_maps(),
+                missing: planned.difference(allowed),
+                allowed: allowed.clone(),
             }));
         }
     }

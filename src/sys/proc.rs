@@ -156,6 +156,15 @@ pub fn read_small(path: &Path) -> Option<String> {
     String::from_utf8(buf[..n].to_vec()).ok()
 }
 
+/// A field of this process's `/proc/self/status` (`Mems_allowed_list`), its value trimmed.
+pub fn status_field(name: &str) -> Option<String> {
+    let status = read_expecting(Path::new("/proc/self/status"), 2048)?;
+    status.lines().find_map(|l| {
+        let (key, value) = l.split_once(':')?;
+        (key == name).then(|| value.trim().to_string())
+    })
+}
+
 /// A list file of `/sys` (`0-3,8`), when readable.
 pub fn list(path: &str) -> Option<CpuSet> {
     read_small(Path::new(path))?.trim().parse().ok()

@@ -44,24 +44,32 @@ for bind in close spread; do
   echo "OMP_ONE_${bind}_END"
 done
 # A cgroup whose cpuset.mems leaves out two of the four nodes (a job given part of a node's
-# memory): a plan interleaving over all four, compiled outside it, is set by the kernel over
-# the two it allows. `exec --verify` reads it back in the rank's child before the program runs
-# (E0438), and nothing is left running.
+# memory). The kernel narrows a policy to the allowed nodes without an error, so a plan
+# interleaving over all four (compiled outside the cgroup) is refused before anything starts
+# (E0411); one that does not require its policy starts, and `exec --verify` reads the narrowed
+# policy back in the rank's child before the program runs (E0438). Nothing is left running.
 mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null || true
 echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control
 mkdir -p /sys/fs/cgroup/narrow
 echo 0-7 > /sys/fs/cgroup/narrow/cpuset.cpus
 echo 0-1 > /sys/fs/cgroup/narrow/cpuset.mems
-cat > wide.yaml <<JOB
+wide() {
+  cat > wide.yaml <<JOB
 command: [/opt/rank-touch]
 ranks_per_node: 1
 gpus: none
-memory: {policy: interleave, nodes: "0-3"}
+memory: {policy: interleave, nodes: "0-3", required: $1}
 JOB
-numaplan compile wide.yaml -o wide-plan.yaml
+  shift
+  numaplan compile wide.yaml -o wide-plan.yaml
+  status=0
+  sh -c 'echo $$ > /sys/fs/cgroup/narrow/cgroup.procs && exec numaplan exec wide-plan.yaml "$@"' \
+    sh "$@" 2>&1 || status=$?
+  echo "status $status"
+}
+echo "MEMS_REQUIRED_BEGIN"
+wide true
+echo "MEMS_REQUIRED_END"
 echo "READBACK_BEGIN"
-status=0
-sh -c 'echo $$ > /sys/fs/cgroup/narrow/cgroup.procs && exec numaplan exec wide-plan.yaml --verify' 2>&1 \
-  || status=$?
-echo "status $status"
+wide false --verify
 echo "READBACK_END"
