@@ -39,6 +39,11 @@ const WITH_SYS_NICE: Setup = Setup {
     cpuset: "1",
     sys_nice: true,
 };
+/// Two CPUs, for two ranks.
+const TWO_CPUS: Setup = Setup {
+    cpuset: "0-1",
+    sys_nice: false,
+};
 
 struct Ran {
     code: i32,
@@ -136,11 +141,7 @@ fn exec_verifies_the_fallback_and_says_it_once_per_run() {
         return;
     }
     let dir = job("ranks_per_node: 2\n");
-    let two_cpus = Setup {
-        cpuset: "0-1",
-        sys_nice: false,
-    };
-    let ran = run_in(dir.path(), two_cpus, "\"$np\" exec job.yaml --verify");
+    let ran = run_in(dir.path(), TWO_CPUS, "\"$np\" exec job.yaml --verify");
     assert_eq!(ran.code, 0, "{}\n{}", ran.stdout, ran.stderr);
     assert_eq!(count(&ran.stderr, "warning[W0217]"), 1, "{}", ran.stderr);
     for rank in 0..2 {
@@ -160,7 +161,7 @@ fn exec_verifies_the_fallback_and_says_it_once_per_run() {
     std::fs::remove_file(dir.path().join("started")).unwrap();
     let ran = run_in(
         dir.path(),
-        two_cpus,
+        TWO_CPUS,
         "\"$np\" exec job.yaml --deny-warnings; echo \"status $?\"; \"$np\" bind --deny-warnings --local-rank 0 job.yaml; echo \"status $?\"",
     );
     assert_eq!(count(&ran.stdout, "status 1\n"), 2, "{}", ran.stderr);
@@ -170,7 +171,7 @@ fn exec_verifies_the_fallback_and_says_it_once_per_run() {
     // ...and accepted, silently, where the user allowed it.
     let ran = run_in(
         dir.path(),
-        two_cpus,
+        TWO_CPUS,
         "\"$np\" exec job.yaml --deny-warnings --allow W0217",
     );
     assert_eq!(ran.code, 0, "{}", ran.stderr);
@@ -223,11 +224,7 @@ fn two_local_ranks_still_need_a_launcher_variable() {
         return;
     }
     let dir = job("ranks_per_node: 2\n");
-    let two_cpus = Setup {
-        cpuset: "0-1",
-        sys_nice: false,
-    };
-    let ran = run_in(dir.path(), two_cpus, "\"$np\" bind job.yaml");
+    let ran = run_in(dir.path(), TWO_CPUS, "\"$np\" bind job.yaml");
     assert_eq!(ran.code, 1, "{}", ran.stderr);
     assert!(ran.stderr.contains("error[E0419]"), "{}", ran.stderr);
     assert!(!dir.path().join("started").exists());
@@ -294,12 +291,8 @@ fn the_torchrun_script_binds_each_rank_in_the_container() {
         return;
     }
     let dir = job("ranks_per_node: 2\n");
-    let two_cpus = Setup {
-        cpuset: "0-1",
-        sys_nice: false,
-    };
     let script = "\"$np\" compile job.yaml --emit torchrun -o run.sh && NUMAPLAN=$np TORCHRUN=$torchrun ./run.sh";
-    let ran = run_in(dir.path(), two_cpus, script);
+    let ran = run_in(dir.path(), TWO_CPUS, script);
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert_eq!(count(&ran.stdout, "policy default\n"), 2, "{}", ran.stdout);
     for rank in 0..2 {
@@ -313,7 +306,7 @@ fn the_torchrun_script_binds_each_rank_in_the_container() {
     // Each rank is its own `numaplan bind` process, and says it once.
     assert_eq!(count(&ran.stderr, "warning[W0217]"), 2, "{}", ran.stderr);
     let dir = job("ranks_per_node: 2\nmemory: {policy: bind}\n");
-    let ran = run_in(dir.path(), two_cpus, script);
+    let ran = run_in(dir.path(), TWO_CPUS, script);
     assert_eq!(ran.code, 1, "{}", ran.stderr);
     assert!(
         ran.stderr.contains("set_mempolicy") && ran.stderr.contains("SYS_NICE"),
@@ -337,11 +330,7 @@ fn a_discovered_plan_checks_in_the_next_container_by_its_shape() {
     let ran = run_in(dir.path(), DEFAULT, check);
     assert_eq!(ran.code, 0, "{plan}\n{}{}", ran.stdout, ran.stderr);
     // A container of another shape (two CPUs) is another machine: stale, with the diff.
-    let two_cpus = Setup {
-        cpuset: "0-1",
-        sys_nice: false,
-    };
-    let ran = run_in(dir.path(), two_cpus, check);
+    let ran = run_in(dir.path(), TWO_CPUS, check);
     assert_ne!(ran.code, 0, "{}", ran.stderr);
     assert!(ran.stdout.contains("fingerprint"), "{}", ran.stdout);
     // `topo` says where it runs and what the cgroup gives it, in text and JSON.

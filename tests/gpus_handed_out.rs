@@ -103,7 +103,8 @@ fn pair(index: u64, pci: &str) -> (u64, String) {
     (index, pci.to_string())
 }
 
-/// The stand-in NVML, built into `dir`, and a description of what it answers.
+/// The stand-in NVML, built into `dir`, answering from `description`: the library's folder and
+/// the description's file.
 fn stand_in(dir: &Path, description: &str) -> (PathBuf, PathBuf) {
     let lib = dir.join("nvml");
     std::fs::create_dir_all(&lib).unwrap();
@@ -115,6 +116,16 @@ fn stand_in(dir: &Path, description: &str) -> (PathBuf, PathBuf) {
     let json = dir.join("nvml.json");
     std::fs::write(&json, description).unwrap();
     (lib, json)
+}
+
+/// What makes discovery load the stand-in for the snapshot: its folder on LD_LIBRARY_PATH, its
+/// description, and the opt-in to ask NVML for a snapshot. The first two alone: no opt-in.
+fn nvml_env<'a>(lib: &'a Path, json: &'a Path) -> [(&'static str, &'a Path); 3] {
+    [
+        ("LD_LIBRARY_PATH", lib),
+        ("NVML_STANDIN", json),
+        ("NUMAPLAN_NVML_WITH_FSROOT", Path::new("1")),
+    ]
 }
 
 /// The container's two GPUs as its NVML lists them (indices 0 and 1).
@@ -221,11 +232,7 @@ fn without_device_nodes_nvidia_visible_devices_chooses_by_index() {
 fn nvml_lists_the_containers_gpus_through_the_stand_in() {
     let (dir, root) = machine("0x10de");
     let (lib, json) = stand_in(dir.path(), TWO);
-    let env = [
-        ("LD_LIBRARY_PATH", lib.as_path()),
-        ("NVML_STANDIN", json.as_path()),
-        ("NUMAPLAN_NVML_WITH_FSROOT", Path::new("1")),
-    ];
+    let env = nvml_env(&lib, &json);
     let t = topo(&root, &env);
     assert_eq!(gpus(&t), [pair(0, GPUS[1]), pair(1, GPUS[4])], "{t}");
     assert_eq!(
@@ -257,11 +264,7 @@ fn an_nvml_that_fails_falls_back_to_the_device_nodes() {
     dev(&root, &["nvidiactl", "nvidia1", "nvidia4"]);
     // nvmlInit_v2 says the driver is not loaded (NVML_ERROR_DRIVER_NOT_LOADED).
     let (lib, json) = stand_in(dir.path(), r#"{"init": 9, "gpus": []}"#);
-    let env = [
-        ("LD_LIBRARY_PATH", lib.as_path()),
-        ("NVML_STANDIN", json.as_path()),
-        ("NUMAPLAN_NVML_WITH_FSROOT", Path::new("1")),
-    ];
+    let env = nvml_env(&lib, &json);
     let t = topo(&root, &env);
     assert_eq!(gpus(&t), [pair(0, GPUS[1]), pair(1, GPUS[4])], "{t}");
     assert!(
