@@ -286,34 +286,55 @@ fn the_bash_launcher_falls_back_or_refuses_and_always_says_why() {
 }
 
 #[test]
-fn the_torchrun_script_binds_each_rank_in_the_container() {
+fn the_torchrun_and_mpirun_scripts_bind_each_rank_in_the_container() {
     if !containers() {
         return;
     }
-    let dir = job("ranks_per_node: 2\n");
-    let script = "\"$np\" compile job.yaml --emit torchrun -o run.sh && NUMAPLAN=$np TORCHRUN=$torchrun ./run.sh";
-    let ran = run_in(dir.path(), TWO_CPUS, script);
-    assert_eq!(ran.code, 0, "{}", ran.stderr);
-    assert_eq!(count(&ran.stdout, "policy default\n"), 2, "{}", ran.stdout);
-    for rank in 0..2 {
-        assert!(
-            ran.stdout
-                .contains(&format!("Cpus_allowed_list:\t{rank}\n")),
-            "{}",
+    let scripts = [
+        (
+            "torchrun",
+            "\"$np\" compile job.yaml --emit torchrun -o run.sh && NUMAPLAN=$np TORCHRUN=$torchrun ./run.sh",
+        ),
+        (
+            "mpirun (MPICH)",
+            "\"$np\" compile job.yaml --emit mpirun -o run.sh && NUMAPLAN=$np MPIRUN=mpiexec.mpich ./run.sh",
+        ),
+    ];
+    for (name, script) in scripts {
+        let dir = job("ranks_per_node: 2\n");
+        let ran = run_in(dir.path(), TWO_CPUS, script);
+        assert_eq!(ran.code, 0, "{name}: {}", ran.stderr);
+        assert_eq!(
+            count(&ran.stdout, "policy default\n"),
+            2,
+            "{name}: {}",
             ran.stdout
         );
+        for rank in 0..2 {
+            assert!(
+                ran.stdout
+                    .contains(&format!("Cpus_allowed_list:\t{rank}\n")),
+                "{name}: {}",
+                ran.stdout
+            );
+        }
+        // Each rank is its own `numaplan bind` process, and says it once.
+        assert_eq!(
+            count(&ran.stderr, "warning[W0217]"),
+            2,
+            "{name}: {}",
+            ran.stderr
+        );
+        let dir = job("ranks_per_node: 2\nmemory: {policy: bind}\n");
+        let ran = run_in(dir.path(), TWO_CPUS, script);
+        assert_ne!(ran.code, 0, "{name}: {}", ran.stderr);
+        assert!(
+            ran.stderr.contains("set_mempolicy") && ran.stderr.contains("SYS_NICE"),
+            "{name}: {}",
+            ran.stderr
+        );
+        assert!(!dir.path().join("started").exists(), "{name}");
     }
-    // Each rank is its own `numaplan bind` process, and says it once.
-    assert_eq!(count(&ran.stderr, "warning[W0217]"), 2, "{}", ran.stderr);
-    let dir = job("ranks_per_node: 2\nmemory: {policy: bind}\n");
-    let ran = run_in(dir.path(), TWO_CPUS, script);
-    assert_eq!(ran.code, 1, "{}", ran.stderr);
-    assert!(
-        ran.stderr.contains("set_mempolicy") && ran.stderr.contains("SYS_NICE"),
-        "{}",
-        ran.stderr
-    );
-    assert!(!dir.path().join("started").exists());
 }
 
 #[test]
