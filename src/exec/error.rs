@@ -256,15 +256,11 @@ pub fn refusal_cause(call: Call, confinement: &Confinement) -> String {
         (true, false) => format!(
             "this process runs under a seccomp filter (`Seccomp: 2` in /proc/self/status) \
              without CAP_SYS_NICE{}: Docker's default profile and containerd's RuntimeDefault \
-             (Kubernetes) allow {name} only with CAP_SYS_NICE{}",
+             (Kubernetes) allow {name} only with CAP_SYS_NICE",
             confinement
                 .container
                 .map(|c| format!(", in {c}"))
                 .unwrap_or_default(),
-            match call {
-                Call::MigratePages => ", and migrate_pages never",
-                _ => "",
-            }
         ),
         (true, true) => format!(
             "this process runs under a seccomp filter (`Seccomp: 2` in /proc/self/status) that \
@@ -307,12 +303,7 @@ impl ExecError {
             Some(call) if call.is_memory() && source.raw_os_error() == Some(libc::EPERM) => {
                 Refusal {
                     cause: Some(refusal_cause(*call, confinement)),
-                    help: match call {
-                        Call::MigratePages => {
-                            "bind before the program allocates (`numaplan bind`, `exec`) instead of moving its pages: Docker's default profile refuses migrate_pages even with CAP_SYS_NICE"
-                        }
-                        _ => MEMORY_REFUSED_HELP,
-                    },
+                    help: MEMORY_REFUSED_HELP,
                 }
             }
             Some(call) if call.is_memory() => Refusal {

@@ -100,16 +100,6 @@ impl Binding {
         Ok(())
     }
 
-    /// This binding without its memory policy (the inherited one stays): what a rank runs with
-    /// where the memory policy is refused and the spec does not require it.
-    pub fn cpus_only(&self) -> Binding {
-        Binding {
-            cpus: self.cpus,
-            mode: None,
-            nodes: [0; NODE_WORDS],
-        }
-    }
-
     /// The calling thread's binding as the kernel reads it back (`sched_getaffinity`, and
     /// `get_mempolicy` where a policy was set): `None` when it is what `apply` set, else what
     /// it is. The kernel narrows an affinity to the CPUs a cpuset allows, and a memory policy's
@@ -184,13 +174,11 @@ fn cpu_sets_equal(a: &libc::cpu_set_t, b: &libc::cpu_set_t) -> bool {
     unsafe { libc::CPU_EQUAL(a, b) }
 }
 
-/// A binding call of numaplan's.
+/// A binding call of numaplan's. (`migrate_pages` is the Python package's alone.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Call {
     SchedSetaffinity,
     SetMempolicy,
-    GetMempolicy,
-    MigratePages,
 }
 
 impl Call {
@@ -199,14 +187,12 @@ impl Call {
         match self {
             Call::SchedSetaffinity => "sched_setaffinity",
             Call::SetMempolicy => "set_mempolicy",
-            Call::GetMempolicy => "get_mempolicy",
-            Call::MigratePages => "migrate_pages",
         }
     }
 
-    /// Whether the call sets or reads a memory policy (rather than the CPUs).
+    /// Whether the call sets a memory policy (rather than the CPUs).
     pub fn is_memory(self) -> bool {
-        !matches!(self, Call::SchedSetaffinity)
+        self == Call::SetMempolicy
     }
 }
 

@@ -205,12 +205,7 @@ struct Report {
     read_back: ReadBack,
 }
 
-const CALLS: [Call; 4] = [
-    Call::SchedSetaffinity,
-    Call::SetMempolicy,
-    Call::GetMempolicy,
-    Call::MigratePages,
-];
+const CALLS: [Call; 2] = [Call::SchedSetaffinity, Call::SetMempolicy];
 
 /// A forked rank whose start is not yet confirmed.
 pub struct Started {
