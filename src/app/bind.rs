@@ -23,7 +23,6 @@ use crate::plan::{Plan, RankBinding};
 use crate::plan_file;
 use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 use crate::shell::quote as sh;
-use crate::sys::confinement::Confinement;
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let env = environment();
@@ -112,14 +111,7 @@ fn bind_and_exec(
     set: &BTreeMap<String, String>,
     stdout: &mut dyn Write,
 ) -> Error {
-    let failed = |call, source| ExecError::Bind {
-        rank: rank.local_rank,
-        cpus: rank.cpus.clone(),
-        memory: rank.memory.numa_maps(),
-        call,
-        source,
-        confinement: Confinement::of_self(),
-    };
+    let failed = |call, source| ExecError::bind(rank.local_rank, rank, call, source);
     let applied = exec::binding(&rank.cpus, &rank.memory)
         .map_err(|e| failed(None, e))
         .and_then(|b| b.apply().map_err(|r| failed(Some(r.call), r.error)));

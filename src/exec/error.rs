@@ -6,7 +6,7 @@ use std::process::ExitStatus;
 
 use crate::cpuset::CpuSet;
 use crate::ids::NodeId;
-use crate::plan::MachineShape;
+use crate::plan::{MachineShape, RankBinding};
 use crate::sys::affinity::Call;
 use crate::sys::confinement::Confinement;
 
@@ -224,6 +224,24 @@ impl fmt::Display for NodeMismatch {
 }
 
 impl ExecError {
+    /// Binding `binding` as rank `rank` was refused: by `call`, or before any call (`None`: a
+    /// CPU or node past what a mask holds).
+    pub fn bind(
+        rank: u32,
+        binding: &RankBinding,
+        call: Option<Call>,
+        source: std::io::Error,
+    ) -> ExecError {
+        ExecError::Bind {
+            rank,
+            cpus: binding.cpus.clone(),
+            memory: binding.memory.numa_maps(),
+            call,
+            source,
+            confinement: Confinement::of_self(),
+        }
+    }
+
     /// The job's exit status: a failed rank's status (128 + signal for a signal death), 128 +
     /// the signal numaplan received, else 1 (bad input or a mismatch) or 3 (the environment).
     pub fn exit_code(&self) -> i32 {

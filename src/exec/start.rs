@@ -8,8 +8,7 @@ use super::{ExecError, Launch, OutputMode, relay};
 use crate::cpuset::CpuSet;
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
-use crate::sys::affinity::{Binding, Call, Memory, MemoryMode};
-use crate::sys::confinement::Confinement;
+use crate::sys::affinity::{Binding, Memory, MemoryMode};
 use crate::sys::{group, pipe, process};
 
 /// How many forked ranks may wait to be confirmed (each holds a pipe) before the oldest is.
@@ -95,7 +94,7 @@ pub(super) fn prepare(
     check: process::Check,
 ) -> Result<process::Prepared, ExecError> {
     let bind = self::binding(&binding.cpus, &binding.memory)
-        .map_err(|source| bind_failed(launch, binding, None, source))?;
+        .map_err(|source| ExecError::bind(launch.rank, binding, None, source))?;
     preparer
         .prepare(&launch.argv, &launch.env, bind, check)
         .map_err(|source| spawn_failed(launch, source))
@@ -109,14 +108,7 @@ pub fn memory_probe(ranks: &[RankBinding]) -> Result<(), ExecError> {
     let Some(r) = ranks.iter().find(|r| r.memory.policy != MemPolicy::None) else {
         return Ok(());
     };
-    let failed = |call, source| ExecError::Bind {
-        rank: r.local_rank,
-        cpus: r.cpus.clone(),
-        memory: r.memory.numa_maps(),
-        call,
-        source,
-        confinement: Confinement::of_self(),
-    };
+    let failed = |call, source| ExecError::bind(r.local_rank, r, call, source);
     binding(&r.cpus, &r.memory)
         .map_err(|e| failed(None, e))?
         .memory_allowed()
@@ -144,7 +136,7 @@ pub fn binding(cpus: &CpuSet, memory: &MemoryBinding) -> std::io::Result<Binding
 /// A rank that was forked and did not reach its program: the step that failed, as an error.
 fn start_failed(launch: &Launch, binding: &RankBinding, failed: process::Failed) -> ExecError {
     match failed.step {
-        process::Step::Bind => bind_failed(launch, binding, failed.call, failed.error),
+        process::Step::Bind => ExecError::bind(launch.rank, binding, failed.call, failed.error),
         process::Step::ReadBack => ExecError::ReadBack {
             rank: launch.rank,
             planned_cpus: binding.cpus.clone(),
@@ -153,22 +145,6 @@ fn start_failed(launch: &Launch, binding: &RankBinding, failed: process::Failed)
             actual_memory: failed.read_back.as_ref().and_then(|r| r.memory()),
         },
         process::Step::Setup | process::Step::Exec => spawn_failed(launch, failed.error),
-    }
-}
-
-fn bind_failed(
-    launch: &Launch,
-    binding: &RankBinding,
-    call: Option<Call>,
-    source: std::io::Error,
-) -> ExecError {
-    ExecError::Bind {
-        rank: launch.rank,
-        cpus: binding.cpus.clone(),
-        memory: binding.memory.numa_maps(),
-        call,
-        source,
-        confinement: Confinement::of_self(),
     }
 }
 
