@@ -19,15 +19,10 @@ pub struct Confinement {
 impl Confinement {
     /// This process's.
     pub fn of_self() -> Confinement {
-        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map(str::trim)
-        };
-        let seccomp = field("Seccomp:").and_then(|v| v.parse().ok());
-        let sys_nice = field("CapEff:")
+        let status = super::proc::self_status();
+        let field = |name: &str| super::proc::field(&status, name);
+        let seccomp = field("Seccomp").and_then(|v| v.parse().ok());
+        let sys_nice = field("CapEff")
             .and_then(|v| u64::from_str_radix(v, 16).ok())
             .is_some_and(|caps| caps & (1 << CAP_SYS_NICE) != 0);
         Confinement {

@@ -158,10 +158,19 @@ pub fn read_small(path: &Path) -> Option<String> {
 
 /// A field of this process's `/proc/self/status` (`Mems_allowed_list`), its value trimmed.
 pub fn status_field(name: &str) -> Option<String> {
-    let status = read_expecting(Path::new("/proc/self/status"), 2048)?;
+    field(&self_status(), name).map(str::to_string)
+}
+
+/// This process's `/proc/self/status` (empty where unreadable).
+pub fn self_status() -> String {
+    read_expecting(Path::new("/proc/self/status"), 2048).unwrap_or_default()
+}
+
+/// The value of field `name` in a `/proc/PID/status` text, trimmed.
+pub fn field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
     status.lines().find_map(|l| {
         let (key, value) = l.split_once(':')?;
-        (key == name).then(|| value.trim().to_string())
+        (key == name).then(|| value.trim())
     })
 }
 
