@@ -119,10 +119,18 @@ fn bash_completes(script: &std::path::Path, words: &[&str]) -> Vec<String> {
     let program = format!(
         r#"source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMP_LINE="{line}"; COMP_POINT=${{#COMP_LINE}}; _numaplan numaplan "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"; printf '%s\n' "${{COMPREPLY[@]}}""#
     );
+    let args: Vec<&str> = [script.to_str().unwrap()]
+        .into_iter()
+        .chain(words.iter().copied())
+        .collect();
+    completion_lines(&program, &args)
+}
+
+/// The lines a `bash --norc -c PROGRAM bash ARGS...` prints; it must succeed.
+fn completion_lines(program: &str, args: &[&str]) -> Vec<String> {
     let out = std::process::Command::new("bash")
-        .args(["--norc", "-c", &program, "bash"])
-        .arg(script)
-        .args(words)
+        .args(["--norc", "-c", program, "bash"])
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -142,22 +150,13 @@ fn bash_completes(script: &std::path::Path, words: &[&str]) -> Vec<String> {
 fn bash_completes_split(script: &std::path::Path, words: &[&str], cur: &str) -> Vec<String> {
     let prev = words[words.len() - 2];
     let program = r#"source "$1"; cur=$2; prev=$3; shift 3; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); f=$(complete -p numaplan | sed 's/.*-F \([^ ]*\).*/\1/'); "$f" numaplan "$cur" "$prev"; printf '%s\n' "${COMPREPLY[@]}""#;
-    let out = std::process::Command::new("bash")
-        .args(["--norc", "-c", program, "bash"])
-        .arg(script)
-        .args([cur, prev])
-        .args(words)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
+    let args: Vec<&str> = [script.to_str().unwrap(), cur, prev]
+        .into_iter()
+        .chain(words.iter().copied())
+        .collect();
+    completion_lines(program, &args)
+        .into_iter()
         .filter(|l| !l.is_empty())
-        .map(str::to_string)
         .collect()
 }
 

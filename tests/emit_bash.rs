@@ -232,13 +232,7 @@ fn a_node_unlike_the_plan_is_refused_and_numactl_errors_name_the_rank() {
         .unwrap();
     assert_eq!(forced.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&forced.stderr);
-    let allowed = std::fs::read_to_string("/proc/self/status").unwrap();
-    let allowed = allowed
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap()
-        .trim()
-        .to_string();
+    let allowed = common::cpus_allowed("/proc/self/status");
     assert!(
         stderr.contains(&format!(
             "numaplan: rank 0's CPUs 49-55 are not all allowed to this process (it may use {allowed})"

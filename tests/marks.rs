@@ -184,13 +184,7 @@ fn drifted(marker: &str, env: (&str, &str), user: Option<u32>) -> Child {
 }
 
 fn affinity(pid: u32) -> String {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap()
-        .trim()
-        .to_string()
+    common::cpus_allowed(&format!("/proc/{pid}/status"))
 }
 
 /// `verify --match --repin` puts back only the invoking user's processes that carry this

@@ -142,13 +142,7 @@ fn now_ms() -> u128 {
 }
 
 fn cpus_allowed(pid: u32, tid: u32) -> String {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap()
-        .trim()
-        .to_string()
+    common::cpus_allowed(&format!("/proc/{pid}/task/{tid}/status"))
 }
 
 fn all_cpus() -> String {

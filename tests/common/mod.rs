@@ -210,6 +210,17 @@ pub fn sysfs_snapshot(name: &str) -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
+/// `Cpus_allowed_list` of a `/proc` status file (`/proc/PID/status`, a task's, or `self`'s).
+pub fn cpus_allowed(status: &str) -> String {
+    std::fs::read_to_string(status)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
 /// Compiles a C file of the repository with `cc` into `out`.
 pub fn cc(flags: &[&str], source: &str, out: &Path) {
     succeed(
