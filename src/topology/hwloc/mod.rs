@@ -93,10 +93,13 @@ pub fn discover() -> Result<Topology, TopologyError> {
     if parts.gpus.iter().any(|g| g.vendor == Vendor::Amd) {
         super::kfd::apply(&mut parts, &kfd);
     }
-    // Inside a container, only the GPUs it was handed.
-    let handed = super::handed_out::read(&root, std::env::var(NVIDIA_VISIBLE_DEVICES).ok());
-    let notes = super::handed_out::restrict(&mut parts, &handed, nvml_answered);
-    parts.notes.extend(notes);
+    // Inside a container, only the GPUs it was handed (`/dev` is read only where there are
+    // GPUs: `bind job.yaml` discovers at every rank's start).
+    if !parts.gpus.is_empty() {
+        let handed = super::handed_out::read(&root, std::env::var(NVIDIA_VISIBLE_DEVICES).ok());
+        let notes = super::handed_out::restrict(&mut parts, &handed, nvml_answered);
+        parts.notes.extend(notes);
+    }
     if snapshot.is_none() {
         parts.container = crate::sys::confinement::container().map(str::to_string);
         let affinity = topo
