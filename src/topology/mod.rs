@@ -15,6 +15,7 @@ pub mod model;
 pub mod nvml;
 mod source;
 pub mod summary;
+pub mod tree;
 pub mod xml_precheck;
 
 pub use error::TopologyError;

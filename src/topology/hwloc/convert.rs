@@ -8,25 +8,13 @@ use hwlocality::object::TopologyObject;
 use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::types::{CacheType, ObjectType};
 
-use super::object::{node_number, package_id, pu_number, text, to_cpuset};
+use super::object::{node_number, numa_children, package_id, pu_number, text, to_cpuset};
 use super::pci::{Locality, number_gpus, pci_devices};
+use super::tree::tree;
 use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
 use crate::topology::model::{Core, CpuKind, NodeKind, NumaNode, TopologyParts};
-
-/// NUMA nodes among `obj`'s memory children (looking through memory-side caches).
-fn numa_children(obj: &TopologyObject) -> Vec<&TopologyObject> {
-    let mut out = Vec::new();
-    for m in obj.memory_children() {
-        if m.object_type() == ObjectType::NUMANode {
-            out.push(m);
-        } else {
-            out.extend(numa_children(m));
-        }
-    }
-    out
-}
 
 fn memory_kind(node: &TopologyObject) -> Option<NodeKind> {
     let subtype = text(node.subtype())?;
@@ -87,6 +75,7 @@ pub fn convert(
     notes.extend(pci.not_gpus);
     let nics = pci.nics;
     let gpus = number_gpus(pci.gpus);
+    let addresses: Vec<PciAddr> = gpus.iter().map(|g| g.pci).collect();
     let all: CpuSet = cores.iter().map(|c| &c.cpus).collect();
     let allowed = to_cpuset(&topo.allowed_cpuset()).intersection(&all);
     let (cpu_kinds, kinds_note) = cpu_kinds(topo, &all, &cores);
@@ -111,6 +100,7 @@ pub fn convert(
         gpus,
         left_out_gpus: Vec::new(),
         nics,
+        tree: Some(tree(topo, &addresses)),
     }
 }
 

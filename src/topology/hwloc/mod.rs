@@ -28,6 +28,7 @@ mod convert;
 mod object;
 mod pci;
 mod settings;
+mod tree;
 mod xml;
 
 pub use convert::convert;

@@ -5,6 +5,7 @@
 use std::ffi::CStr;
 
 use hwlocality::object::TopologyObject;
+use hwlocality::object::types::ObjectType;
 
 use crate::cpuset::CpuSet;
 use crate::ids::PackageId;
@@ -46,4 +47,17 @@ pub(super) fn node_number(node: &TopologyObject) -> Option<u32> {
 pub(super) fn package_id(package: &TopologyObject) -> PackageId {
     let index = package.os_index().unwrap_or(package.logical_index());
     PackageId(number(index).unwrap_or(u32::MAX))
+}
+
+/// NUMA nodes among `obj`'s memory children (looking through memory-side caches).
+pub(super) fn numa_children(obj: &TopologyObject) -> Vec<&TopologyObject> {
+    let mut out = Vec::new();
+    for m in obj.memory_children() {
+        if m.object_type() == ObjectType::NUMANode {
+            out.push(m);
+        } else {
+            out.extend(numa_children(m));
+        }
+    }
+    out
 }

@@ -27,6 +27,16 @@ fn address(p: &PCIDeviceAttributes) -> PciAddr {
     }
 }
 
+/// The address of a PCI function object (`None` for any other object).
+pub(super) fn address_of(dev: &TopologyObject) -> Option<PciAddr> {
+    match dev.attributes() {
+        Some(ObjectAttributes::PCIDevice(p)) if dev.object_type() == ObjectType::PCIDevice => {
+            Some(address(p))
+        }
+        _ => None,
+    }
+}
+
 /// Where a PCI device sits: its NUMA node and package, from the CPUs of its first non-I/O
 /// ancestor.
 pub(super) struct Locality<'c> {

@@ -9,6 +9,7 @@ use super::settings::{Check, with_hwloc_settings};
 use crate::sys::sandbox::Outcome;
 use crate::topology::error::TopologyError;
 use crate::topology::model::{self, Topology};
+use crate::topology::tree::CpuTree;
 use crate::topology::{fixture, hwloc_v3, xml_precheck};
 
 /// Loads an hwloc XML export given as text (already read from `file`). hwloc imports it in a
@@ -90,7 +91,15 @@ fn hwloc_said(stderr: &str) -> Option<String> {
 /// What the importing child sends back: the topology as fixture JSON, or its error.
 fn encode(result: Result<Topology, TopologyError>) -> Vec<u8> {
     let (tag, body) = match result {
-        Ok(t) => (b'T', fixture::dump_json(&t)),
+        // The fixture, then hwloc's tree after a NUL (which JSON text never holds).
+        Ok(t) => (
+            b'T',
+            format!(
+                "{}\0{}",
+                fixture::dump_json(&t),
+                t.hwloc_tree().map(|tree| tree.encode()).unwrap_or_default()
+            ),
+        ),
         Err(TopologyError::Inconsistent { error, .. }) => (b'I', error.message),
         Err(TopologyError::XmlRejected { detail, .. }) => (b'R', detail),
         Err(e) => (b'R', e.to_string()),
@@ -102,11 +111,20 @@ fn encode(result: Result<Topology, TopologyError>) -> Vec<u8> {
 
 fn decode(file: &str, bytes: &[u8]) -> Result<Topology, TopologyError> {
     let text = String::from_utf8_lossy(bytes.get(1..).unwrap_or_default());
+    let cannot_read_back = |e: String| TopologyError::XmlRejected {
+        file: file.to_string(),
+        detail: format!("numaplan cannot read back its conversion of it: {e}"),
+    };
     match bytes.first() {
-        Some(b'T') => fixture::load(file, &text).map_err(|e| TopologyError::XmlRejected {
-            file: file.to_string(),
-            detail: format!("numaplan cannot read back its conversion of it: {e}"),
-        }),
+        Some(b'T') => {
+            let (fixture, tree) = text.split_once('\0').unwrap_or((&text, ""));
+            let mut topo =
+                fixture::load(file, fixture).map_err(|e| cannot_read_back(e.to_string()))?;
+            let tree =
+                CpuTree::decode(tree).ok_or_else(|| cannot_read_back("hwloc's tree".into()))?;
+            topo.set_hwloc_tree(tree);
+            Ok(topo)
+        }
         Some(b'I') => Err(TopologyError::Inconsistent {
             file: file.to_string(),
             error: model::model_error(model::Subject::Machine, text),

@@ -33,6 +33,7 @@ impl Topology {
             mut gpus,
             mut left_out_gpus,
             mut nics,
+            tree,
         } = parts;
         left_out_gpus.sort_by_key(|g| g.pci);
         sort_nodes(&mut nodes, &cores)?;
@@ -64,6 +65,7 @@ impl Topology {
             gpus,
             left_out_gpus,
             nics,
+            tree,
             node_cpus,
             core_of_cpu,
         })

@@ -8,6 +8,7 @@
 
 mod build;
 mod error;
+mod levels;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,6 +17,7 @@ pub use super::devices::{Gpu, LeftOutGpu, Nic, NicKind, Vendor};
 use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
+use crate::topology::tree::CpuTree;
 pub(in crate::topology) use error::model_error;
 pub use error::{ModelError, Subject};
 
@@ -42,6 +44,8 @@ pub struct Topology {
     /// GPUs on the PCI bus this process cannot use (a container's), by PCI address.
     left_out_gpus: Vec<LeftOutGpu>,
     nics: Vec<Nic>,
+    /// hwloc's object tree, from an hwloc source; `None`: made from the model when asked for.
+    tree: Option<CpuTree>,
     /// Derived: the CPUs of each node (empty for memory-only nodes).
     node_cpus: BTreeMap<NodeId, CpuSet>,
     /// Derived: each CPU's core, as an index into `cores`.
@@ -136,6 +140,8 @@ pub struct TopologyParts {
     pub gpus: Vec<Gpu>,
     pub left_out_gpus: Vec<LeftOutGpu>,
     pub nics: Vec<Nic>,
+    /// hwloc's object tree, where the source is hwloc (`policy: mpibind` reads it).
+    pub tree: Option<CpuTree>,
 }
 
 impl Topology {
@@ -167,6 +173,25 @@ impl Topology {
 
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// The machine's object tree (`policy: mpibind`): hwloc's where the source is hwloc, else
+    /// one made of the model's own levels.
+    pub fn cpu_tree(&self) -> CpuTree {
+        match &self.tree {
+            Some(tree) => tree.clone(),
+            None => levels::tree_of_model(&self.nodes, &self.cores, &self.gpus),
+        }
+    }
+
+    /// hwloc's object tree, where the source gave one.
+    pub fn hwloc_tree(&self) -> Option<&CpuTree> {
+        self.tree.as_ref()
+    }
+
+    /// Sets hwloc's object tree (an XML import's, sent back by its child).
+    pub fn set_hwloc_tree(&mut self, tree: CpuTree) {
+        self.tree = Some(tree);
     }
 
     pub fn nodes(&self) -> &[NumaNode] {
