@@ -181,7 +181,13 @@ fn bash_completes_values_after_an_equals_sign() {
         ],
         "",
     );
-    for policy in ["exclusive", "node", "socket", "unique-contiguous"] {
+    for policy in [
+        "exclusive",
+        "node",
+        "socket",
+        "unique-contiguous",
+        "mpibind",
+    ] {
         assert!(policies.contains(&policy.to_string()), "{policies:?}");
     }
     let memory = bash_completes_split(
@@ -432,6 +438,12 @@ fn bash_completes_files_spec_keys_and_codes() {
     );
     let keys = bash_completes(&script, &["numaplan", "exec", "--set", "en"]);
     assert_eq!(keys, ["env."]);
+    // mpibind's knobs are spec keys like any other.
+    let keys = bash_completes(&script, &["numaplan", "exec", "--set", "cpu.gpu_"]);
+    assert!(
+        keys.iter().all(|k| k.starts_with("cpu.gpu_optim=")) && !keys.is_empty(),
+        "{keys:?}"
+    );
     assert_eq!(
         bash_completes(&script, &["numaplan", "codes", "E030"]).len(),
         8

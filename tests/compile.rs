@@ -1,7 +1,7 @@
 //! `numaplan compile` on files: every example job and every case in tests/cases/compile gives
 //! one snapshot (the YAML plan, or the full diagnostic for `err_*` cases). A case's first line
 //! names its topology: `# topology: <name>`, looked up in tests/cases/topologies, then
-//! examples/topologies.
+//! examples/topologies, then (hwloc XML) tests/data/mpibind.
 
 mod common;
 
@@ -20,8 +20,12 @@ fn topology_of(case: &Path) -> String {
         .unwrap_or_else(|| panic!("{} must start with `# topology: <name>`", case.display()))
         .trim()
         .to_string();
-    for dir in ["tests/cases/topologies", "examples/topologies"] {
-        let p = format!("{dir}/{name}.yaml");
+    for (dir, ext) in [
+        ("tests/cases/topologies", "yaml"),
+        ("examples/topologies", "yaml"),
+        ("tests/data/mpibind", "xml"),
+    ] {
+        let p = format!("{dir}/{name}.{ext}");
         if repo().join(&p).exists() {
             return p;
         }

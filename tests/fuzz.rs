@@ -290,10 +290,11 @@ fn show(e: Error) {
 }
 
 /// One case through the loaders of its kind. `Err` for a broken round trip.
-fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<(), String> {
+/// Runs one input; `Ok` holds how many ranks it planned (the work the time limit allows for).
+fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<usize, String> {
     let text = match numaplan::text::decode(bytes) {
         Ok(t) => t,
-        Err(_) => return Ok(()),
+        Err(_) => return Ok(0),
     };
     match kind {
         Kind::Spec => match numaplan::spec::load::load_str("job.yaml", &text) {
@@ -341,6 +342,7 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<(), String> {
                             show(e.into());
                         }
                     }
+                    return Ok(plan.ranks.len());
                 }
             },
         },
@@ -366,7 +368,7 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    Ok(0)
 }
 
 fn setting(name: &str, default: u64) -> u64 {
@@ -386,6 +388,11 @@ fn failure(name: &str, case: u64, bytes: &[u8], what: &str) -> String {
         "{name} case {case}: {what} (input saved as {})",
         path.display()
     )
+}
+
+/// The time one input may take: 1 s, plus 250 µs per rank it planned.
+fn time_limit(ranks: usize) -> Duration {
+    Duration::from_secs(1) + Duration::from_micros(250) * ranks as u32
 }
 
 #[test]
@@ -415,10 +422,13 @@ fn mutated_inputs_never_panic_stall_or_break_a_round_trip() {
             let what = match outcome {
                 Err(_) => Some("panicked".to_string()),
                 Ok(Err(broken)) => Some(broken),
-                Ok(Ok(())) if start.elapsed() > Duration::from_secs(1) => {
-                    Some(format!("took {:?}", start.elapsed()))
+                // A stall is time beyond linear in the plan made: 1 s, and 250 µs more per
+                // rank (mpibind plans up to 65,536 ranks sharing a node's CPUs; a debug build
+                // spends some 120 µs a rank on the plan, its read-back and five scripts).
+                Ok(Ok(ranks)) if start.elapsed() > time_limit(ranks) => {
+                    Some(format!("took {:?} for {ranks} ranks", start.elapsed()))
                 }
-                Ok(Ok(())) => None,
+                Ok(Ok(_)) => None,
             };
             if let Some(what) = what {
                 failures.push(failure(&name, case, &bytes, &what));

@@ -254,6 +254,8 @@ fn the_job_schema_helps_editors() {
         "reserve_cpus",
         "reserve",
         "allowed",
+        "allowed_nodes",
+        "threads@CpuOptions",
         "policy@MemoryOptions",
         "required@MemoryOptions",
         "partition",
@@ -294,5 +296,9 @@ fn the_job_schema_helps_editors() {
         assert_eq!(schema["properties"][key]["minimum"], 1, "{key}");
     }
     let policies = schema["$defs"]["PolicyName"]["oneOf"].as_array().unwrap();
-    assert_eq!(policies.len(), 10);
+    assert_eq!(
+        policies.len(),
+        11,
+        "four families: auto, PyTorch, gpu_affinity, mpibind"
+    );
 }

@@ -89,6 +89,7 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
             plan_explain::render_text(&s.plan, topo, &s.notes, colour)
         }
         ExplainFormat::Json => json(&plan_explain::report(&s.plan, topo, &s.notes)),
+        ExplainFormat::Mpibind => crate::review::mpibind::render(&s.plan),
         ExplainFormat::Svg => {
             let title = format!(
                 "{} on {} (policy {})",

@@ -59,8 +59,8 @@ pub struct ExplainArgs {
     #[command(flatten)]
     pub overrides: SpecOverrides,
 
-    /// Text for the terminal, an SVG picture for a pull request or docs, or JSON for scripts
-    /// (`"numaplan_explain": 1`, schemas/explain.schema.json).
+    /// Text for the terminal, an SVG picture for a pull request or docs, JSON for scripts
+    /// (`"numaplan_explain": 1`, schemas/explain.schema.json), or mpibind's own verbose lines.
     #[arg(long, value_enum, default_value_t = ExplainFormat::Text)]
     pub format: ExplainFormat,
 
@@ -82,6 +82,9 @@ pub enum ExplainFormat {
     Text,
     Svg,
     Json,
+    /// mpibind's verbose lines (`mpibind: task   0 nths  4 gpus 0 cpus 0-3`), to diff
+    /// against `flux run -o mpibind=verbose`.
+    Mpibind,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

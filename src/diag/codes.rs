@@ -118,6 +118,22 @@ codes! {
         "A variable `openmp:` computes (OMP_PLACES, or KMP_AFFINITY with one place per thread) \
          would be longer than the kernel passes to a program (128 KiB). Use `places: cores`, \
          `kmp_affinity: false`, or fewer CPUs per rank.";
+    E0218_MPIBIND_SMT = "E0218":
+        "`policy: mpibind`: `cpu.smt` asks for more hardware threads per core than the \
+         machine's first core has (mpibind checks it against the whole machine, before any \
+         restriction). `all` is the machine's own; leave `smt` out for mpibind's choice.";
+    E0219_MPIBIND_RESTRICTION = "E0219":
+        "`policy: mpibind`: the restriction (`cpu.allowed`, `cpu.allowed_nodes`, or the CPUs \
+         this process may use) names no CPU or NUMA node of the machine, or leaves no NUMA \
+         node with CPUs. mpibind itself prints a warning and maps the whole machine; numaplan \
+         refuses, because the plan would not be what was asked. The notes list the machine's \
+         nodes and CPUs.";
+    E0220_MPIBIND_SLOT = "E0220":
+        "`policy: mpibind`: the mapping would take more PUs of a core (or other slot) than it \
+         has: `cpu.smt` above the PUs of some core, cores left uneven by a restriction, or \
+         hybrid cores. mpibind adds CPU -1 to such a task (a corrupt CPU set); numaplan \
+         refuses and names the slot. Ask for fewer threads per core, or restrict to whole \
+         cores.";
     E0300_TOPOLOGY_READ = "E0300":
         "The topology file could not be read (missing, unreadable). Check the path given to \
          `--topology` or the spec's `topology:` key. Exit code 3.";
@@ -428,6 +444,16 @@ codes! {
          so the ranks run with their CPUs bound and no memory policy. Add CAP_SYS_NICE \
          (`docker run --cap-add SYS_NICE`; Kubernetes: `securityContext.capabilities.add: \
          [SYS_NICE]`), or say `memory: {policy: none}`; `--allow W0217` accepts it.";
+    W0218_MPIBIND_SHARED = "W0218":
+        "`policy: mpibind`: there are more tasks than mpibind has CPUs (or GPUs) to give them, \
+         so tasks share them as mpibind shares them; or `cpu.threads` asks for more threads \
+         than a NUMA domain has CPUs, which mpibind reports as asked. Run fewer tasks or \
+         threads, or `--allow W0218` where the sharing is meant.";
+    W0219_MEMORY_ONLY_DOMAINS = "W0219":
+        "`policy: mpibind`: the machine has NUMA nodes without CPUs (GPU memory on POWER9 and \
+         Grace, HBM, CXL). mpibind counts them as domains and gives their tasks their parent's \
+         CPUs (or none) or the same CPUs twice; numaplan maps tasks to the nodes with CPUs \
+         only. The memory stays reachable with `memory:`.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

@@ -258,6 +258,9 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         ResolveErrorKind::TooManyRanks { .. } => E0215_TOO_MANY_RANKS,
         ResolveErrorKind::HelpersTakeAllCores { .. } => E0216_HELPERS_TAKE_ALL,
         ResolveErrorKind::VariableTooLong { .. } => E0217_VARIABLE_TOO_LONG,
+        ResolveErrorKind::MpibindSmt { .. } => E0218_MPIBIND_SMT,
+        ResolveErrorKind::MpibindRestriction { .. } => E0219_MPIBIND_RESTRICTION,
+        ResolveErrorKind::MpibindSlotTooSmall { .. } => E0220_MPIBIND_SLOT,
     };
     let spot = map.exact(&e.path);
     let label = if spot.is_some() {

@@ -7,7 +7,10 @@ use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId, PackageId};
 use crate::spec::{CpuSpec, Smt};
 use crate::topology::Topology;
-use crate::topology::model::Gpu;
+use crate::topology::model::{Gpu, Vendor};
+use crate::variables;
+
+use super::inside::Inside;
 
 /// A core with at least one allowed CPU; `cpus` holds only its allowed siblings.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +48,24 @@ pub struct Placement {
     pub home: Option<NodeId>,
     /// Default memory nodes (the home node, or every node of a multi-node CPU-only rank).
     pub memory_nodes: Vec<NodeId>,
+}
+
+/// A node's ranks, placed: their GPUs, CPUs and what runs inside them.
+pub struct Mapped<'t> {
+    pub units: Vec<Unit<'t>>,
+    pub placements: Vec<Placement>,
+    pub insides: Vec<Inside>,
+    /// The CPUs left after the restriction.
+    pub allowed: CpuSet,
+}
+
+/// The variable that numbers a vendor's GPUs for its runtime.
+pub fn visibility_variable(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::Nvidia => variables::CUDA_VISIBLE_DEVICES,
+        Vendor::Amd => variables::ROCR_VISIBLE_DEVICES,
+        Vendor::Intel => variables::ZE_AFFINITY_MASK,
+    }
 }
 
 pub struct Ctx<'t> {
@@ -119,13 +140,15 @@ impl<'t> Ctx<'t> {
             .or_else(|| gpu.numa_node.and_then(|n| self.topo.node_package(n)))
     }
 
-    /// The CPUs of some cores after the `smt` option: every allowed sibling, or the lowest.
+    /// The CPUs of some cores after the `smt` option: every allowed sibling, the lowest, or the
+    /// lowest N.
     pub fn threads(&self, cores: &[&ACore]) -> CpuSet {
         let mut set = CpuSet::new();
         for c in cores {
             match self.cpu.smt {
                 Smt::All => set = set.union(&c.cpus),
                 Smt::One => set.insert(c.cpus.first().expect("invariant: ACore is non-empty")),
+                Smt::Count(n) => set = set.union(&c.cpus.iter().take(n as usize).collect()),
             }
         }
         set

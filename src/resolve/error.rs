@@ -70,6 +70,16 @@ pub enum ResolveErrorKind {
     /// `detail` starts with the setting: `CUDA_VISIBLE_DEVICES=9: there is no GPU 9`.
     #[error("{detail}")]
     VisibleDevices { detail: String },
+    #[error("`cpu.smt: {smt}` is more hardware threads per core than the machine's {level}")]
+    MpibindSmt { smt: u32, level: u32 },
+    #[error("{what}")]
+    MpibindRestriction { what: String },
+    #[error("mpibind would give each task {wanted} CPU(s) of slot `{cpus}`, which has {has}")]
+    MpibindSlotTooSmall {
+        cpus: String,
+        has: usize,
+        wanted: usize,
+    },
     /// `asked`: `gpus: all`, `gpus: visible`, `gpus_per_rank: 2`.
     #[error("`{asked}` asks for GPUs, and topology `{topology}` has none")]
     NoGpus { asked: Box<str>, topology: Box<str> },

@@ -37,6 +37,10 @@ fn why_ignored(policy: Policy, option: CpuOption) -> Option<String> {
             "`torchrun --numa-binding={}` has no such setting",
             policy.name()
         )),
+        Family::Mpibind => match option {
+            Smt | GpuOptim => None,
+            _ => Some("mpibind has no such setting".into()),
+        },
         Family::GpuAffinity if reserve => Some("gpu_affinity has no reserved cores".into()),
         Family::GpuAffinity => match (policy, option) {
             (Policy::GpuAffinity(Single | SingleUnique), MinCores | MaxCores | Balanced) => {
@@ -59,6 +63,7 @@ fn hint(policy: Policy, option: CpuOption) -> &'static str {
             "use unique-contiguous for several cores per GPU, or remove it"
         }
         (Family::GpuAffinity, CpuOption::Balanced | CpuOption::Scope) => "remove it",
+        (Family::Mpibind, _) => "remove it, or use policy auto, which honours it",
         _ => "use policy auto, which honours it",
     }
 }

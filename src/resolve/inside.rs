@@ -12,7 +12,7 @@ use crate::spec::validate::MAX_ARG_LEN;
 use crate::spec::{OpenMpSpec, Places, ProcBind, Spec, Threads};
 use crate::topology::Topology;
 
-use super::{ResolveError, ResolveErrorKind};
+use super::error::{ResolveError, ResolveErrorKind};
 
 /// What a rank runs inside its CPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]

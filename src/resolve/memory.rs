@@ -84,13 +84,13 @@ pub fn memory_bindings(
 }
 
 /// The spec's memory policy, else the family's default: `preferred` for `auto`, `none` for
-/// the compatibility families (as their tools do).
+/// the compatibility families (as their tools do; mpibind sets none).
 fn policy(spec: &Spec) -> MemPolicy {
     spec.memory
         .policy
         .unwrap_or(match spec.cpu.policy.family() {
             Family::Auto => MemPolicy::Preferred,
-            Family::PyTorch | Family::GpuAffinity => MemPolicy::None,
+            Family::PyTorch | Family::GpuAffinity | Family::Mpibind => MemPolicy::None,
         })
 }
 

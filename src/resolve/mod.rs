@@ -10,22 +10,23 @@ pub mod gpus;
 pub mod ignored;
 pub mod inside;
 pub mod memory;
+pub mod mpibind;
 pub mod nics;
 pub mod on_machine;
 pub mod pytorch;
 
 use std::collections::BTreeMap;
 
-use context::{Ctx, Placement, Unit};
+use context::{Ctx, Mapped, Placement, Unit, visibility_variable};
 pub use error::{ResolveError, ResolveErrorKind};
 
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
+use crate::ids::{NodeId, node_list};
 use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{GpuChoice, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
-use crate::variables;
 
 pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     // Facts the topology's source found (NVML disagreeing with hwloc), then the spec's own.
@@ -40,22 +41,23 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     warnings.extend(ignored::ignored_options(&spec.cpu));
     let selected = gpus::select_gpus(spec, topo)?;
     warnings.extend(gpus::visible_warning(spec, &selected));
-    let units = gpus::form_ranks(spec, topo, &selected, &allowed)?;
-    warnings.extend(gpus::unused_warning(spec, &selected, &units));
-    world_fits(spec, units.len())?;
+    let Mapped {
+        units,
+        placements,
+        insides,
+        allowed,
+    } = match spec.cpu.policy {
+        Policy::Mpibind => {
+            let mapped = mpibind::map(spec, topo, &selected, &allowed, &mut warnings)?;
+            world_fits(spec, mapped.units.len())?;
+            every_rank_has_cpus(&mapped.units, &mapped.placements)?;
+            mapped
+        }
+        _ => placed_ranks(spec, topo, &selected, allowed, &mut warnings)?,
+    };
     let ctx = Ctx::new(topo, &spec.cpu, allowed);
-    let placements = place(&ctx, &selected, &units, &mut warnings)?;
-    every_rank_has_cpus(&units, &placements)?;
     let memory = memory::memory_bindings(spec, topo, &placements, &mut warnings)?;
     let chosen = choose_nics(spec, &ctx, &units, &placements);
-    let sharers = sharers(&placements);
-    let insides = units
-        .iter()
-        .zip(&placements)
-        .zip(&sharers)
-        .map(|((u, p), &n)| inside::inside(spec, topo, u.local_rank, &p.cpus, n))
-        .collect::<Result<Vec<_>, _>>()?;
-    warnings.extend(shared_threads(spec, topo, &placements, &sharers, &insides));
     let rpn = units.len() as u32;
     let ranks: Vec<RankBinding> = units
         .iter()
@@ -87,6 +89,37 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         port: spec.port,
         slurm: spec.slurm.clone(),
         mpirun: spec.mpirun.clone(),
+    })
+}
+
+/// The ranks of every family but mpibind: GPUs form ranks, the family places each, then what
+/// runs inside it.
+fn placed_ranks<'t>(
+    spec: &Spec,
+    topo: &'t Topology,
+    selected: &[&'t Gpu],
+    allowed: CpuSet,
+    warnings: &mut Vec<Warning>,
+) -> Result<Mapped<'t>, ResolveError> {
+    let units = gpus::form_ranks(spec, topo, selected, &allowed)?;
+    warnings.extend(gpus::unused_warning(spec, selected, &units));
+    world_fits(spec, units.len())?;
+    let ctx = Ctx::new(topo, &spec.cpu, allowed);
+    let placements = place(&ctx, selected, &units, warnings)?;
+    every_rank_has_cpus(&units, &placements)?;
+    let sharers = sharers(&placements);
+    let insides = units
+        .iter()
+        .zip(&placements)
+        .zip(&sharers)
+        .map(|((u, p), &n)| inside::inside(spec, topo, u.local_rank, &p.cpus, n))
+        .collect::<Result<Vec<_>, _>>()?;
+    warnings.extend(shared_threads(spec, topo, &placements, &sharers, &insides));
+    Ok(Mapped {
+        units,
+        placements,
+        insides,
+        allowed: ctx.allowed,
     })
 }
 
@@ -168,12 +201,16 @@ fn world_fits(spec: &Spec, per_node: usize) -> Result<(), ResolveError> {
     ))
 }
 
-/// The CPUs the plan may use: the topology's allowed set, narrowed by `cpu.allowed`.
+/// The CPUs the plan may use: the topology's allowed set, narrowed by `cpu.allowed` and (but
+/// under mpibind, which restricts its tree to them) by the CPUs of `cpu.allowed_nodes`.
 fn allowed_cpus(spec: &Spec, topo: &Topology) -> Result<CpuSet, ResolveError> {
-    let allowed = match &spec.cpu.allowed {
+    let mut allowed = match &spec.cpu.allowed {
         Some(a) => topo.allowed().intersection(a),
         None => topo.allowed().clone(),
     };
+    if let (Some(nodes), false) = (&spec.cpu.allowed_nodes, spec.cpu.policy == Policy::Mpibind) {
+        allowed = allowed.intersection(&nodes_cpus(topo, nodes)?);
+    }
     if allowed.is_empty() {
         return Err(ResolveError::new(
             ResolveErrorKind::NothingAllowed {
@@ -189,6 +226,35 @@ fn allowed_cpus(spec: &Spec, topo: &Topology) -> Result<CpuSet, ResolveError> {
         )));
     }
     Ok(allowed)
+}
+
+/// The CPUs of the NUMA nodes `cpu.allowed_nodes` names; an error when they have none.
+fn nodes_cpus(topo: &Topology, nodes: &[NodeId]) -> Result<CpuSet, ResolveError> {
+    let cpus = nodes
+        .iter()
+        .fold(CpuSet::new(), |all, n| all.union(&topo.node_cpus(*n)));
+    if !cpus.is_empty() {
+        return Ok(cpus);
+    }
+    let with_cpus: Vec<NodeId> = topo
+        .nodes()
+        .iter()
+        .filter(|n| !n.kind.is_memory_only())
+        .map(|n| n.id)
+        .collect();
+    Err(ResolveError::new(
+        ResolveErrorKind::NothingAllowed {
+            what: "the job".into(),
+        },
+        "cpu.allowed_nodes",
+        "list NUMA nodes with CPUs of this machine in `cpu.allowed_nodes`",
+    )
+    .note(format!(
+        "`cpu.allowed_nodes: {}` names no NUMA node with CPUs of `{}`; its nodes with CPUs are {}",
+        node_list(nodes),
+        topo.name(),
+        node_list(&with_cpus)
+    )))
 }
 
 /// What the allowed set cuts from each node with CPUs ("node 1 has 2 of 4 CPUs allowed").
@@ -225,6 +291,7 @@ fn place(
         Policy::Auto => auto::place(ctx, units, warnings),
         Policy::Torch(mode) => pytorch::place(ctx, selected, units, mode),
         Policy::GpuAffinity(mode) => gpu_affinity::place(ctx, units, mode),
+        Policy::Mpibind => unreachable!("mpibind maps its ranks itself (mpibind::map)"),
     }
 }
 
@@ -356,11 +423,8 @@ fn environment(
         set(variable, value.clone());
     }
     if spec.visible == Visibility::Own {
-        for (vendor, var) in [
-            (Vendor::Nvidia, variables::CUDA_VISIBLE_DEVICES),
-            (Vendor::Amd, variables::ROCR_VISIBLE_DEVICES),
-            (Vendor::Intel, variables::ZE_AFFINITY_MASK),
-        ] {
+        for vendor in [Vendor::Nvidia, Vendor::Amd, Vendor::Intel] {
+            let var = visibility_variable(vendor);
             let ids: Vec<String> = unit
                 .gpus
                 .iter()

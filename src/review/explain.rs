@@ -42,6 +42,7 @@ pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colou
         }
     }
     out.push_str(&inside_table(&report.ranks));
+    out.push_str(&super::mpibind::thread_notes(plan));
     let picture = picture::build(plan, topo);
     out.push_str(&format!(
         "\nquality: {}\n\n{}\n",
@@ -282,6 +283,18 @@ fn why(
     r: &RankBinding,
     lead: Option<&crate::topology::model::Gpu>,
 ) -> String {
+    if plan.policy == crate::spec::Policy::Mpibind {
+        let nodes: Vec<_> = topo
+            .nodes()
+            .iter()
+            .filter(|n| topo.node_cpus(n.id).intersects(&r.cpus))
+            .map(|n| n.id)
+            .collect();
+        return match r.numa_node {
+            Some(n) => format!("mpibind: a task of NUMA domain {n}"),
+            None => format!("mpibind: whole NUMA domains {}", node_list(&nodes)),
+        };
+    }
     let Some(gpu) = lead else {
         return match r.numa_node {
             Some(n) => format!("CPU-only rank: a block of node {n}"),

@@ -11,6 +11,6 @@ pub mod words;
 pub use error::SpecError;
 pub use model::{
     AffinityMode, Balance, CpuOption, CpuSpec, Family, GpuChoice, MemPolicy, MemoryNode,
-    MemorySpec, MpirunSpec, NicPolicy, OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt,
-    Spec, Threads, TorchMode, Visibility,
+    MemorySpec, MpibindOptions, MpirunSpec, NicPolicy, OpenMpSpec, Places, Policy, ProcBind, Scope,
+    SlurmSpec, Smt, Spec, Threads, TorchMode, Visibility,
 };

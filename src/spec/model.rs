@@ -89,10 +89,34 @@ pub struct CpuSpec {
     /// The first N cores of every L3 group (`cpu.reserve_per_l3`).
     pub reserve_per_l3: u32,
     pub allowed: Option<CpuSet>,
+    /// `cpu.allowed_nodes`: only the CPUs of these NUMA nodes (under mpibind, its memory
+    /// restriction).
+    pub allowed_nodes: Option<Vec<NodeId>>,
+    /// mpibind's own settings (read only under `policy: mpibind`).
+    pub mpibind: MpibindOptions,
     /// Cores of each rank set aside for helper threads (`cpu.helpers`).
     pub helpers: u32,
     /// The options the spec sets explicitly, so that a policy that ignores one can say so.
     pub set: Vec<CpuOption>,
+}
+
+/// `cpu.greedy`, `cpu.gpu_optim` and `cpu.threads`: mpibind's knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MpibindOptions {
+    pub greedy: bool,
+    pub gpu_optim: bool,
+    /// mpibind's in_nthreads; `None`: its own choice.
+    pub threads: Option<u32>,
+}
+
+impl Default for MpibindOptions {
+    fn default() -> Self {
+        MpibindOptions {
+            greedy: true,
+            gpu_optim: true,
+            threads: None,
+        }
+    }
 }
 
 /// OpenMP placement inside each rank (`openmp:`).
@@ -161,6 +185,7 @@ pub enum CpuOption {
     ReserveCpus,
     ReserveCores,
     ReservePerL3,
+    GpuOptim,
 }
 
 impl CpuOption {
@@ -175,6 +200,7 @@ impl CpuOption {
             CpuOption::ReserveCpus => "cpu.reserve_cpus",
             CpuOption::ReserveCores => "cpu.reserve_cores",
             CpuOption::ReservePerL3 => "cpu.reserve_per_l3",
+            CpuOption::GpuOptim => "cpu.gpu_optim",
         }
     }
 }
@@ -186,6 +212,8 @@ pub enum Policy {
     Auto,
     Torch(TorchMode),
     GpuAffinity(AffinityMode),
+    /// LLNL mpibind (docs/mpibind.md).
+    Mpibind,
 }
 
 /// `torchrun --numa-binding=MODE`.
@@ -216,11 +244,13 @@ pub enum Family {
     GpuAffinity,
     /// numaplan's own.
     Auto,
+    /// LLNL mpibind compatible.
+    Mpibind,
 }
 
 impl Policy {
     /// Every policy with the name a spec and a plan give it, in the schema's order.
-    pub const NAMED: [(Policy, &'static str); 10] = [
+    pub const NAMED: [(Policy, &'static str); 11] = [
         (Policy::Auto, "auto"),
         (Policy::Torch(TorchMode::Node), "node"),
         (Policy::Torch(TorchMode::Socket), "socket"),
@@ -240,6 +270,7 @@ impl Policy {
             Policy::GpuAffinity(AffinityMode::UniqueInterleaved),
             "unique-interleaved",
         ),
+        (Policy::Mpibind, "mpibind"),
     ];
 
     pub fn family(self) -> Family {
@@ -247,6 +278,7 @@ impl Policy {
             Policy::Auto => Family::Auto,
             Policy::Torch(_) => Family::PyTorch,
             Policy::GpuAffinity(_) => Family::GpuAffinity,
+            Policy::Mpibind => Family::Mpibind,
         }
     }
 
@@ -277,6 +309,8 @@ pub enum Scope {
 pub enum Smt {
     All,
     One,
+    /// The first N hardware threads of each core.
+    Count(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,10 +20,12 @@ pub struct CpuOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "node"))]
     pub scope: Option<ScopeName>,
-    /// `all` (default): every SMT sibling of a rank's cores; `one`: one CPU per core.
+    /// `all` (default): every SMT sibling of a rank's cores; `one`: one CPU per core; a number
+    /// N: the first N siblings of each core. Under `mpibind`, mpibind's smt: the hardware
+    /// threads per core it maps to (default: its own choice).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "all"))]
-    pub smt: Option<SmtName>,
+    pub smt: Option<SmtValue>,
     /// Give every rank the same number of cores (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = true))]
@@ -55,6 +57,10 @@ pub struct CpuOptions {
     /// Restrict the plan to these CPUs, as a cgroup cpuset or `taskset` would (cpulist).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed: Option<CpuList>,
+    /// Restrict the plan to the CPUs of these NUMA nodes, by OS index (a list such as "0-1");
+    /// under `mpibind`, its memory restriction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_nodes: Option<CpuList>,
     /// Cores of each rank set aside for helper threads (data-loader workers, tokenizers): the
     /// last N cores of the rank's share, in one L3 group where possible (default 0). The rank
     /// may still run on them; OpenMP places leave them out, and NUMAPLAN_HELPER_CPUS and
@@ -62,6 +68,20 @@ pub struct CpuOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = 0))]
     pub helpers: Option<u32>,
+    /// `mpibind` only: give tasks whole NUMA domains when there are fewer tasks than domains
+    /// (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub greedy: Option<bool>,
+    /// `mpibind` only: share the tasks out over the NUMA domains by their GPUs rather than
+    /// their CPUs (default true; off on a machine without GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = true))]
+    pub gpu_optim: Option<bool>,
+    /// `mpibind` only: threads per task (mpibind's in_nthreads; default: mpibind's own choice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub threads: Option<u32>,
 }
 
 /// `openmp:`: where a rank's OpenMP threads run, inside its compute cores.
@@ -190,6 +210,9 @@ pub enum PolicyName {
     UniqueContiguous,
     /// gpu_affinity unique_interleaved: the node's cores dealt round-robin to its GPUs.
     UniqueInterleaved,
+    /// LLNL mpibind: tasks shared out over the NUMA domains by their GPUs (or CPUs), whole
+    /// domains when there are fewer tasks than domains, mpibind's threads and GPUs per task.
+    Mpibind,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -199,6 +222,46 @@ pub enum ScopeName {
     Node,
     /// The CPUs of the GPU's socket.
     Socket,
+}
+
+/// `smt:`: `all`, `one` or a number of hardware threads per core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SmtValue {
+    /// This many hardware threads of each core (its first ones).
+    Count(#[schemars(range(min = 1))] u32),
+    /// `all` or `one`.
+    Keyword(SmtName),
+}
+
+impl<'de> Deserialize<'de> for SmtValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SmtValue;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("`all`, `one` or a number of hardware threads per core")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<SmtValue, E> {
+                match v {
+                    "all" => Ok(SmtValue::Keyword(SmtName::All)),
+                    "one" => Ok(SmtValue::Keyword(SmtName::One)),
+                    other => Err(E::unknown_variant(other, &["all", "one"])),
+                }
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<SmtValue, E> {
+                u32::try_from(v)
+                    .map(SmtValue::Count)
+                    .map_err(|_| E::custom(format!("{v} threads per core is out of range")))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<SmtValue, E> {
+                Err(E::custom(format!(
+                    "a number of threads per core cannot be negative ({v})"
+                )))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -14,8 +14,8 @@ mod gpu;
 mod memory;
 
 pub use cpu::{
-    BindName, CpuOptions, OpenMpOptions, PlacesName, PolicyName, ScopeName, SmtName, ThreadCount,
-    ThreadKeyword,
+    BindName, CpuOptions, OpenMpOptions, PlacesName, PolicyName, ScopeName, SmtName, SmtValue,
+    ThreadCount, ThreadKeyword,
 };
 pub use gpu::{GpuKeyword, GpuOptions, GpuSelection, VisibleName};
 pub use memory::{MemPolicyName, MemoryOptions, NodeList};

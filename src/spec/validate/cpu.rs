@@ -2,11 +2,13 @@
 //! and binding (`openmp:`).
 
 use super::{MAX_PER_NODE, Problems};
+use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
+use crate::ids::NodeId;
 use crate::spec::raw::{self, JobSpec};
 use crate::spec::{
-    AffinityMode, Balance, CpuOption, CpuSpec, OpenMpSpec, Places, Policy, ProcBind, Scope, Smt,
-    Threads, TorchMode,
+    AffinityMode, Balance, CpuOption, CpuSpec, MpibindOptions, OpenMpSpec, Places, Policy,
+    ProcBind, Scope, Smt, Threads, TorchMode,
 };
 
 pub(super) fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<Warning>) -> CpuSpec {
@@ -66,10 +68,7 @@ pub(super) fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<Warni
             Some(raw::ScopeName::Socket) => Scope::Socket,
             _ => Scope::Node,
         },
-        smt: match cpu.smt {
-            Some(raw::SmtName::One) => Smt::One,
-            _ => Smt::All,
-        },
+        smt: smt(cpu.smt, p),
         balance: if cpu.balanced.unwrap_or(true) {
             Balance::Balanced
         } else {
@@ -80,9 +79,139 @@ pub(super) fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<Warni
         reserve_cpus: reserve_cpus.unwrap_or_default(),
         reserve_cores: cpu.reserve_cores.unwrap_or(0),
         reserve_per_l3: cpu.reserve_per_l3.unwrap_or(0),
+        allowed_nodes: allowed_nodes(&cpu, policy, p),
         allowed,
+        mpibind: mpibind_options(&cpu, policy, p),
         helpers: cpu.helpers.unwrap_or(0),
         set: explicit_options(&cpu),
+    }
+}
+
+fn smt(value: Option<raw::SmtValue>, p: &mut Problems) -> Smt {
+    match value {
+        Some(raw::SmtValue::Keyword(raw::SmtName::One)) => Smt::One,
+        Some(raw::SmtValue::Keyword(raw::SmtName::All)) | None => Smt::All,
+        Some(raw::SmtValue::Count(0)) => {
+            p.add(
+                "cpu.smt",
+                "`cpu.smt` must be at least 1 hardware thread per core".into(),
+                "zero threads per core",
+                "write `all`, `one` or a number of threads per core; under mpibind, leave it out \
+                 for mpibind's own choice",
+            );
+            Smt::All
+        }
+        Some(raw::SmtValue::Count(n)) => Smt::Count(n),
+    }
+}
+
+/// `cpu.allowed_nodes` as node ids; under mpibind not together with `cpu.allowed` (mpibind
+/// takes one restriction).
+fn allowed_nodes(cpu: &raw::CpuOptions, policy: Policy, p: &mut Problems) -> Option<Vec<NodeId>> {
+    let list = cpu.allowed_nodes.as_ref()?;
+    if policy == Policy::Mpibind && cpu.allowed.is_some() {
+        p.add(
+            "cpu.allowed_nodes",
+            "`cpu.allowed` and `cpu.allowed_nodes` are both set: mpibind restricts to CPUs or to \
+             NUMA nodes, not both"
+                .into(),
+            "second restriction",
+            "keep one of them",
+        );
+    }
+    match list.0.parse::<CpuSet>() {
+        Ok(set) if !set.is_empty() => Some(set.iter().map(NodeId).collect()),
+        Ok(_) => {
+            p.add(
+                "cpu.allowed_nodes",
+                "`cpu.allowed_nodes` names no NUMA node".into(),
+                "empty list",
+                "write node ids such as \"0-1\", or remove the key",
+            );
+            None
+        }
+        Err(e) => {
+            p.add(
+                "cpu.allowed_nodes",
+                format!("invalid NUMA node list `{}`: {e}", list.0),
+                "not a node list",
+                "write node ids such as \"0\" or \"0-1,4\"",
+            );
+            None
+        }
+    }
+}
+
+/// `cpu.greedy`, `cpu.gpu_optim` and `cpu.threads`: mpibind's knobs, which only `policy:
+/// mpibind` reads (elsewhere an error, never a silent no-op).
+fn mpibind_options(cpu: &raw::CpuOptions, policy: Policy, p: &mut Problems) -> MpibindOptions {
+    if policy != Policy::Mpibind {
+        for (key, set) in [
+            ("cpu.greedy", cpu.greedy.is_some()),
+            ("cpu.gpu_optim", cpu.gpu_optim.is_some()),
+            ("cpu.threads", cpu.threads.is_some()),
+        ] {
+            if set {
+                p.add(
+                    key,
+                    format!(
+                        "`{key}` is a setting of policy mpibind, not of {}",
+                        policy.name()
+                    ),
+                    "mpibind only",
+                    "remove it, or write `policy: mpibind`",
+                );
+            }
+        }
+    }
+    if cpu.threads == Some(0) {
+        p.add(
+            "cpu.threads",
+            "`cpu.threads` must be at least 1".into(),
+            "zero threads",
+            "leave it out for mpibind's own choice",
+        );
+    }
+    MpibindOptions {
+        greedy: cpu.greedy.unwrap_or(true),
+        gpu_optim: cpu.gpu_optim.unwrap_or(true),
+        threads: cpu.threads.filter(|&t| t > 0),
+    }
+}
+
+/// What mpibind decides itself and a spec may not also say: GPUs per rank, OpenMP's places,
+/// helper cores.
+pub(super) fn mpibind_refusals(raw: &JobSpec, p: &mut Problems) {
+    let policy = raw.cpu.as_ref().and_then(|c| c.policy);
+    if policy != Some(raw::PolicyName::Mpibind) {
+        return;
+    }
+    let helpers = raw
+        .cpu
+        .as_ref()
+        .and_then(|c| c.helpers)
+        .is_some_and(|h| h > 0);
+    for (key, set, what) in [
+        (
+            "gpus_per_rank",
+            raw.gpus_per_rank.is_some(),
+            "how many GPUs each task gets",
+        ),
+        (
+            "openmp",
+            raw.openmp.is_some(),
+            "OMP_NUM_THREADS, OMP_PLACES and OMP_PROC_BIND",
+        ),
+        ("cpu.helpers", helpers, "every CPU of a task"),
+    ] {
+        if set {
+            p.add(
+                key,
+                format!("`{key}` cannot be used with policy mpibind: mpibind decides {what}"),
+                "decided by mpibind",
+                "remove it; `env:` may still override a variable of the plan",
+            );
+        }
     }
 }
 
@@ -176,6 +305,7 @@ fn policy(name: raw::PolicyName) -> Policy {
         P::SingleUnique => Policy::GpuAffinity(AffinityMode::SingleUnique),
         P::UniqueContiguous => Policy::GpuAffinity(AffinityMode::UniqueContiguous),
         P::UniqueInterleaved => Policy::GpuAffinity(AffinityMode::UniqueInterleaved),
+        P::Mpibind => Policy::Mpibind,
     }
 }
 
@@ -193,6 +323,7 @@ fn explicit_options(cpu: &raw::CpuOptions) -> Vec<CpuOption> {
         ),
         (cpu.reserve_cores.is_some(), CpuOption::ReserveCores),
         (cpu.reserve_per_l3.is_some(), CpuOption::ReservePerL3),
+        (cpu.gpu_optim.is_some(), CpuOption::GpuOptim),
     ]
     .into_iter()
     .filter_map(|(set, option)| set.then_some(option))

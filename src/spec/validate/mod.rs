@@ -34,6 +34,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
     let command = command(raw, &mut p);
     environment(raw, &mut p);
     let openmp = cpu::openmp_spec(raw, &mut p);
+    cpu::mpibind_refusals(raw, &mut p);
     let (port, master_addr) = launch::rendezvous(raw, &mut p);
     let slurm = launch::slurm(raw, &mut p);
     let mpirun = launch::mpirun(raw, &mut p);

@@ -1,0 +1,385 @@
+//! `policy: mpibind` (docs/mpibind.md): mpibind's 48 published test-suite cases on their
+//! original machine files (tests/data/mpibind), the 15 that differ from the 2021 publication
+//! with their reasons, properties on random machines, and the plan on the node it runs on.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use common::{numaplan, repo};
+use numaplan::cpuset::CpuSet;
+use numaplan::ids::{L3Id, NodeId, PackageId};
+use numaplan::plan::Plan;
+use numaplan::resolve::resolve;
+use numaplan::spec::load::load_str;
+use numaplan::topology::load_file;
+use numaplan::topology::model::{Core, NodeKind, NumaNode, Topology, TopologyParts};
+use proptest::prelude::*;
+use serde_json::Value;
+
+fn cases() -> Value {
+    let text = std::fs::read_to_string(repo().join("tests/data/mpibind/cases.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A case's machine: the original XML of mpibind's `topo-xml/`, as numaplan reads it.
+fn machine(case: &Value, loaded: &mut BTreeMap<String, Topology>) -> Topology {
+    let file = case["original_xml"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap();
+    loaded
+        .entry(file.to_string())
+        .or_insert_with(|| load_file(&repo().join("tests/data/mpibind").join(file)).unwrap())
+        .clone()
+}
+
+/// A case's parameters as a job spec.
+fn spec_of(case: &Value, gpus: bool) -> String {
+    let p = &case["params"];
+    let mut spec = format!(
+        "ranks_per_node: {}\ngpus: {}\ncpu:\n  policy: mpibind\n  greedy: {}\n  gpu_optim: {}\n",
+        p["ntasks"],
+        if gpus { "all" } else { "none" },
+        p["greedy"] == 1,
+        p["gpu_optim"] == 1
+    );
+    if p["smt"] != 0 {
+        spec += &format!("  smt: {}\n", p["smt"]);
+    }
+    if p["in_nthreads"] != 0 {
+        spec += &format!("  threads: {}\n", p["in_nthreads"]);
+    }
+    if let Some(set) = p["restr_set"].as_str() {
+        let key = match p["restrict_type"].as_str() {
+            Some("mem") => "allowed_nodes",
+            _ => "allowed",
+        };
+        spec += &format!("  {key}: \"{set}\"\n");
+    }
+    spec
+}
+
+fn plan(topo: &Topology, spec: &str) -> Plan {
+    let spec = load_str("spec.yaml", spec)
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .spec;
+    let plan = resolve(&spec, topo).unwrap_or_else(|e| panic!("{e}\n{spec:?}"));
+    plan.check(topo.allowed()).unwrap();
+    plan
+}
+
+/// A plan as the cases write a mapping: per task its CPUs, reported threads and GPUs.
+fn tasks(plan: &Plan) -> Value {
+    plan.ranks
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "cpus": r.cpus.to_string(),
+                "nthreads": r.env["OMP_NUM_THREADS"].parse::<u64>().unwrap(),
+                "gpus": r.gpus.iter().map(|g| g.index.0).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
+}
+
+/// Each published case's `expected` mapping, from numaplan's own reading of the original XML
+/// (its GPUs counted by numaplan, not patched in).
+#[test]
+fn the_48_published_cases() {
+    let cases = cases();
+    let mut loaded = BTreeMap::new();
+    let mut wrong = Vec::new();
+    let all = cases["cases"].as_array().unwrap();
+    for case in all {
+        let topo = machine(case, &mut loaded);
+        let name = case["topology"].as_str().unwrap();
+        let counts = cases["topologies"][name]["patch"]["gpus_numaplan_counts"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(
+            topo.gpus().len() as u64,
+            counts,
+            "{name}: GPUs numaplan counts"
+        );
+        let got = tasks(&plan(&topo, &spec_of(case, counts > 0)));
+        if got != case["expected"] {
+            wrong.push(format!(
+                "{}:\n  got      {got}\n  expected {}",
+                case["id"], case["expected"]
+            ));
+        }
+    }
+    assert_eq!(all.len(), 48);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The 15 cases whose mapping differs from the 2021 publication: each is marked, and its reason
+/// names every part that differs (CPUs, threads, GPUs); the others equal the publication.
+#[test]
+fn the_cases_that_differ_from_2021_say_why() {
+    let cases = cases();
+    let mut differing = 0;
+    for case in cases["cases"].as_array().unwrap() {
+        let (now, then) = (&case["expected"], &case["expected_2021"]);
+        let part_differs = |part: &str| {
+            now.as_array().unwrap().len() != then.as_array().unwrap().len()
+                || now
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .zip(then.as_array().unwrap())
+                    .any(|(a, b)| a[part] != b[part])
+        };
+        let parts: Vec<&str> = ["cpus", "nthreads", "gpus"]
+            .into_iter()
+            .filter(|p| part_differs(p))
+            .collect();
+        let marked = case["differs_from_2021"].as_bool().unwrap_or(false);
+        assert_eq!(
+            marked,
+            !parts.is_empty(),
+            "{}: differs_from_2021",
+            case["id"]
+        );
+        if parts.is_empty() {
+            continue;
+        }
+        differing += 1;
+        let reason = case["reason"].as_str().unwrap();
+        for part in parts {
+            assert!(
+                reason.contains(part),
+                "{}: the reason does not explain {part}",
+                case["id"]
+            );
+        }
+    }
+    assert_eq!(differing, 15);
+    assert_eq!(cases["summary"]["differs_from_2021"], 15);
+}
+
+/// GPUs in hwloc's device order, not by index: LLNL's eas-tioga numbers its GCDs 4,5,2,3,6,7,0,1
+/// along its CPUs; each rank's ROCR_VISIBLE_DEVICES names exactly its own.
+#[test]
+fn gpus_follow_hwlocs_device_order() {
+    let topo = load_file(&repo().join("tests/data/mpibind/eas-tioga.xml")).unwrap();
+    let p = plan(&topo, "ranks_per_node: 8\ncpu: {policy: mpibind}\n");
+    let gpus: Vec<u32> = p.ranks.iter().map(|r| r.gpus[0].index.0).collect();
+    assert_eq!(gpus, [4, 5, 2, 3, 6, 7, 0, 1]);
+    for r in &p.ranks {
+        assert_eq!(r.env["ROCR_VISIBLE_DEVICES"], r.gpus[0].index.0.to_string());
+        assert_eq!(r.env["OMP_PLACES"], "threads");
+        assert_eq!(r.env["OMP_PROC_BIND"], "spread");
+    }
+    // 16 tasks share each GCD by two; a GPU-less job sets no variable naming GPUs.
+    let p = plan(&topo, "ranks_per_node: 16\ncpu: {policy: mpibind}\n");
+    assert_eq!(p.ranks[0].gpus, p.ranks[1].gpus);
+    let p = plan(
+        &topo,
+        "ranks_per_node: 4\ngpus: none\ncpu: {policy: mpibind}\n",
+    );
+    assert!(p.ranks.iter().all(|r| r.gpus.is_empty()));
+    assert!(
+        p.ranks
+            .iter()
+            .all(|r| !r.env.contains_key("ROCR_VISIBLE_DEVICES"))
+    );
+}
+
+/// A restriction that leaves a GPU-less part of the machine gives GPU-less ranks whose
+/// visibility variable is empty (not every GPU), never an error for want of GPUs.
+#[test]
+fn a_restriction_without_gpus_gives_gpu_less_ranks() {
+    let topo = load_file(&repo().join("tests/data/mpibind/epyc-corona.xml")).unwrap();
+    let p = plan(
+        &topo,
+        "ranks_per_node: 2\ngpus: all\ncpu: {policy: mpibind, allowed_nodes: \"0\"}\n",
+    );
+    for r in &p.ranks {
+        assert!(r.gpus.is_empty());
+        assert_eq!(r.env["ROCR_VISIBLE_DEVICES"], "");
+    }
+}
+
+/// `explain --format mpibind` prints mpibind's own verbose lines, and the text explain says
+/// where OMP_NUM_THREADS (mpibind's count) is not the CPU count.
+#[test]
+fn explain_speaks_mpibind() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        "ranks_per_node: 1\ncpu: {policy: mpibind, threads: 4}\n",
+    )
+    .unwrap();
+    let topology = repo().join("tests/data/mpibind/coral-lassen.xml");
+    let (job, topology) = (job.to_str().unwrap(), topology.to_str().unwrap());
+    let lines = numaplan(&[
+        "explain",
+        job,
+        "--topology",
+        topology,
+        "--format",
+        "mpibind",
+    ])
+    .ok();
+    assert_eq!(
+        lines,
+        "mpibind: task   0 nths  4 gpus 0,1,2,3 cpus 8-87,96-175\n"
+    );
+    let text = numaplan(&["explain", job, "--topology", topology, "--color", "never"]).ok();
+    assert!(
+        text.contains("rank 0: OMP_NUM_THREADS=4 on 160 CPUs (mpibind's count"),
+        "{text}"
+    );
+}
+
+/// Compiled on the node, the CPUs this process may use are mpibind's CPU restriction (as its
+/// Slurm and Flux plugins restrict it to the job's cores): under `taskset -c 1` both ranks get
+/// CPU 1, and `bind` binds there.
+#[test]
+fn on_the_node_the_allowed_cpus_restrict_the_machine() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        "ranks_per_node: 2\ngpus: none\ncpu: {policy: mpibind}\n",
+    )
+    .unwrap();
+    let job = job.to_str().unwrap();
+    let bin = env!("CARGO_BIN_EXE_numaplan");
+    let compile = |taskset: Option<&str>| {
+        let mut cmd = match taskset {
+            Some(cpus) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cpus, bin]);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let out = cmd
+            .args([
+                "compile",
+                job,
+                "--topology",
+                "discover",
+                "--format",
+                "json",
+                "-q",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+        plan["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["cpus"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let whole = compile(None);
+    assert_ne!(whole[0], whole[1], "two CPUs, two ranks: {whole:?}");
+    assert_eq!(compile(Some("1")), ["1", "1"]);
+    let out = Command::new("taskset")
+        .args(["-c", "1", bin, "bind", job, "--local-rank", "0", "-q", "--"])
+        .args(["grep", "Cpus_allowed_list", "/proc/self/status"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(line.split_whitespace().nth(1), Some("1"), "{line}");
+}
+
+/// `nodes` nodes, `per_package` to a package, `cores` cores of `smt` CPUs each, L3 groups of
+/// `l3` cores within a node.
+fn random_machine(nodes: u32, per_package: u32, cores: u32, smt: u32, l3: u32) -> Topology {
+    let total = nodes * cores;
+    let mut parts = TopologyParts {
+        name: "random".into(),
+        ..Default::default()
+    };
+    for n in 0..nodes {
+        parts.nodes.push(NumaNode {
+            id: NodeId(n),
+            package: Some(PackageId(n / per_package)),
+            kind: NodeKind::Cpu,
+            memory_mib: None,
+        });
+        for c in 0..cores {
+            let key = n * cores + c;
+            parts.cores.push(Core {
+                cpus: (0..smt).map(|t| key + t * total).collect(),
+                package: PackageId(n / per_package),
+                node: NodeId(n),
+                l3: L3Id(n * cores + c / l3),
+            });
+        }
+    }
+    Topology::build(parts).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// With equal nodes and `gpu_optim: false`, nodes x k ranks give every node k ranks, each
+    /// inside its node, and no CPU twice while there are no more ranks than cores.
+    #[test]
+    fn equal_nodes_get_equal_ranks(
+        nodes in 1u32..6, per_package in 1u32..3, cores in 1u32..9, smt in prop::sample::select(vec![1u32, 2, 4]),
+        l3 in 1u32..5, k in 1u32..5,
+    ) {
+        let topo = random_machine(nodes, per_package, cores, smt, l3);
+        let spec = format!(
+            "ranks_per_node: {}\ngpus: none\ncpu: {{policy: mpibind, gpu_optim: false}}\n",
+            nodes * k
+        );
+        let p = plan(&topo, &spec);
+        for n in 0..nodes {
+            let node = topo.node_cpus(NodeId(n));
+            let inside = p.ranks.iter().filter(|r| r.cpus.is_subset(&node)).count();
+            prop_assert_eq!(inside as u32, k, "node {}", n);
+        }
+        prop_assert!(p.ranks.iter().all(|r| (0..nodes).any(|n| r.cpus.is_subset(&topo.node_cpus(NodeId(n))))));
+        if k <= cores {
+            let mut seen = CpuSet::new();
+            for r in &p.ranks {
+                prop_assert!(!seen.intersects(&r.cpus), "CPU given twice: {:?}", p.ranks.iter().map(|r| r.cpus.to_string()).collect::<Vec<_>>());
+                seen = seen.union(&r.cpus);
+            }
+        }
+    }
+
+    /// Greedy, with fewer ranks than nodes: every node's CPUs go to exactly one rank, whole.
+    #[test]
+    fn greedy_gives_whole_nodes(
+        nodes in 2u32..7, per_package in 1u32..3, cores in 1u32..5, smt in 1u32..3, ranks in 1u32..6,
+    ) {
+        prop_assume!(ranks < nodes);
+        let topo = random_machine(nodes, per_package, cores, smt, 2);
+        let spec = format!("ranks_per_node: {ranks}\ngpus: none\ncpu: {{policy: mpibind}}\n");
+        let p = plan(&topo, &spec);
+        prop_assert_eq!(p.ranks.len() as u32, ranks);
+        for n in 0..nodes {
+            let node = topo.node_cpus(NodeId(n));
+            let holders = p.ranks.iter().filter(|r| r.cpus.intersects(&node)).count();
+            prop_assert_eq!(holders, 1, "node {}", n);
+            prop_assert!(p.ranks.iter().any(|r| node.is_subset(&r.cpus)));
+        }
+    }
+}
