@@ -190,6 +190,23 @@ fn gpus_follow_hwlocs_device_order() {
     );
 }
 
+/// Without `ranks_per_node`, one task per GPU left, else one per NUMA domain (mpibind itself
+/// has no default ntasks).
+#[test]
+fn the_default_is_a_task_per_gpu_else_per_domain() {
+    let lassen = load_file(&repo().join("tests/data/mpibind/coral-lassen.xml")).unwrap();
+    let p = plan(&lassen, "cpu: {policy: mpibind}\n");
+    let gpus: Vec<u32> = p.ranks.iter().map(|r| r.gpus[0].index.0).collect();
+    assert_eq!(gpus, [0, 1, 2, 3]);
+    let p = plan(&lassen, "gpus: none\ncpu: {policy: mpibind}\n");
+    assert_eq!(p.ranks.len(), 2);
+    // One task per domain: its 20 cores, one PU each (mpibind's test coral-lassen.10).
+    assert_eq!(p.ranks[0].cpus.len(), 20);
+    assert_eq!(p.ranks[0].env["OMP_NUM_THREADS"], "20");
+    let quartz = load_file(&repo().join("tests/data/mpibind/cts1-quartz-smt1.xml")).unwrap();
+    assert_eq!(plan(&quartz, "cpu: {policy: mpibind}\n").ranks.len(), 2);
+}
+
 /// A restriction that leaves a GPU-less part of the machine gives GPU-less ranks whose
 /// visibility variable is empty (not every GPU), never an error for want of GPUs.
 #[test]
