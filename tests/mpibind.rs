@@ -207,6 +207,64 @@ fn the_default_is_a_task_per_gpu_else_per_domain() {
     assert_eq!(plan(&quartz, "cpu: {policy: mpibind}\n").ranks.len(), 2);
 }
 
+/// hwloc's structure rule, after a restriction: Lassen restricted to one core (8-11) is a chain
+/// Machine-Package-L3-Core whose levels add nothing, so the Core vanishes into the Machine and
+/// its PUs act as cores (docs/mpibind.md §10 B). Then `smt: 2` asks two PUs of a one-PU slot:
+/// mpibind would set CPU -1, numaplan refuses (E0220); without smt each task gets one PU.
+#[test]
+fn a_restriction_to_one_core_leaves_no_core_level() {
+    let lassen = load_file(&repo().join("tests/data/mpibind/coral-lassen.xml")).unwrap();
+    let job = |smt: &str| {
+        format!("ranks_per_node: 2\ncpu: {{policy: mpibind, allowed: \"8-11\"{smt}}}\n")
+    };
+    let spec = load_str("spec.yaml", &job(", smt: 2")).unwrap().spec;
+    let error = resolve(&spec, &lassen).unwrap_err();
+    assert!(
+        error.to_string().contains("2 CPU(s) of slot `8`, which has 1"),
+        "{error}"
+    );
+    let p = plan(&lassen, &job(""));
+    let cpus: Vec<String> = p.ranks.iter().map(|r| r.cpus.to_string()).collect();
+    assert_eq!(cpus, ["8-9", "10-11"]);
+}
+
+/// The structure rule on a tree of its own: a level whose objects each have one child goes
+/// (the lower-ranked of the two; the Machine and PU levels never), its NUMA nodes passed on; an
+/// SMT-1 machine has no Core level.
+#[test]
+fn the_structure_rule_merges_levels_that_add_nothing() {
+    use numaplan::topology::tree::{CpuTree, Kind, TreeObject, TreeView};
+    let core = |first: u32, smt: u32| {
+        TreeObject::over(Kind::Core, 3, (first..first + smt).map(|c| TreeObject::pu(c, 4)))
+    };
+    let tree = |smt: u32| {
+        let mut package = TreeObject::over(
+            Kind::Package,
+            1,
+            std::iter::once(TreeObject::over(
+                Kind::DataCache(3),
+                2,
+                [core(0, smt), core(smt, smt)].into_iter(),
+            )),
+        );
+        package.nodes = vec![NodeId(0)];
+        let mut machine = TreeObject::over(Kind::Machine, 0, std::iter::once(package));
+        machine.nodes = vec![NodeId(9)];
+        let mut tree = CpuTree { root: machine };
+        tree.merge_levels();
+        tree
+    };
+    let smt2 = tree(2);
+    // The Package and the L3 go into the Machine, which takes node 0 after its own node 9.
+    assert_eq!(smt2.root.nodes, [NodeId(9), NodeId(0)]);
+    assert_eq!(smt2.root.children.len(), 2);
+    assert!(smt2.root.children.iter().all(|c| c.kind == Kind::Core));
+    let view = TreeView::new(&smt2);
+    assert_eq!((view.core_depth(), view.smt_level()), (3, 2));
+    let smt1 = TreeView::new(&tree(1));
+    assert_eq!((smt1.core_depth(), smt1.smt_level()), (4, 1), "no Core level");
+}
+
 /// A restriction that leaves a GPU-less part of the machine gives GPU-less ranks whose
 /// visibility variable is empty (not every GPU), never an error for want of GPUs.
 #[test]
