@@ -49,25 +49,30 @@ pub fn map(
     Ok(tasks)
 }
 
-/// 1. Units per domain (NUMA order): with gpu_optim the GPUs whose locality's NUMA set holds
-/// the node, else the node's CPU count (its parent's CPUs).
+/// §7.1: Units per domain (NUMA order): with gpu_optim the GPUs whose locality's NUMA set holds
+/// the node, else the node's CPU count (its parent's CPUs). Where no GPU's NUMA set holds a
+/// domain (mpibind would divide by zero), by CPUs.
 fn units_per_domain(machine: &Machine, gpu_optim: bool) -> Vec<u64> {
     let view = &machine.view;
-    machine
-        .domains
-        .iter()
-        .map(|d| match gpu_optim {
-            true => machine
-                .gpus
-                .iter()
-                .filter(|(_, at)| view.numa_set(*at).contains(&d.node))
-                .count() as u64,
-            false => view.objects[d.parent].cpus.len() as u64,
-        })
-        .collect()
+    let cpus = |d: &super::Domain| view.objects[d.parent].cpus.len() as u64;
+    let gpus = |d: &super::Domain| {
+        machine
+            .gpus
+            .iter()
+            .filter(|(_, at)| view.numa_set(*at).contains(&d.node))
+            .count() as u64
+    };
+    let by_gpus: Vec<u64> = match gpu_optim {
+        true => machine.domains.iter().map(gpus).collect(),
+        false => Vec::new(),
+    };
+    match by_gpus.iter().sum::<u64>() {
+        0 => machine.domains.iter().map(cpus).collect(),
+        _ => by_gpus,
+    }
 }
 
-/// 2. Tasks per domain: ⌊ntasks·uᵢ/U⌋ each, the rest one each to the largest remainders
+/// §7.2: Tasks per domain: ⌊ntasks·uᵢ/U⌋ each, the rest one each to the largest remainders
 /// (equal remainders in NUMA order).
 fn tasks_per_domain(ntasks: u32, units: &[u64]) -> Vec<usize> {
     let total: u64 = units.iter().sum::<u64>().max(1);
@@ -82,7 +87,7 @@ fn tasks_per_domain(ntasks: u32, units: &[u64]) -> Vec<usize> {
     per
 }
 
-/// 4. Threads per task: `threads` when given; else the Core-level objects of the domain's
+/// §7.4: Threads per task: `threads` when given; else the Core-level objects of the domain's
 /// parent (times smt when 1 < smt < the SMT level), or its PUs when smt ≥ the SMT level,
 /// divided among its tasks (at least 1).
 fn thread_count(machine: &Machine, root: usize, np: usize, threads: Option<u32>) -> u32 {
@@ -112,7 +117,7 @@ struct Slots {
     objects: Vec<usize>,
 }
 
-/// 5. From the parent's level down to the Core level, the first level with at least `workers`
+/// §7.5: From the parent's level down to the Core level, the first level with at least `workers`
 /// objects within the parent (with smt given, only the Core level).
 fn level_walk(machine: &Machine, root: usize, workers: usize) -> Slots {
     let view = &machine.view;
@@ -136,7 +141,7 @@ fn level_walk(machine: &Machine, root: usize, workers: usize) -> Slots {
     }
 }
 
-/// 6. PUs per slot: smt when given; at the Core level the fewest that give every worker a PU
+/// §7.6: PUs per slot: smt when given; at the Core level the fewest that give every worker a PU
 /// (the SMT level at most); above it 1. A slot with fewer PUs is refused (mpibind would map
 /// CPU -1).
 fn pus_per_slot(machine: &Machine, slots: &Slots, workers: usize) -> Result<usize, ResolveError> {
@@ -180,7 +185,7 @@ fn slots_offer(machine: &Machine, slots: &[usize], p: usize) -> Vec<CpuSet> {
         .collect()
 }
 
-/// 7-8. The slots' PUs among `np` tasks: with as many slots as tasks or more, the slots split
+/// §7.7-7.8: The slots' PUs among `np` tasks: with as many slots as tasks or more, the slots split
 /// into runs; else the tasks split over the slots, a slot's PUs split among its tasks (several
 /// tasks sharing a PU where it has fewer PUs than tasks).
 fn distribute(offers: &[CpuSet], np: usize) -> Vec<CpuSet> {
@@ -212,7 +217,7 @@ fn distribute(offers: &[CpuSet], np: usize) -> Vec<CpuSet> {
     out
 }
 
-/// 9. The GPUs below the parent, in device order: split into `np` runs when there are as many
+/// §7.9: The GPUs below the parent, in device order: split into `np` runs when there are as many
 /// as tasks or more, else the tasks split into runs, run j sharing GPU j.
 fn gpu_match(machine: &Machine, root: usize, np: usize) -> Vec<Vec<crate::pci_addr::PciAddr>> {
     let gpus: Vec<_> = machine

@@ -74,7 +74,7 @@ impl CpuTree {
             if o.depth == upper {
                 all &= o.children.len() == 1
                     && o.children[0].depth == lower
-                    && !(no_nodes && !o.nodes.is_empty());
+                    && (!no_nodes || o.nodes.is_empty());
             }
         });
         all
