@@ -508,6 +508,43 @@ fn machines(o: &Options, dir: &Path, out: &mut String) {
     }
 }
 
+/// `policy: mpibind` against `policy: auto`, the same ranks on the same XML: mpibind's published
+/// machine coral-lassen (160 CPUs, 4 GPUs) and the synthetic machines.
+fn mpibind(o: &Options, dir: &Path, out: &mut String) {
+    if !wants(o, "mpibind") {
+        return;
+    }
+    let lassen = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mpibind/coral-lassen.xml");
+    let mut machines = vec![("coral-lassen: 160 CPUs, 4 GPUs".to_string(), lassen, 4)];
+    for &size in &o.sizes {
+        let m = Machine::new(size);
+        let xml = dir.join(format!("synthetic-{size}.xml"));
+        std::fs::write(&xml, m.xml()).unwrap();
+        let label = format!("{size} CPUs, {} GPUs, {} nodes", m.gpus, m.nodes);
+        machines.push((label, xml, m.gpus));
+    }
+    out.push_str("\n### compile under policy mpibind vs policy auto\n\n");
+    out.push_str(HEADER);
+    for (label, xml, ranks) in machines {
+        let job = |policy: &str| {
+            let file = dir.join(format!("job-{policy}.yaml"));
+            std::fs::write(
+                &file,
+                format!("ranks_per_node: {ranks}\ncpu: {{policy: {policy}}}\n"),
+            )
+            .unwrap();
+            path(&file)
+        };
+        let (m, a, x) = (job("mpibind"), job("auto"), path(&xml));
+        out.push_str(&pair(
+            &format!("{label}: `compile --topology X.xml`, mpibind vs auto ({ranks} ranks)"),
+            &argv(&[NUMAPLAN, "-q", "compile", &m, "--topology", &x]),
+            &argv(&[NUMAPLAN, "-q", "compile", &a, "--topology", &x]),
+            o.runs,
+        ));
+    }
+}
+
 /// The XML and the fixture describe one machine: the job compiles to the same ranks on both.
 fn same_plan(job: &str, xml: &str, fixture: &str) {
     let ranks = |topology: &str| {
@@ -681,6 +718,7 @@ fn main() {
         o.runs
     );
     machines(&o, &dir, &mut out);
+    mpibind(&o, &dir, &mut out);
     launches(&o, &dir, &mut out);
     verifies(&o, &dir, &mut out);
     if o.dir.is_none() {

@@ -220,7 +220,9 @@ fn a_restriction_to_one_core_leaves_no_core_level() {
     let spec = load_str("spec.yaml", &job(", smt: 2")).unwrap().spec;
     let error = resolve(&spec, &lassen).unwrap_err();
     assert!(
-        error.to_string().contains("2 CPU(s) of slot `8`, which has 1"),
+        error
+            .to_string()
+            .contains("2 CPU(s) of slot `8`, which has 1"),
         "{error}"
     );
     let p = plan(&lassen, &job(""));
@@ -235,7 +237,11 @@ fn a_restriction_to_one_core_leaves_no_core_level() {
 fn the_structure_rule_merges_levels_that_add_nothing() {
     use numaplan::topology::tree::{CpuTree, Kind, TreeObject, TreeView};
     let core = |first: u32, smt: u32| {
-        TreeObject::over(Kind::Core, 3, (first..first + smt).map(|c| TreeObject::pu(c, 4)))
+        TreeObject::over(
+            Kind::Core,
+            3,
+            (first..first + smt).map(|c| TreeObject::pu(c, 4)),
+        )
     };
     let tree = |smt: u32| {
         let mut package = TreeObject::over(
@@ -262,7 +268,24 @@ fn the_structure_rule_merges_levels_that_add_nothing() {
     let view = TreeView::new(&smt2);
     assert_eq!((view.core_depth(), view.smt_level()), (3, 2));
     let smt1 = TreeView::new(&tree(1));
-    assert_eq!((smt1.core_depth(), smt1.smt_level()), (4, 1), "no Core level");
+    assert_eq!(
+        (smt1.core_depth(), smt1.smt_level()),
+        (4, 1),
+        "no Core level"
+    );
+}
+
+/// The tree an XML import's child sends back reads back whole (its PUs left implicit).
+#[test]
+fn the_tree_reads_back_as_sent() {
+    use numaplan::topology::tree::CpuTree;
+    for file in ["coral-lassen.xml", "eas-tioga.xml", "cts1-quartz-smt1.xml"] {
+        let topo = load_file(&repo().join("tests/data/mpibind").join(file)).unwrap();
+        let tree = topo.hwloc_tree().expect("an hwloc source keeps hwloc's tree").clone();
+        let text = tree.encode();
+        assert_eq!(CpuTree::decode(&text), Some(tree), "{file}");
+        assert!(!text.contains(" U "), "{file}: PUs are implicit");
+    }
 }
 
 /// A restriction that leaves a GPU-less part of the machine gives GPU-less ranks whose

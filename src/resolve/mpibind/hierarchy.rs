@@ -55,13 +55,13 @@ pub fn map(
 fn units_per_domain(machine: &Machine, gpu_optim: bool) -> Vec<u64> {
     let view = &machine.view;
     let cpus = |d: &super::Domain| view.objects[d.parent].cpus.len() as u64;
-    let gpus = |d: &super::Domain| {
-        machine
-            .gpus
-            .iter()
-            .filter(|(_, at)| view.numa_set(*at).contains(&d.node))
-            .count() as u64
-    };
+    let numa_sets: Vec<_> = machine
+        .gpus
+        .iter()
+        .map(|(_, at)| view.numa_set(*at))
+        .collect();
+    let gpus =
+        |d: &super::Domain| numa_sets.iter().filter(|set| set.contains(&d.node)).count() as u64;
     let by_gpus: Vec<u64> = match gpu_optim {
         true => machine.domains.iter().map(gpus).collect(),
         false => Vec::new(),
@@ -100,7 +100,7 @@ fn thread_count(machine: &Machine, root: usize, np: usize, threads: Option<u32>)
     let cpus = &view.objects[root].cpus;
     let n = match k < hw {
         true => {
-            let cores = view.within(view.core_depth(), cpus).len() as u32;
+            let cores = view.within(view.core_depth(), root).len() as u32;
             cores * if k > 1 { k } else { 1 }
         }
         false => cpus.len() as u32,
@@ -122,12 +122,11 @@ struct Slots {
 fn level_walk(machine: &Machine, root: usize, workers: usize) -> Slots {
     let view = &machine.view;
     let core = view.core_depth();
-    let cpus = &view.objects[root].cpus;
     for depth in view.depths(view.objects[root].depth, core) {
         if machine.smt > 0 && depth != core {
             continue;
         }
-        let objects = view.within(depth, cpus);
+        let objects = view.within(depth, root);
         if objects.len() >= workers || depth == core {
             return Slots {
                 core_level: depth == core,

@@ -65,8 +65,9 @@ pub fn map<'t>(
     warnings: &mut Vec<Warning>,
 ) -> Result<Mapped<'t>, ResolveError> {
     let tree = topo.cpu_tree();
-    let smt = smt_level_check(spec, topo, &tree)?;
-    let view = restrict(spec, topo, tree, allowed)?;
+    let whole = TreeView::new(&tree);
+    let smt = smt_level_check(spec, topo, &whole)?;
+    let view = restrict(spec, topo, tree, whole, allowed)?;
     let domains = domains(topo, &view, warnings);
     let gpus = gpus(&view, selected);
     let machine = Machine {
@@ -97,8 +98,8 @@ pub fn map<'t>(
 
 /// §2.2: `cpu.smt` as mpibind's number (0: automatic), at most the SMT level of the whole
 /// machine.
-fn smt_level_check(spec: &Spec, topo: &Topology, tree: &CpuTree) -> Result<u32, ResolveError> {
-    let level = TreeView::new(tree).smt_level() as u32;
+fn smt_level_check(spec: &Spec, topo: &Topology, whole: &TreeView) -> Result<u32, ResolveError> {
+    let level = whole.smt_level() as u32;
     if !spec.cpu.set.contains(&CpuOption::Smt) {
         return Ok(0);
     }
@@ -127,14 +128,17 @@ fn smt_level_check(spec: &Spec, topo: &Topology, tree: &CpuTree) -> Result<u32, 
 /// §3: the tree restricted to the CPUs the job may use (the process's, narrowed by
 /// `cpu.allowed`: mpibind's cpu restriction, as its Slurm and Flux plugins restrict it to the
 /// job's cores), then to `cpu.allowed_nodes` (its memory restriction).
+/// `whole` is the view of the unrestricted `tree`, kept where nothing is restricted.
 fn restrict(
     spec: &Spec,
     topo: &Topology,
     mut tree: CpuTree,
+    whole: TreeView,
     allowed: &CpuSet,
 ) -> Result<TreeView, ResolveError> {
     let memory_only = |n: NodeId| topo.node(n).is_some_and(|n| n.kind.is_memory_only());
-    if *allowed != tree.root.cpus {
+    let by_cpus = *allowed != tree.root.cpus;
+    if by_cpus {
         tree.restrict_cpus(allowed, &memory_only);
     }
     if let Some(keep) = &spec.cpu.allowed_nodes {
@@ -165,7 +169,10 @@ fn restrict(
         }
         tree.restrict_nodes(&named);
     }
-    let view = TreeView::new(&tree);
+    let view = match by_cpus || spec.cpu.allowed_nodes.is_some() {
+        true => TreeView::new(&tree),
+        false => whole,
+    };
     let has_domain = view
         .domains
         .iter()

@@ -8,7 +8,7 @@ use hwlocality::object::attributes::ObjectAttributes;
 use hwlocality::object::depth::Depth;
 use hwlocality::object::types::{CacheType, ObjectType};
 
-use super::object::{node_number, numa_children, to_cpuset};
+use super::object::{node_number, numa_children, pu_number, to_cpuset};
 use super::pci::address_of;
 use crate::ids::NodeId;
 use crate::pci_addr::PciAddr;
@@ -24,16 +24,21 @@ pub fn tree(topo: &hwlocality::Topology, gpus: &[PciAddr]) -> CpuTree {
 }
 
 fn object(o: &TopologyObject, gpus: &[PciAddr]) -> TreeObject {
+    let depth = match o.depth() {
+        Depth::Normal(d) => usize::from(d) as u32,
+        _ => 0,
+    };
+    // A PU is half of a machine's objects: its CPU number is all it holds.
+    if let Some(cpu) = pu_number(o).filter(|_| o.object_type() == ObjectType::PU) {
+        return TreeObject::pu(cpu, depth);
+    }
     let mut found = Vec::new();
     for io in o.io_children() {
         io_gpus(io, gpus, &mut found);
     }
     TreeObject {
         kind: kind(o),
-        depth: match o.depth() {
-            Depth::Normal(d) => usize::from(d) as u32,
-            _ => 0,
-        },
+        depth,
         cpus: o.cpuset().map(|s| to_cpuset(&s)).unwrap_or_default(),
         nodes: numa_children(o)
             .into_iter()
@@ -43,7 +48,7 @@ fn object(o: &TopologyObject, gpus: &[PciAddr]) -> TreeObject {
         gpus: found,
         children: o
             .normal_children()
-            .filter(|c| c.object_type() != ObjectType::PU || c.os_index().is_some())
+            .filter(|c| c.object_type() != ObjectType::PU || pu_number(c).is_some())
             .map(|c| object(c, gpus))
             .collect(),
     }

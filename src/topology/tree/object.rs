@@ -72,9 +72,12 @@ pub struct CpuTree {
 
 impl CpuTree {
     /// The tree as text, one object per line in depth-first order (the XML import's child
-    /// sends it back so).
+    /// sends it back so). An object whose children are plain PUs, one per CPU, says `U<depth>`
+    /// in place of their count and their lines are left out: they are half of a machine's
+    /// objects.
     pub fn encode(&self) -> String {
         fn line(o: &TreeObject, out: &mut String) {
+            let pus = o.pu_children();
             let list = |v: Vec<String>| v.join(",");
             out.push_str(&format!(
                 "{} {} {} [{}] [{}] {}\n",
@@ -87,10 +90,15 @@ impl CpuTree {
                 },
                 list(o.nodes.iter().map(|n| n.0.to_string()).collect()),
                 list(o.gpus.iter().map(|g| g.to_string()).collect()),
-                o.children.len()
+                match pus {
+                    Some(depth) => format!("U{depth}"),
+                    None => o.children.len().to_string(),
+                }
             ));
-            for c in &o.children {
-                line(c, out);
+            if pus.is_none() {
+                for c in &o.children {
+                    line(c, out);
+                }
             }
         }
         let mut out = String::new();
@@ -122,9 +130,17 @@ impl CpuTree {
                     .collect::<Option<_>>()?,
                 children: Vec::new(),
             };
-            let n: usize = children.parse().ok()?;
-            for _ in 0..n {
-                o.children.push(object(lines)?);
+            match children.strip_prefix('U') {
+                Some(depth) => {
+                    let depth = depth.parse().ok()?;
+                    o.children = o.cpus.iter().map(|c| TreeObject::pu(c, depth)).collect();
+                }
+                None => {
+                    let n: usize = children.parse().ok()?;
+                    for _ in 0..n {
+                        o.children.push(object(lines)?);
+                    }
+                }
             }
             Some(o)
         }
@@ -135,6 +151,26 @@ impl CpuTree {
 }
 
 impl TreeObject {
+    /// The depth of this object's children when they are plain PUs, one per CPU of it, in
+    /// order (what [`CpuTree::encode`] need not list).
+    fn pu_children(&self) -> Option<u32> {
+        let depth = self.children.first()?.depth;
+        let plain = |c: &TreeObject| {
+            c.kind == Kind::Pu
+                && c.depth == depth
+                && c.nodes.is_empty()
+                && c.gpus.is_empty()
+                && c.children.is_empty()
+                && c.cpus.len() == 1
+        };
+        let in_order = self
+            .children
+            .iter()
+            .map(|c| c.cpus.first())
+            .eq(self.cpus.iter().map(Some));
+        (self.children.iter().all(plain) && in_order).then_some(depth)
+    }
+
     /// A PU at `depth`.
     pub fn pu(cpu: u32, depth: u32) -> TreeObject {
         TreeObject {

@@ -106,9 +106,12 @@ impl TreeView {
         set.into_iter().collect()
     }
 
-    /// The objects of level `depth` whose (non-empty) CPUs lie within `cpus`, in logical order.
-    pub fn within(&self, depth: u32, cpus: &CpuSet) -> Vec<usize> {
-        (0..self.objects.len())
+    /// The objects of level `depth` whose (non-empty) CPUs lie within object `root`'s, in
+    /// logical order (hwloc's "inside cpuset"). Only its subtree can hold them: the objects of
+    /// its level and below outside it have other CPUs.
+    pub fn within(&self, depth: u32, root: usize) -> Vec<usize> {
+        let cpus = &self.objects[root].cpus;
+        (root..self.objects[root].end)
             .filter(|&i| {
                 let o = &self.objects[i];
                 o.depth == depth && !o.cpus.is_empty() && o.cpus.is_subset(cpus)
