@@ -281,7 +281,10 @@ fn the_tree_reads_back_as_sent() {
     use numaplan::topology::tree::CpuTree;
     for file in ["coral-lassen.xml", "eas-tioga.xml", "cts1-quartz-smt1.xml"] {
         let topo = load_file(&repo().join("tests/data/mpibind").join(file)).unwrap();
-        let tree = topo.hwloc_tree().expect("an hwloc source keeps hwloc's tree").clone();
+        let tree = topo
+            .hwloc_tree()
+            .expect("an hwloc source keeps hwloc's tree")
+            .clone();
         let text = tree.encode();
         assert_eq!(CpuTree::decode(&text), Some(tree), "{file}");
         assert!(!text.contains(" U "), "{file}: PUs are implicit");
@@ -439,8 +442,12 @@ proptest! {
     /// inside its node, and no CPU twice while there are no more ranks than cores.
     #[test]
     fn equal_nodes_get_equal_ranks(
-        nodes in 1u32..6, per_package in 1u32..3, cores in 1u32..9, smt in prop::sample::select(vec![1u32, 2, 4]),
-        l3 in 1u32..5, k in 1u32..5,
+        nodes in 1u32..6,
+        per_package in 1u32..3,
+        cores in 1u32..9,
+        smt in prop::sample::select(vec![1u32, 2, 4]),
+        l3 in 1u32..5,
+        k in 1u32..5,
     ) {
         let topo = random_machine(nodes, per_package, cores, smt, l3);
         let spec = format!(
@@ -453,11 +460,15 @@ proptest! {
             let inside = p.ranks.iter().filter(|r| r.cpus.is_subset(&node)).count();
             prop_assert_eq!(inside as u32, k, "node {}", n);
         }
-        prop_assert!(p.ranks.iter().all(|r| (0..nodes).any(|n| r.cpus.is_subset(&topo.node_cpus(NodeId(n))))));
+        let in_a_node = |r: &numaplan::plan::RankBinding| {
+            (0..nodes).any(|n| r.cpus.is_subset(&topo.node_cpus(NodeId(n))))
+        };
+        prop_assert!(p.ranks.iter().all(in_a_node));
         if k <= cores {
             let mut seen = CpuSet::new();
             for r in &p.ranks {
-                prop_assert!(!seen.intersects(&r.cpus), "CPU given twice: {:?}", p.ranks.iter().map(|r| r.cpus.to_string()).collect::<Vec<_>>());
+                let all: Vec<String> = p.ranks.iter().map(|r| r.cpus.to_string()).collect();
+                prop_assert!(!seen.intersects(&r.cpus), "CPU given twice: {:?}", all);
                 seen = seen.union(&r.cpus);
             }
         }
@@ -466,7 +477,11 @@ proptest! {
     /// Greedy, with fewer ranks than nodes: every node's CPUs go to exactly one rank, whole.
     #[test]
     fn greedy_gives_whole_nodes(
-        nodes in 2u32..7, per_package in 1u32..3, cores in 1u32..5, smt in 1u32..3, ranks in 1u32..6,
+        nodes in 2u32..7,
+        per_package in 1u32..3,
+        cores in 1u32..5,
+        smt in 1u32..3,
+        ranks in 1u32..6,
     ) {
         prop_assume!(ranks < nodes);
         let topo = random_machine(nodes, per_package, cores, smt, 2);

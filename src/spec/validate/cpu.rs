@@ -164,11 +164,11 @@ fn mpibind_options(cpu: &raw::CpuOptions, policy: Policy, p: &mut Problems) -> M
             }
         }
     }
-    if cpu.threads == Some(0) {
+    if cpu.threads.is_some_and(|t| t == 0 || t > MAX_PER_NODE) {
         p.add(
             "cpu.threads",
-            "`cpu.threads` must be at least 1".into(),
-            "zero threads",
+            format!("`cpu.threads` must be between 1 and {MAX_PER_NODE}"),
+            "out of range",
             "leave it out for mpibind's own choice",
         );
     }
