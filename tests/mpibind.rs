@@ -407,6 +407,59 @@ fn on_the_node_the_allowed_cpus_restrict_the_machine() {
     assert_eq!(line.split_whitespace().nth(1), Some("1"), "{line}");
 }
 
+/// `exec` runs an mpibind plan of this machine for real: every rank's CPUs and mpibind's OpenMP
+/// variables, read back from `/proc` and the rank's environment, are the plan's.
+#[test]
+fn exec_runs_the_mpibind_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.yaml");
+    std::fs::write(
+        &job,
+        "ranks_per_node: 2\ngpus: none\ncpu: {policy: mpibind}\n",
+    )
+    .unwrap();
+    let job = job.to_str().unwrap();
+    let plan: Value = serde_json::from_str(
+        &numaplan(&[
+            "compile",
+            job,
+            "--topology",
+            "discover",
+            "--format",
+            "json",
+            "-q",
+        ])
+        .ok(),
+    )
+    .unwrap();
+    let script = "echo $OMP_NUM_THREADS $OMP_PLACES $OMP_PROC_BIND; \
+                  grep Cpus_allowed_list /proc/self/status";
+    let out = numaplan(&[
+        "exec",
+        job,
+        "--topology",
+        "discover",
+        "-q",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .ok();
+    for rank in plan["ranks"].as_array().unwrap() {
+        let (r, cpus) = (&rank["local_rank"], rank["cpus"].as_str().unwrap());
+        let threads = rank["env"]["OMP_NUM_THREADS"].as_str().unwrap();
+        assert!(
+            out.contains(&format!("[{r}] {threads} threads spread\n")),
+            "{out}"
+        );
+        assert!(
+            out.contains(&format!("[{r}] Cpus_allowed_list:\t{cpus}\n")),
+            "{out}"
+        );
+    }
+}
+
 /// `nodes` nodes, `per_package` to a package, `cores` cores of `smt` CPUs each, L3 groups of
 /// `l3` cores within a node.
 fn random_machine(nodes: u32, per_package: u32, cores: u32, smt: u32, l3: u32) -> Topology {
