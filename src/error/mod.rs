@@ -261,6 +261,7 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         ResolveErrorKind::MpibindSmt { .. } => E0218_MPIBIND_SMT,
         ResolveErrorKind::MpibindRestriction { .. } => E0219_MPIBIND_RESTRICTION,
         ResolveErrorKind::MpibindSlotTooSmall { .. } => E0220_MPIBIND_SLOT,
+        ResolveErrorKind::GroupsNotPlanned => E0221_GROUPS_NOT_PLANNED,
     };
     let spot = map.exact(&e.path);
     let label = if spot.is_some() {

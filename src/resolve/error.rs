@@ -80,6 +80,8 @@ pub enum ResolveErrorKind {
         has: usize,
         wanted: usize,
     },
+    #[error("`groups:` (a heterogeneous job) is read and checked, but not yet planned")]
+    GroupsNotPlanned,
     /// `asked`: `gpus: all`, `gpus: visible`, `gpus_per_rank: 2`.
     #[error("`{asked}` asks for GPUs, and topology `{topology}` has none")]
     NoGpus { asked: Box<str>, topology: Box<str> },

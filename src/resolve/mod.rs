@@ -29,6 +29,13 @@ use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
 
 pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
+    if !spec.groups.is_empty() {
+        return Err(ResolveError::new(
+            ResolveErrorKind::GroupsNotPlanned,
+            "groups",
+            "compile each group as a job of its own until groups are planned",
+        ));
+    }
     // Facts the topology's source found (NVML disagreeing with hwloc), then the spec's own.
     let mut warnings: Vec<Warning> = topo
         .notes()

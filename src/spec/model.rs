@@ -36,6 +36,16 @@ pub struct Spec {
     pub warnings: Vec<crate::diag::Warning>,
     /// `allow_warnings:`, the warning codes accepted after review.
     pub allowed_warnings: Vec<crate::diag::Code>,
+    /// `groups:`, each a spec of its own (the top level with the group's keys over it); empty
+    /// for a job whose nodes are all alike.
+    pub groups: Vec<GroupSpec>,
+}
+
+/// One group of a heterogeneous job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSpec {
+    pub name: String,
+    pub spec: Spec,
 }
 
 /// Extra words of the `--emit mpirun` script's mpirun line, passed through to the plan.

@@ -94,6 +94,65 @@ pub struct JobSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("default" = []))]
     pub allow_warnings: Vec<String>,
+    /// Nodes of different shapes in one job (a heterogeneous job): each group has a name, a
+    /// node count and its own topology, and sets what differs; what it does not set it takes
+    /// from the top level, key by key (`env:` by variable). Not with `nodes:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<GroupOptions>>,
+}
+
+/// One group of a heterogeneous job: nodes alike, planned together.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GroupOptions {
+    /// The group's name (letters, digits, `-` and `_`): `exec --group NAME`, NUMAPLAN_GROUP.
+    pub name: String,
+    /// Its number of nodes (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub nodes: Option<u32>,
+    /// Its machine (default: the top level's `topology:`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
+    /// Its program (default: the top level's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandLine>,
+    /// Ranks on each of its nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub ranks_per_node: Option<u32>,
+    /// Its GPUs, as the top level's `gpus:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<GpuSelection>,
+    /// GPUs per rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub gpus_per_rank: Option<u32>,
+    /// GPU options, over the top level's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuOptions>,
+    /// CPU binding, over the top level's key by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuOptions>,
+    /// Memory policy, over the top level's key by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryOptions>,
+    /// NIC choice, over the top level's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic: Option<NicOptions>,
+    /// OpenMP placement, over the top level's key by key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openmp: Option<OpenMpOptions>,
+    /// This component's `#SBATCH` settings, over the top level's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmOptions>,
+    /// Extra environment of its ranks, over the top level's by variable.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "crate::yaml::unique_keys"
+    )]
+    pub env: BTreeMap<String, String>,
 }
 
 /// `command:`: `[python, train.py]`, or `"python train.py"`.

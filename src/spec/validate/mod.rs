@@ -4,6 +4,7 @@
 //! `slurm`, `mpirun`, `allow_warnings`) in `launch.rs`.
 
 mod cpu;
+mod groups;
 mod launch;
 mod memory;
 
@@ -25,6 +26,27 @@ pub const MAX_PER_NODE: u32 = MAX_CPU;
 pub const MAX_ARG_LEN: usize = 32 * 4096 - 1;
 
 pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
+    let Some(list) = &raw.groups else {
+        return validate_one(raw);
+    };
+    // The top level alone, then each group laid over it.
+    let base = JobSpec {
+        groups: None,
+        nodes: None,
+        ..raw.clone()
+    };
+    let top = validate_one(&base);
+    let mut p = Problems(top.as_ref().err().cloned().unwrap_or_default());
+    let top_problems = p.0.clone();
+    let groups = groups::groups(raw, list, &top_problems, &mut p);
+    match top {
+        Ok(spec) if p.0.is_empty() => Ok(Spec { groups, ..spec }),
+        _ => Err(p.0),
+    }
+}
+
+/// A spec of one group (nodes all alike).
+fn validate_one(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
     let mut p = Problems::default();
     let counts = counts(raw, &mut p);
     let gpus = gpu_choice(raw, &mut p);
@@ -69,6 +91,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         mpirun,
         warnings,
         allowed_warnings,
+        groups: Vec::new(),
     })
 }
 

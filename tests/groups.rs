@@ -1,0 +1,83 @@
+//! `groups:` in the job spec (a heterogeneous job): each group is the top level with its own
+//! keys over it, key by key; problems point at the group's key, once.
+
+use numaplan::spec::load::load_str;
+use numaplan::spec::{GpuChoice, Policy, Smt, TorchMode};
+
+const JOB: &str = "\
+topology: top.yaml
+cpu: {policy: exclusive, smt: one}
+env: {NCCL_DEBUG: INFO, A: top}
+groups:
+  - name: trainers
+    nodes: 2
+    topology: dgx-h100.yaml
+  - name: rollout
+    gpus: 4
+    cpu: {policy: node}
+    env: {A: rollout}
+";
+
+#[test]
+fn a_group_takes_the_top_level_key_by_key() {
+    let spec = load_str("job.yaml", JOB).unwrap().spec;
+    let names: Vec<&str> = spec.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(names, ["trainers", "rollout"]);
+    let (trainers, rollout) = (&spec.groups[0].spec, &spec.groups[1].spec);
+    assert_eq!(trainers.nodes, 2);
+    assert_eq!(rollout.nodes, 1);
+    assert_eq!(
+        trainers.topology.as_ref().map(|t| t.to_string()),
+        Some("dgx-h100.yaml".into())
+    );
+    assert_eq!(
+        rollout.topology.as_ref().map(|t| t.to_string()),
+        Some("top.yaml".into())
+    );
+    assert_eq!(trainers.cpu.policy, Policy::Torch(TorchMode::Exclusive));
+    // `cpu: {policy: node}` keeps the top level's `smt: one`.
+    assert_eq!(rollout.cpu.policy, Policy::Torch(TorchMode::Node));
+    assert_eq!(rollout.cpu.smt, Smt::One);
+    assert_eq!(rollout.gpus, GpuChoice::Count(4));
+    assert_eq!(rollout.env["A"], "rollout");
+    assert_eq!(rollout.env["NCCL_DEBUG"], "INFO");
+    assert_eq!(trainers.env["A"], "top");
+}
+
+/// Every problem once, at its key: the group's where the group wrote it (with its line), the
+/// top level's where it comes from there.
+#[test]
+fn problems_point_at_the_group_that_wrote_them() {
+    let problems = |text: &str| -> Vec<(String, String)> {
+        match load_str("job.yaml", text) {
+            Ok(_) => panic!("{text} must fail"),
+            Err(numaplan::spec::SpecError::Invalid { problems, .. }) => {
+                problems.into_iter().map(|p| (p.path, p.message)).collect()
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    };
+    let found = problems(
+        "nodes: 2\ngroups:\n  - {name: a, cpu: {min_cores: 0, max_cores: 0}}\n  - {name: a}\n",
+    );
+    let paths: Vec<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["nodes", "groups[0].cpu.max_cores", "groups[1].name"],
+        "{found:?}"
+    );
+    assert!(found[0].1.contains("`nodes:` and `groups:`"), "{found:?}");
+    assert!(found[2].1.contains("two groups are named `a`"), "{found:?}");
+    // A top-level problem is said once, not once per group.
+    let found = problems("cpu: {max_cores: 0}\ngroups: [{name: a}, {name: b}]\n");
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "cpu.max_cores");
+    // A problem of the mix: the group's mpibind under the top level's openmp.
+    let found = problems("openmp: {places: cores}\ngroups: [{name: m, cpu: {policy: mpibind}}]\n");
+    assert_eq!(found[0].0, "openmp");
+    assert!(found[0].1.starts_with("group `m`: "), "{found:?}");
+    let found = problems("groups: []\n");
+    assert_eq!(found[0].0, "groups");
+    let found = problems("groups: [{name: \"a b\"}]\n");
+    assert_eq!(found[0].0, "groups[0].name");
+}
