@@ -1,8 +1,12 @@
 //! `groups:` in the job spec (a heterogeneous job): each group is the top level with its own
 //! keys over it, key by key; problems point at the group's key, once.
 
+mod common;
+
+use common::{numaplan, repo};
 use numaplan::spec::load::load_str;
 use numaplan::spec::{GpuChoice, Policy, Smt, TorchMode};
+use serde_json::Value;
 
 const JOB: &str = "\
 topology: top.yaml
@@ -80,4 +84,101 @@ fn problems_point_at_the_group_that_wrote_them() {
     assert_eq!(found[0].0, "groups");
     let found = problems("groups: [{name: \"a b\"}]\n");
     assert_eq!(found[0].0, "groups[0].name");
+}
+
+const RL: &str = "tests/cases/compile/groups_rl.yaml";
+const A100: &str = "examples/topologies/nvidia-dgx-a100.yaml";
+
+fn grouped_plan() -> Value {
+    let out = numaplan(&["compile", RL, "--topology", A100, "--format", "json", "-q"]).ok();
+    serde_json::from_str(&out).unwrap()
+}
+
+/// One world over the groups: ranks numbered group by group (0-15, 16-19, 20), WORLD_SIZE the
+/// sum in every rank, and no one-node RANK or MASTER_ADDR in a job of four nodes.
+#[test]
+fn the_groups_form_one_world() {
+    let plan = grouped_plan();
+    assert_eq!(plan["world_size"], 21);
+    let groups = plan["groups"].as_array().unwrap();
+    let firsts: Vec<u64> = groups
+        .iter()
+        .map(|g| g["first_rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(firsts, [0, 16, 20]);
+    for g in groups {
+        for (i, r) in g["ranks"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(
+                r["rank"].as_u64().unwrap(),
+                g["first_rank"].as_u64().unwrap() + i as u64
+            );
+            assert_eq!(r["env"]["WORLD_SIZE"], "21");
+            assert_eq!(
+                r["env"]["LOCAL_WORLD_SIZE"],
+                g["ranks_per_node"].to_string()
+            );
+            for var in ["RANK", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR"] {
+                assert!(r["env"].get(var).is_none(), "{var} in {r}");
+            }
+            assert_eq!(r["env"]["NCCL_DEBUG"], "INFO");
+        }
+    }
+}
+
+/// Each group is placed as a job of its own on its machine would be.
+#[test]
+fn a_group_is_placed_as_its_own_job() {
+    let plan = grouped_plan();
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("rollout.yaml");
+    std::fs::write(&alone, "gpus: 4\ncpu: {policy: exclusive}\n").unwrap();
+    let topology = repo().join(A100);
+    let out = numaplan(&[
+        "compile",
+        alone.to_str().unwrap(),
+        "--topology",
+        topology.to_str().unwrap(),
+        "--format",
+        "json",
+        "-q",
+    ])
+    .ok();
+    let own: Value = serde_json::from_str(&out).unwrap();
+    let placed = |ranks: &Value| -> Vec<(Value, Value, Value, Value)> {
+        ranks
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["gpus"].clone(),
+                    r["cpus"].clone(),
+                    r["memory"].clone(),
+                    r["nics"].clone(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(placed(&plan["groups"][1]["ranks"]), placed(&own["ranks"]));
+}
+
+/// Nothing launches a plan of several groups yet: `--emit` and `bind` of the spec refuse
+/// (E0221) rather than start a job without its groups.
+#[test]
+fn a_plan_of_groups_is_not_launched_yet() {
+    let run = numaplan(&["compile", RL, "--topology", A100, "--emit", "bash"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("error[E0221]"), "{}", run.stderr);
+    let run = numaplan(&[
+        "bind",
+        RL,
+        "--topology",
+        A100,
+        "--local-rank",
+        "0",
+        "--",
+        "true",
+    ]);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("E0221"), "{}", run.stderr);
 }

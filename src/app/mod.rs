@@ -4,6 +4,7 @@
 mod bind;
 mod docs;
 mod exec;
+mod groups;
 mod input;
 mod memory;
 mod node;
@@ -128,6 +129,9 @@ fn compile(
 ) -> Result<(), Error> {
     let (spec_file, text, spec_dir) = read_spec(&args.spec)?;
     let loaded = load_with(&spec_file, &text, &args.overrides.set)?;
+    if !loaded.spec.groups.is_empty() {
+        return groups::compile(args, &loaded, &spec_dir, stdout, warnings);
+    }
     let Compiled {
         plan,
         fingerprint,
@@ -180,16 +184,27 @@ fn compile(
         (None, PlanFormat::Json) => plan_file::render_json(&plan, &provenance),
         (None, PlanFormat::Yaml) => plan_yaml(),
     };
+    write_compiled(args, stdout, &text, topology_file.is_some())
+}
+
+/// A compiled file written (`-o`, or standard output), or compared with the file on disk
+/// (`--check`): a machine read from a file by its name, a discovered one by its shape.
+fn write_compiled(
+    args: &CompileArgs,
+    stdout: &mut dyn Write,
+    text: &str,
+    from_file: bool,
+) -> Result<(), Error> {
     match (args.check, &args.output) {
         (true, Some(path)) => {
             let regenerate = shell::command(&regenerate_words(args, None));
             // A discovered machine is known by its shape: its name is a hostname, which in a
             // container is random and on a cluster differs from node to node.
-            let named = match topology_file {
-                Some(_) => Machine::ByName,
-                None => Machine::ByShape,
+            let named = match from_file {
+                true => Machine::ByName,
+                false => Machine::ByShape,
             };
-            check(stdout, path, &text, named, regenerate)
+            check(stdout, path, text, named, regenerate)
         }
         _ => {
             let mode = match args.emit {

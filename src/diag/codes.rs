@@ -135,9 +135,10 @@ codes! {
          refuses and names the slot. Ask for fewer threads per core, or restrict to whole \
          cores.";
     E0221_GROUPS_NOT_PLANNED = "E0221":
-        "A job spec with `groups:` (nodes of different shapes) is validated, but this numaplan \
-         does not plan it yet: nothing is compiled or launched rather than a plan that leaves \
-         the groups out. Compile each group as a job of its own meanwhile.";
+        "A job spec with `groups:` (nodes of different shapes) compiles into a plan of several \
+         groups (`numaplan compile`), but this numaplan does not yet launch it (`exec`, `bind` \
+         of the spec) or emit a script for it: nothing starts rather than a job that leaves \
+         the groups out. Launch each group as a job of its own meanwhile.";
     E0300_TOPOLOGY_READ = "E0300":
         "The topology file could not be read (missing, unreadable). Check the path given to \
          `--topology` or the spec's `topology:` key. Exit code 3.";

@@ -3,6 +3,7 @@
 //! must hold, every field against the others.
 
 pub mod check;
+pub mod groups;
 
 use std::collections::BTreeMap;
 

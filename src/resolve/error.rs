@@ -80,7 +80,9 @@ pub enum ResolveErrorKind {
         has: usize,
         wanted: usize,
     },
-    #[error("`groups:` (a heterogeneous job) is read and checked, but not yet planned")]
+    #[error(
+        "a job of several groups (`groups:`) is planned by `compile` alone: launching it, or emitting a script for it, is not done yet"
+    )]
     GroupsNotPlanned,
     /// `asked`: `gpus: all`, `gpus: visible`, `gpus_per_rank: 2`.
     #[error("`{asked}` asks for GPUs, and topology `{topology}` has none")]

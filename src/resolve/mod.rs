@@ -7,6 +7,7 @@ pub mod context;
 pub mod error;
 pub mod gpu_affinity;
 pub mod gpus;
+pub mod groups;
 pub mod ignored;
 pub mod inside;
 pub mod memory;
@@ -29,13 +30,7 @@ use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
 
 pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
-    if !spec.groups.is_empty() {
-        return Err(ResolveError::new(
-            ResolveErrorKind::GroupsNotPlanned,
-            "groups",
-            "compile each group as a job of its own until groups are planned",
-        ));
-    }
+    groups::one_group(spec)?;
     // Facts the topology's source found (NVML disagreeing with hwloc), then the spec's own.
     let mut warnings: Vec<Warning> = topo
         .notes()

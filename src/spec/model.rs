@@ -45,6 +45,8 @@ pub struct Spec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupSpec {
     pub name: String,
+    /// The group's own `topology:` (the merged `spec.topology` may be the top level's).
+    pub topology: Option<crate::topology::Source>,
     pub spec: Spec,
 }
 

@@ -41,6 +41,10 @@ pub(super) fn groups(
         match validate(&merged) {
             Ok(spec) => out.push(GroupSpec {
                 name: group.name.clone(),
+                topology: group
+                    .topology
+                    .as_deref()
+                    .map(crate::topology::Source::named),
                 spec,
             }),
             Err(problems) => {

@@ -16,6 +16,8 @@ use crate::provenance;
 use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
 use crate::yaml::{self, FileError};
 
+pub mod groups;
+
 /// The plan format version written.
 pub const FORMAT_VERSION: u32 = 1;
 

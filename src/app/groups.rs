@@ -1,0 +1,159 @@
+//! `compile` of a job spec with `groups:`: every group's machine loaded (its own `topology:`,
+//! relative to the spec, else `--topology`, else the top level's, else this machine), the
+//! groups resolved as one world, and the plan of several groups rendered. Launching such a
+//! plan is not done yet (E0221 from `--emit`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{regenerate_words, relative_to, seen_from, write_compiled};
+
+use crate::cli::{CompileArgs, PlanFormat};
+use crate::diag::report::Reporter;
+use crate::error::Error;
+use crate::plan_file::groups::{GroupProvenance, render_grouped_json, render_grouped_yaml};
+use crate::provenance;
+use crate::resolve::groups::resolve_groups;
+use crate::resolve::{ResolveError, ResolveErrorKind};
+use crate::spec::load::LoadedSpec;
+use crate::topology::{Source, Topology, fixture};
+
+/// `compile` of a spec with `groups:`.
+pub(super) fn compile(
+    args: &CompileArgs,
+    loaded: &LoadedSpec,
+    spec_dir: &Path,
+    stdout: &mut dyn Write,
+    warnings: &mut Reporter,
+) -> Result<(), Error> {
+    if args.emit.is_some() {
+        return Err(not_launched(loaded));
+    }
+    let plan_dir = match &args.output {
+        Some(o) if o != Path::new("-") => Some(o.parent().unwrap_or(Path::new(""))),
+        _ => None,
+    };
+    let regenerate = regenerate_words(args, plan_dir);
+    let spec_file = match args.spec.as_path() == Path::new("-") {
+        true => "-".to_string(),
+        false => seen_from(&args.spec, plan_dir),
+    };
+    let relative = |t: &Path| relative_to(t, plan_dir.unwrap_or(Path::new("")));
+    let shown = Shown {
+        regenerate: &regenerate,
+        spec_file: &spec_file,
+        relative: &relative,
+    };
+    let (text, from_files) = compile_groups(
+        loaded,
+        spec_dir,
+        args.topology.as_ref(),
+        args.format,
+        &shown,
+        warnings,
+    )?;
+    write_compiled(args, stdout, &text, from_files)
+}
+
+/// What `compile` says of the plan's header and files.
+struct Shown<'a> {
+    pub regenerate: &'a [String],
+    pub spec_file: &'a str,
+    /// Each group's topology file as the plan names it (relative to the plan), from its path.
+    pub relative: &'a dyn Fn(&Path) -> String,
+}
+
+/// The plan of several groups, as text; the second value says whether every machine was read
+/// from a file (else one was discovered).
+fn compile_groups(
+    loaded: &LoadedSpec,
+    spec_dir: &Path,
+    topology: Option<&Source>,
+    format: PlanFormat,
+    shown: &Shown,
+    warnings: &mut Reporter,
+) -> Result<(String, bool), Error> {
+    let spec = &loaded.spec;
+    let mut machines: Vec<Topology> = Vec::new();
+    let mut files: Vec<Option<PathBuf>> = Vec::new();
+    for group in &spec.groups {
+        // The group's own, else `--topology`, else the top level's, else this machine.
+        let source = match (&group.topology, topology, &spec.topology) {
+            (Some(own), _, _) => own.relative_to(spec_dir),
+            (None, Some(t), _) => t.clone(),
+            (None, None, Some(top)) => top.relative_to(spec_dir),
+            (None, None, None) => Source::Discover,
+        };
+        machines.push(source.load()?);
+        files.push(source.file().map(Path::to_path_buf));
+    }
+    let plan = resolve_groups(spec, &machines).map_err(|(i, error)| {
+        let name = &spec.groups[i].name;
+        let in_group = format!("groups[{i}].{}", error.path);
+        let mut error = error.note(format!("in group `{name}`"));
+        if loaded.map.file.exact(&in_group).is_some() {
+            error.path = in_group;
+        }
+        Error::Resolve {
+            map: Box::new(loaded.map.for_path(&error.path).clone()),
+            error: Box::new(error),
+        }
+    })?;
+    for g in &plan.groups {
+        // Printed with the group's name; the plan keeps them in the group's entry.
+        let named: Vec<_> = g
+            .plan
+            .warnings
+            .iter()
+            .map(|w| {
+                crate::diag::Warning::new(w.code, format!("group `{}`: {}", g.name, w.message))
+            })
+            .collect();
+        warnings.plan_warnings(shown.spec_file, &named, &g.plan.allowed_warnings)?;
+    }
+    let fingerprints: Vec<String> = machines.iter().map(fixture::fingerprint).collect();
+    let relative: Vec<Option<String>> = files
+        .iter()
+        .map(|f| f.as_deref().map(shown.relative))
+        .collect();
+    let provenances: Vec<GroupProvenance> = fingerprints
+        .iter()
+        .zip(&relative)
+        .map(|(fingerprint, file)| GroupProvenance {
+            topology_file: file.as_deref(),
+            fingerprint,
+        })
+        .collect();
+    let names: Vec<String> = plan
+        .groups
+        .iter()
+        .map(|g| g.plan.topology.clone())
+        .collect();
+    let topology_line = names.join(", ");
+    let fingerprint_line = fingerprints.join(", ");
+    let header = provenance::Header {
+        regenerate: shown.regenerate,
+        spec_file: shown.spec_file,
+        topology: &topology_line,
+        fingerprint: &fingerprint_line,
+    };
+    let text = match format {
+        PlanFormat::Yaml => render_grouped_yaml(&plan, &header, &provenances),
+        PlanFormat::Json => render_grouped_json(&plan, &provenances),
+    };
+    Ok((text, files.iter().all(Option::is_some)))
+}
+
+/// `--emit` of a plan of several groups: not yet.
+fn not_launched(loaded: &LoadedSpec) -> Error {
+    let error = ResolveError::new(
+        ResolveErrorKind::GroupsNotPlanned,
+        "groups",
+        "compile the plan of the groups without `--emit`; launch each group as a job of its own \
+         meanwhile",
+    );
+    Error::Resolve {
+        map: Box::new(loaded.map.file.clone()),
+        error: Box::new(error),
+    }
+}
