@@ -211,7 +211,7 @@ fn write_compiled(
                 Some(_) => FileMode::Executable,
                 None => FileMode::Data,
             };
-            emit_as(stdout, args.output.as_deref(), &text, mode)
+            emit_as(stdout, args.output.as_deref(), text, mode)
         }
     }
 }

@@ -14,11 +14,11 @@ use crate::topology::Topology;
 pub fn resolve_groups(
     spec: &Spec,
     topologies: &[Topology],
-) -> Result<GroupedPlan, (usize, ResolveError)> {
+) -> Result<GroupedPlan, (usize, Box<ResolveError>)> {
     let mut groups = Vec::new();
     let mut next = 0u64;
     for (i, (group, topo)) in spec.groups.iter().zip(topologies).enumerate() {
-        let plan = super::resolve(&group.spec, topo).map_err(|e| (i, e))?;
+        let plan = super::resolve(&group.spec, topo).map_err(|e| (i, Box::new(e)))?;
         let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
         groups.push(PlannedGroup {
             name: group.name.clone(),
@@ -31,7 +31,7 @@ pub fn resolve_groups(
         let last = groups.len().saturating_sub(1);
         return Err((
             last,
-            ResolveError::new(
+            Box::new(ResolveError::new(
                 ResolveErrorKind::TooManyRanks {
                     nodes: spec.groups.iter().map(|g| g.spec.nodes).sum(),
                     per_node: 0,
@@ -39,7 +39,7 @@ pub fn resolve_groups(
                 },
                 "groups",
                 "run fewer nodes or ranks in the groups",
-            ),
+            )),
         ));
     }
     let nodes: u64 = groups.iter().map(|g| u64::from(g.plan.nodes)).sum();
