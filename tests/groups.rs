@@ -182,3 +182,27 @@ fn a_plan_of_groups_is_not_launched_yet() {
     assert_ne!(run.code, 0);
     assert!(run.stderr.contains("E0221"), "{}", run.stderr);
 }
+
+/// A plan of several groups given to a command that reads one group's plan is refused at its
+/// `groups` key, never misread as a plan of one group.
+#[test]
+fn a_plan_of_groups_is_refused_where_one_groups_plan_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    let out = numaplan(&["compile", RL, "--topology", A100, "-q"]).ok();
+    std::fs::write(&plan, out).unwrap();
+    let plan = plan.to_str().unwrap();
+    for args in [
+        vec!["explain", plan],
+        vec!["bind", plan, "--local-rank", "0", "--", "true"],
+        vec!["exec", plan, "--dry-run"],
+    ] {
+        let run = numaplan(&args);
+        assert_ne!(run.code, 0, "{args:?}");
+        assert!(
+            run.stderr.contains("a plan of several groups"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}

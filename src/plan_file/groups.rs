@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{FORMAT_VERSION, PlanFile, Provenance, to_file};
 use crate::plan::groups::GroupedPlan;
 use crate::provenance;
-use crate::yaml;
+use crate::yaml::{self, FileError};
 
 /// A numaplan plan of a job whose nodes are not all alike.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -100,4 +100,24 @@ pub fn render_grouped_json(plan: &GroupedPlan, groups: &[GroupProvenance]) -> St
         .expect("invariant: plan types always serialize");
     s.push('\n');
     s
+}
+
+/// A plan of several groups given where one group's plan is read (`exec`, `bind`, `verify`,
+/// `explain`, `diff`): refused at its `groups` key, which says so, rather than an unknown-key
+/// error. `None` for any other text.
+pub(super) fn refuse_grouped(file: &str, text: &str) -> Option<FileError> {
+    // Parsed twice only where the text names the grouped plan's key: `bind` reads a plan at
+    // every rank's start.
+    if !text.contains("world_size") {
+        return None;
+    }
+    let (_, map) = yaml::parse::<GroupedPlanFile>(file, text).ok()?;
+    Some(FileError::invalid(
+        &map,
+        "groups",
+        "a plan of several groups (`groups:`): this numaplan compiles it, but does not yet \
+         launch, verify, explain or diff it"
+            .into(),
+        Some("launch each group as a job of its own meanwhile".into()),
+    ))
 }
