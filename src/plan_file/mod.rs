@@ -281,9 +281,7 @@ pub fn located(file: &str, text: &str, path: &str, message: String) -> PlanFileE
 
 /// Reads a plan file (YAML or JSON, which is YAML too) back into a `Plan`.
 pub fn load(file: &str, text: &str) -> Result<LoadedPlan, PlanFileError> {
-    if let Some(refused) = groups::refuse_grouped(file, text) {
-        return Err(refused);
-    }
+    groups::refuse_grouped(file, text).map_or(Ok(()), Err)?;
     let (f, map) = yaml::parse::<PlanFile>(file, text).map_err(FileError::from)?;
     match from_file(&f) {
         Ok(plan) => Ok(LoadedPlan {

@@ -105,7 +105,7 @@ pub struct JobSpec {
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GroupOptions {
-    /// The group's name (letters, digits, `-` and `_`): `exec --group NAME`, NUMAPLAN_GROUP.
+    /// The group's name (letters, digits, `-` and `_`), as the plan and messages name it.
     pub name: String,
     /// Its number of nodes (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
