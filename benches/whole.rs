@@ -545,6 +545,50 @@ fn mpibind(o: &Options, dir: &Path, out: &mut String) {
     }
 }
 
+/// A job of three groups (two DGX H100 trainers, a 4-GPU DGX A100 rollout node, a CPU-only
+/// Genoa head) compiled as one plan, against its three groups compiled as jobs of their own.
+fn groups(o: &Options, dir: &Path, out: &mut String) {
+    if !wants(o, "groups") {
+        return;
+    }
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/topologies");
+    let machine = |name: &str| path(&fixtures.join(format!("{name}.yaml")));
+    let (h100, a100, genoa) = (
+        machine("nvidia-dgx-h100"),
+        machine("nvidia-dgx-a100"),
+        machine("amd-epyc-genoa-9654-2s"),
+    );
+    let write = |name: &str, text: String| {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        path(&file)
+    };
+    let grouped = write(
+        "groups.yaml",
+        format!(
+            "groups:\n  - {{name: trainers, nodes: 2, topology: {h100}}}\n  - {{name: rollout, \
+             gpus: 4, topology: {a100}}}\n  - {{name: head, gpus: none, ranks_per_node: 1, \
+             topology: {genoa}}}\n"
+        ),
+    );
+    let trainers = write("trainers.yaml", "nodes: 2\n".into());
+    let rollout = write("rollout.yaml", "gpus: 4\n".into());
+    let head = write("head.yaml", "gpus: none\nranks_per_node: 1\n".into());
+    let three = format!(
+        "{NUMAPLAN} -q compile {trainers} --topology {h100} >/dev/null && \
+         {NUMAPLAN} -q compile {rollout} --topology {a100} >/dev/null && \
+         {NUMAPLAN} -q compile {head} --topology {genoa} >/dev/null"
+    );
+    out.push_str("\n### a job of three groups vs its groups as three jobs\n\n");
+    out.push_str(HEADER);
+    out.push_str(&pair(
+        "3 groups (2 x DGX H100, DGX A100, Genoa head): one `compile` vs three",
+        &argv(&[NUMAPLAN, "-q", "compile", &grouped]),
+        &sh(&three),
+        o.runs,
+    ));
+}
+
 /// The XML and the fixture describe one machine: the job compiles to the same ranks on both.
 fn same_plan(job: &str, xml: &str, fixture: &str) {
     let ranks = |topology: &str| {
@@ -719,6 +763,7 @@ fn main() {
     );
     machines(&o, &dir, &mut out);
     mpibind(&o, &dir, &mut out);
+    groups(&o, &dir, &mut out);
     launches(&o, &dir, &mut out);
     verifies(&o, &dir, &mut out);
     if o.dir.is_none() {
