@@ -10,7 +10,7 @@
 //! 2.x XML and as numaplan fixtures into a scratch directory.
 //!
 //! Usage: cargo bench --bench whole -- [--runs N] [--sizes 256,1024]
-//! [--only compile|topo|exec|bind|verify]
+//! [--only compile|topo|mpibind|groups|exec|bind|verify]
 //! [--dir DIR] (keeps the machines and plans there, for profiling one command)
 
 use std::fmt::Write as _;
