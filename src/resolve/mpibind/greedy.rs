@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Machine, Task, split};
+use super::{Machine, Task, fill_in_buckets};
 
 /// 1. The domains (NUMA order) split into `ntasks` runs, task i taking run i;
 /// 2. a task's CPUs: all CPUs of its domains' parents;
@@ -10,10 +10,9 @@ use super::{Machine, Task, split};
 /// 4. its threads: `threads` when given, else its CPU count.
 pub fn map(machine: &Machine, ntasks: u32, threads: Option<u32>) -> Vec<Task> {
     let view = &machine.view;
-    let mut domains = machine.domains.iter();
-    split(machine.domains.len(), ntasks as usize)
+    fill_in_buckets(&machine.domains, ntasks as usize)
         .into_iter()
-        .map(|count| {
+        .map(|domains| {
             let mut task = Task {
                 cpus: Default::default(),
                 gpus: Vec::new(),
@@ -21,7 +20,7 @@ pub fn map(machine: &Machine, ntasks: u32, threads: Option<u32>) -> Vec<Task> {
                 nodes: Vec::new(),
             };
             let mut gpus: BTreeSet<usize> = BTreeSet::new();
-            for domain in domains.by_ref().take(count) {
+            for domain in domains {
                 task.cpus = task.cpus.union(&view.objects[domain.parent].cpus);
                 task.nodes.push(domain.node);
                 gpus.extend(machine.gpus_below(domain.parent));

@@ -1,7 +1,7 @@
 //! §7, the memory-hierarchy path: tasks shared out over the NUMA domains in proportion to their
 //! GPUs (or CPUs), then each domain's tasks matched to a level of its parent's subtree.
 
-use super::{Machine, Task, split};
+use super::{Machine, Task, fill_in_buckets, split};
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
 use crate::resolve::error::{ResolveError, ResolveErrorKind};
@@ -188,32 +188,20 @@ fn slots_offer(machine: &Machine, slots: &[usize], p: usize) -> Vec<CpuSet> {
 /// into runs; else the tasks split over the slots, a slot's PUs split among its tasks (several
 /// tasks sharing a PU where it has fewer PUs than tasks).
 fn distribute(offers: &[CpuSet], np: usize) -> Vec<CpuSet> {
-    let m = offers.len();
-    if m == 0 {
-        return vec![CpuSet::new(); np];
+    let union = |run: Vec<CpuSet>| run.iter().collect::<CpuSet>();
+    if offers.len() >= np || offers.is_empty() {
+        return fill_in_buckets(offers, np).into_iter().map(union).collect();
     }
-    if m >= np {
-        let mut slots = offers.iter();
-        return split(m, np)
-            .into_iter()
-            .map(|count| slots.by_ref().take(count).collect())
-            .collect();
-    }
-    let mut out = Vec::with_capacity(np);
-    for (offer, tasks) in offers.iter().zip(split(np, m)) {
-        let pus: Vec<u32> = offer.iter().collect();
-        if pus.len() >= tasks {
-            let mut it = pus.iter();
-            for count in split(pus.len(), tasks) {
-                out.push(it.by_ref().take(count).copied().collect());
-            }
-        } else {
-            for (pu, count) in pus.iter().zip(split(tasks, pus.len())) {
-                out.extend(std::iter::repeat_n(CpuSet::range(*pu, *pu), count));
-            }
-        }
-    }
-    out
+    offers
+        .iter()
+        .zip(split(np, offers.len()))
+        .flat_map(|(offer, tasks)| {
+            let pus: Vec<u32> = offer.iter().collect();
+            fill_in_buckets(&pus, tasks)
+                .into_iter()
+                .map(|run| run.into_iter().collect::<CpuSet>())
+        })
+        .collect()
 }
 
 /// §7.9: The GPUs below the parent, in device order: split into `np` runs when there are as many
@@ -224,19 +212,5 @@ fn gpu_match(machine: &Machine, root: usize, np: usize) -> Vec<Vec<crate::pci_ad
         .into_iter()
         .map(|i| machine.gpus[i].0)
         .collect();
-    let g = gpus.len();
-    if g == 0 {
-        return vec![Vec::new(); np];
-    }
-    if g >= np {
-        let mut it = gpus.iter();
-        return split(g, np)
-            .into_iter()
-            .map(|count| it.by_ref().take(count).copied().collect())
-            .collect();
-    }
-    gpus.iter()
-        .zip(split(np, g))
-        .flat_map(|(gpu, count)| std::iter::repeat_n(vec![*gpu], count))
-        .collect()
+    fill_in_buckets(&gpus, np)
 }
