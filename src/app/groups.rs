@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{regenerate_words, relative_to, seen_from, write_compiled};
+use super::{plan_dir, regenerate_words, relative_to, spec_shown, write_compiled};
 
 use crate::cli::{CompileArgs, PlanFormat};
 use crate::diag::report::Reporter;
@@ -22,6 +22,7 @@ use crate::topology::{Source, Topology, fixture};
 pub(super) fn compile(
     args: &CompileArgs,
     loaded: &LoadedSpec,
+    spec_file: &str,
     spec_dir: &Path,
     stdout: &mut dyn Write,
     warnings: &mut Reporter,
@@ -29,15 +30,9 @@ pub(super) fn compile(
     if args.emit.is_some() {
         return Err(not_launched(loaded));
     }
-    let plan_dir = match &args.output {
-        Some(o) if o != Path::new("-") => Some(o.parent().unwrap_or(Path::new(""))),
-        _ => None,
-    };
+    let plan_dir = plan_dir(args);
     let regenerate = regenerate_words(args, plan_dir);
-    let spec_file = match args.spec.as_path() == Path::new("-") {
-        true => "-".to_string(),
-        false => seen_from(&args.spec, plan_dir),
-    };
+    let spec_file = spec_shown(args, spec_file, plan_dir);
     let relative = |t: &Path| relative_to(t, plan_dir.unwrap_or(Path::new("")));
     let shown = Shown {
         regenerate: &regenerate,

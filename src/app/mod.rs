@@ -130,7 +130,7 @@ fn compile(
     let (spec_file, text, spec_dir) = read_spec(&args.spec)?;
     let loaded = load_with(&spec_file, &text, &args.overrides.set)?;
     if !loaded.spec.groups.is_empty() {
-        return groups::compile(args, &loaded, &spec_dir, stdout, warnings);
+        return groups::compile(args, &loaded, &spec_file, &spec_dir, stdout, warnings);
     }
     let Compiled {
         plan,
@@ -139,18 +139,9 @@ fn compile(
         ..
     } = compile_loaded(&loaded, &spec_dir, args.topology.as_ref())?;
     warnings.plan_warnings(&spec_file, &plan.warnings, &plan.allowed_warnings)?;
-    // Readers of the plan find its topology relative to the plan file, and so are the paths
-    // of its header: the same plan compiled from another directory, or with `./` or an
-    // absolute `-o`, is the same file.
-    let plan_dir = match &args.output {
-        Some(o) if o != Path::new("-") => Some(o.parent().unwrap_or(Path::new(""))),
-        _ => None,
-    };
+    let plan_dir = plan_dir(args);
     let regenerate = regenerate_words(args, plan_dir);
-    let spec_shown = match args.spec.as_path() == Path::new("-") {
-        true => spec_file.clone(),
-        false => seen_from(&args.spec, plan_dir),
-    };
+    let spec_shown = spec_shown(args, &spec_file, plan_dir);
     let spec_file = &spec_shown;
     let topology_file = topology_file.map(|t| relative_to(&t, plan_dir.unwrap_or(Path::new(""))));
     let header = provenance::Header {
@@ -185,6 +176,25 @@ fn compile(
         (None, PlanFormat::Yaml) => plan_yaml(),
     };
     write_compiled(args, stdout, &text, topology_file.is_some())
+}
+
+/// The directory of the file `compile` writes (`None`: standard output). Readers of the plan
+/// find its topology relative to the plan file, and so are the paths of its header: the same
+/// plan compiled from another directory, or with `./` or an absolute `-o`, is the same file.
+fn plan_dir(args: &CompileArgs) -> Option<&Path> {
+    match &args.output {
+        Some(o) if o != Path::new("-") => Some(o.parent().unwrap_or(Path::new(""))),
+        _ => None,
+    }
+}
+
+/// The spec as the header names it: `seen_from` the plan's directory, or the name standard
+/// input was read under (`spec_file`).
+fn spec_shown(args: &CompileArgs, spec_file: &str, plan_dir: Option<&Path>) -> String {
+    match args.spec.as_path() == Path::new("-") {
+        true => spec_file.to_string(),
+        false => seen_from(&args.spec, plan_dir),
+    }
 }
 
 /// A compiled file written (`-o`, or standard output), or compared with the file on disk
