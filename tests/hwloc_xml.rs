@@ -429,30 +429,13 @@ fn a_node_over_two_packages_keeps_both() {
     assert_eq!(fingerprint("nps0.xml"), fingerprint("nps0.yaml"));
 }
 
-/// hwloc's own export of a machine restricted to node 1's memory (`lstopo --restrict
-/// nodeset=0x2`, as a cgroup without node 0's memory exports it).
-fn restricted_to_node_1(dir: &std::path::Path) -> String {
-    let out = common::succeed(std::process::Command::new("lstopo-no-graphics").args([
-        "--input",
-        "pack:2 numa:1 core:2 pu:2",
-        "--restrict",
-        "nodeset=0x2",
-        "--of",
-        "xml",
-        "-",
-    ]));
-    let text = String::from_utf8(out.stdout).unwrap();
-    std::fs::write(dir.join("restricted.xml"), &text).unwrap();
-    text
-}
-
 /// CPUs that no NUMA node covers in hwloc's view (their nodeset empty, as hwloc's restriction
 /// and hwloc's `fakeheterocpunuma` test leave them) are never put on node 0: they are left out
 /// of the machine, and the topology's notes say so in every plan.
 #[test]
 fn cpus_without_a_numa_node_are_left_out_and_said() {
     let dir = tempfile::tempdir().unwrap();
-    let text = restricted_to_node_1(dir.path());
+    let text = common::restricted_to_node_1(dir.path());
     assert!(
         text.contains(r#"<object type="PU" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x0" complete_nodeset="0x0""#),
         "hwloc left PU 0 without a node: {text}"
@@ -486,7 +469,7 @@ fn cpus_without_a_numa_node_are_left_out_and_said() {
 #[test]
 fn cpus_of_a_node_left_out_of_the_export_keep_that_node() {
     let dir = tempfile::tempdir().unwrap();
-    let text = restricted_to_node_1(dir.path())
+    let text = common::restricted_to_node_1(dir.path())
         .replace(
             r#"nodeset="0x0" complete_nodeset="0x0""#,
             r#"nodeset="0x0" complete_nodeset="0x00000001""#,

@@ -63,6 +63,15 @@ fn spec_of(case: &Value, gpus: bool) -> String {
     spec
 }
 
+/// A job spec written to a file of its own: the directory (kept alive) and the file's path.
+fn job_file(text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("job.yaml");
+    std::fs::write(&job, text).unwrap();
+    let job = job.to_str().unwrap().to_string();
+    (dir, job)
+}
+
 fn plan(topo: &Topology, spec: &str) -> Plan {
     let spec = load_str("spec.yaml", spec)
         .unwrap_or_else(|e| panic!("{e:?}"))
@@ -291,6 +300,114 @@ fn the_tree_reads_back_as_sent() {
     }
 }
 
+/// A GPU list out of index order (`gpus: [1, 0]`): mpibind selects those GPUs and hands them
+/// out in hwloc's device order, not in the job's order (docs/mpibind.md §4.1: mpibind has no
+/// job order); a list of one GPU of the other package maps every task there.
+#[test]
+fn a_gpu_list_selects_gpus_that_mpibind_takes_in_device_order() {
+    let lassen = load_file(&repo().join("tests/data/mpibind/coral-lassen.xml")).unwrap();
+    let p = plan(
+        &lassen,
+        "ranks_per_node: 2\ngpus: [1, 0]\ncpu: {policy: mpibind}\n",
+    );
+    let gpus: Vec<Vec<u32>> = p
+        .ranks
+        .iter()
+        .map(|r| r.gpus.iter().map(|g| g.index.0).collect())
+        .collect();
+    assert_eq!(gpus, [[0], [1]]);
+    assert_eq!(p.ranks[0].env["CUDA_VISIBLE_DEVICES"], "0");
+    assert_eq!(p.ranks[1].env["CUDA_VISIBLE_DEVICES"], "1");
+    assert!(
+        p.ranks
+            .iter()
+            .all(|r| r.cpus.is_subset(&lassen.node_cpus(NodeId(0))))
+    );
+    let p = plan(
+        &lassen,
+        "ranks_per_node: 2\ngpus: [2]\ncpu: {policy: mpibind}\n",
+    );
+    assert!(
+        p.ranks
+            .iter()
+            .all(|r| r.gpus.len() == 1 && r.gpus[0].index.0 == 2)
+    );
+    assert!(
+        p.ranks
+            .iter()
+            .all(|r| r.cpus.is_subset(&lassen.node_cpus(NodeId(8))))
+    );
+}
+
+/// Cores with different thread counts (a hybrid machine: two cores of 2 threads, two of 1):
+/// when the tasks need 2 PUs of every core, an E-core slot has 1 and mpibind would set CPU -1;
+/// numaplan refuses and names the slot. With one PU per core the plan is made.
+#[test]
+fn cores_of_different_thread_counts_are_refused_only_where_a_core_falls_short() {
+    let mut parts = TopologyParts {
+        name: "hybrid".into(),
+        ..Default::default()
+    };
+    parts.nodes.push(NumaNode {
+        id: NodeId(0),
+        package: Some(PackageId(0)),
+        kind: NodeKind::Cpu,
+        memory_mib: None,
+    });
+    for cpus in ["0-1", "2-3", "4", "5"] {
+        parts.cores.push(Core {
+            cpus: cpus.parse().unwrap(),
+            package: PackageId(0),
+            node: NodeId(0),
+            l3: L3Id(0),
+        });
+    }
+    let hybrid = Topology::build(parts).unwrap();
+    let spec = load_str(
+        "spec.yaml",
+        "ranks_per_node: 6\ngpus: none\ncpu: {policy: mpibind}\n",
+    )
+    .unwrap()
+    .spec;
+    let error = resolve(&spec, &hybrid).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("2 CPU(s) of slot `4`, which has 1"),
+        "{error}"
+    );
+    let p = plan(
+        &hybrid,
+        "ranks_per_node: 4\ngpus: none\ncpu: {policy: mpibind}\n",
+    );
+    let cpus: Vec<String> = p.ranks.iter().map(|r| r.cpus.to_string()).collect();
+    assert_eq!(cpus, ["0", "2", "4", "5"]);
+}
+
+/// CPUs that no NUMA node covers in hwloc's view (an export restricted to node 1's memory
+/// leaves CPUs 0-3 without one) are not the machine's: mpibind's restriction leaves them out,
+/// and the plan says so.
+#[test]
+fn cpus_without_a_numa_node_get_no_task() {
+    let dir = tempfile::tempdir().unwrap();
+    common::restricted_to_node_1(dir.path());
+    let topo = load_file(&dir.path().join("restricted.xml")).unwrap();
+    let p = plan(
+        &topo,
+        "ranks_per_node: 2\ngpus: none\ncpu: {policy: mpibind}\n",
+    );
+    let cpus: Vec<String> = p.ranks.iter().map(|r| r.cpus.to_string()).collect();
+    // Node 1's two cores, one task and one PU each (mpibind's thread count: a core per task).
+    assert_eq!(cpus, ["4", "6"]);
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("CPUs 0-3 have no NUMA node")),
+        "{:?}",
+        p.warnings
+    );
+}
+
 /// A restriction that leaves a GPU-less part of the machine gives GPU-less ranks whose
 /// visibility variable is empty (not every GPU), never an error for want of GPUs.
 #[test]
@@ -310,15 +427,9 @@ fn a_restriction_without_gpus_gives_gpu_less_ranks() {
 /// where OMP_NUM_THREADS (mpibind's count) is not the CPU count.
 #[test]
 fn explain_speaks_mpibind() {
-    let dir = tempfile::tempdir().unwrap();
-    let job = dir.path().join("job.yaml");
-    std::fs::write(
-        &job,
-        "ranks_per_node: 1\ncpu: {policy: mpibind, threads: 4}\n",
-    )
-    .unwrap();
+    let (_dir, job) = job_file("ranks_per_node: 1\ncpu: {policy: mpibind, threads: 4}\n");
     let topology = repo().join("tests/data/mpibind/coral-lassen.xml");
-    let (job, topology) = (job.to_str().unwrap(), topology.to_str().unwrap());
+    let (job, topology) = (job.as_str(), topology.to_str().unwrap());
     let lines = numaplan(&[
         "explain",
         job,
@@ -347,14 +458,8 @@ fn on_the_node_the_allowed_cpus_restrict_the_machine() {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let job = dir.path().join("job.yaml");
-    std::fs::write(
-        &job,
-        "ranks_per_node: 2\ngpus: none\ncpu: {policy: mpibind}\n",
-    )
-    .unwrap();
-    let job = job.to_str().unwrap();
+    let (_dir, job) = job_file("ranks_per_node: 2\ngpus: none\ncpu: {policy: mpibind}\n");
+    let job = job.as_str();
     let bin = env!("CARGO_BIN_EXE_numaplan");
     let compile = |taskset: Option<&str>| {
         let mut cmd = match taskset {
@@ -365,23 +470,15 @@ fn on_the_node_the_allowed_cpus_restrict_the_machine() {
             }
             None => Command::new(bin),
         };
-        let out = cmd
-            .args([
-                "compile",
-                job,
-                "--topology",
-                "discover",
-                "--format",
-                "json",
-                "-q",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = common::succeed(cmd.args([
+            "compile",
+            job,
+            "--topology",
+            "discover",
+            "--format",
+            "json",
+            "-q",
+        ]));
         let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
         plan["ranks"]
             .as_array()
@@ -393,15 +490,10 @@ fn on_the_node_the_allowed_cpus_restrict_the_machine() {
     let whole = compile(None);
     assert_ne!(whole[0], whole[1], "two CPUs, two ranks: {whole:?}");
     assert_eq!(compile(Some("1")), ["1", "1"]);
-    let out = Command::new("taskset")
-        .args(["-c", "1", bin, "bind", job, "--local-rank", "0", "-q", "--"])
-        .args(["grep", "Cpus_allowed_list", "/proc/self/status"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::succeed(
+        Command::new("taskset")
+            .args(["-c", "1", bin, "bind", job, "--local-rank", "0", "-q", "--"])
+            .args(["grep", "Cpus_allowed_list", "/proc/self/status"]),
     );
     let line = String::from_utf8_lossy(&out.stdout);
     assert_eq!(line.split_whitespace().nth(1), Some("1"), "{line}");
@@ -411,14 +503,8 @@ fn on_the_node_the_allowed_cpus_restrict_the_machine() {
 /// variables, read back from `/proc` and the rank's environment, are the plan's.
 #[test]
 fn exec_runs_the_mpibind_plan() {
-    let dir = tempfile::tempdir().unwrap();
-    let job = dir.path().join("job.yaml");
-    std::fs::write(
-        &job,
-        "ranks_per_node: 2\ngpus: none\ncpu: {policy: mpibind}\n",
-    )
-    .unwrap();
-    let job = job.to_str().unwrap();
+    let (_dir, job) = job_file("ranks_per_node: 2\ngpus: none\ncpu: {policy: mpibind}\n");
+    let job = job.as_str();
     let plan: Value = serde_json::from_str(
         &numaplan(&[
             "compile",

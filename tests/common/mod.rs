@@ -271,3 +271,21 @@ pub fn warning_codes(plan: &serde_json::Value) -> Vec<&str> {
         .map(|w| w["code"].as_str().expect("a warning has a code"))
         .collect()
 }
+
+/// hwloc's own export of a machine restricted to node 1's memory (`lstopo --restrict
+/// nodeset=0x2`, as a cgroup without node 0's memory exports it), written to
+/// `dir/restricted.xml`: CPUs 0-3 are left with no NUMA node.
+pub fn restricted_to_node_1(dir: &std::path::Path) -> String {
+    let out = succeed(Command::new("lstopo-no-graphics").args([
+        "--input",
+        "pack:2 numa:1 core:2 pu:2",
+        "--restrict",
+        "nodeset=0x2",
+        "--of",
+        "xml",
+        "-",
+    ]));
+    let text = String::from_utf8(out.stdout).unwrap();
+    std::fs::write(dir.join("restricted.xml"), &text).unwrap();
+    text
+}
