@@ -371,6 +371,7 @@ impl Globals {
 struct BindWords {
     input: Option<String>,
     local_rank: Option<crate::rank::LocalRankChoice>,
+    group: Option<String>,
     topology: Option<String>,
     set: Vec<crate::yaml::Override>,
     force: bool,
@@ -397,6 +398,9 @@ impl BindWords {
             }
             w if w.starts_with("--topology") && self.topology.is_none() => {
                 self.topology = Some(value(w, "--topology", rest)??.to_string());
+            }
+            w if w.starts_with("--group") && self.group.is_none() => {
+                self.group = Some(value(w, "--group", rest)??.to_string());
             }
             w if w.starts_with("--set") => {
                 let pair = value(w, "--set", rest)??;
@@ -428,6 +432,7 @@ impl BindWords {
         Some(BindArgs {
             input: self.input?,
             local_rank: self.local_rank,
+            group: self.group,
             topology: self.topology.as_deref().map(crate::topology::Source::named),
             overrides: SpecOverrides { set: self.set },
             force: self.force,
@@ -500,6 +505,7 @@ mod tests {
                 "--set=env.A=b=c",
                 "--topology",
                 "t.yaml",
+                "--group=trainer",
             ],
             &[
                 "bind",
@@ -557,12 +563,13 @@ mod tests {
         /// Random command lines from bind's words: whenever the fast path takes one, clap
         /// parses it to the same `Cli`.
         #[test]
-        fn random_lines_agree_with_clap(picks in proptest::collection::vec(0usize..26, 0..9)) {
-            const WORDS: [&str; 26] = [
+        fn random_lines_agree_with_clap(picks in proptest::collection::vec(0usize..29, 0..9)) {
+            const WORDS: [&str; 29] = [
                 "bind", "plan.yaml", "other.yaml", "--local-rank", "2", "gpu", "--local-rank=1",
                 "--topology", "t.yaml", "--set", "a=b", "--set=c=d", "--force", "-v", "--verbose",
                 "--dry-run", "--format", "json", "--format=text", "-q", "--quiet",
                 "--deny-warnings", "--message-format=json", "--allow", "W0215", "--",
+                "--group", "trainer", "--group=rollout",
             ];
             let mut line = vec!["bind"];
             line.extend(picks.iter().map(|&i| WORDS[i]));

@@ -6,6 +6,8 @@
 /// What tells a process started by someone else's code its local rank (a number or `gpu`), as
 /// `bind --local-rank` does. The user's alone: numaplan reads it and never sets it.
 pub const NUMAPLAN_LOCAL_RANK: &str = "NUMAPLAN_LOCAL_RANK";
+/// Which group of a plan of several groups this node runs (`rank::group`).
+pub const NUMAPLAN_GROUP: &str = "NUMAPLAN_GROUP";
 
 /// The mark of a plan's rank (`ids::Mark`, `PLAN_ID:LOCAL_RANK`), which `exec`, `bind` and
 /// `numaplan.bind()` set in every rank and `verify --match` reads.

@@ -31,6 +31,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         args.topology.as_ref(),
         PlanMachine::NotNeeded,
         &args.overrides.set,
+        args.group.as_deref(),
     )?;
     let plan = subject.plan;
     let local = rank::local_rank(args.local_rank, &plan, &env)?;

@@ -13,6 +13,7 @@ use crate::diag::report::Reporter;
 use crate::error::Error;
 use crate::plan_file::groups::{GroupProvenance, render_grouped_json, render_grouped_yaml};
 use crate::provenance;
+use crate::plan::groups::GroupedPlan;
 use crate::resolve::groups::resolve_groups;
 use crate::resolve::{ResolveError, ResolveErrorKind};
 use crate::spec::load::LoadedSpec;
@@ -58,21 +59,27 @@ struct Shown<'a> {
     pub relative: &'a dyn Fn(&Path) -> String,
 }
 
-/// The plan of several groups, as text; the second value says whether every machine was read
-/// from a file (else one was discovered).
-fn compile_groups(
+/// A job spec's groups planned, each on its machine.
+pub(crate) struct PlannedGroups {
+    pub plan: GroupedPlan,
+    pub machines: Vec<Topology>,
+    /// Each machine's file; `None` where it was discovered.
+    pub files: Vec<Option<PathBuf>>,
+}
+
+/// Plans every group of a spec with `groups:` on its machine: the group's own `topology:`
+/// (relative to the spec), else `topology` (`--topology`), else the top level's, else this
+/// machine. A group's error points at its key (`groups[1].cpu.policy`) where the group wrote
+/// it, and names the group.
+pub(crate) fn plan_groups(
     loaded: &LoadedSpec,
     spec_dir: &Path,
     topology: Option<&Source>,
-    format: PlanFormat,
-    shown: &Shown,
-    warnings: &mut Reporter,
-) -> Result<(String, bool), Error> {
+) -> Result<PlannedGroups, Error> {
     let spec = &loaded.spec;
     let mut machines: Vec<Topology> = Vec::new();
     let mut files: Vec<Option<PathBuf>> = Vec::new();
     for group in &spec.groups {
-        // The group's own, else `--topology`, else the top level's, else this machine.
         let source = match (&group.topology, topology, &spec.topology) {
             (Some(own), _, _) => own.relative_to(spec_dir),
             (None, Some(t), _) => t.clone(),
@@ -94,17 +101,38 @@ fn compile_groups(
             error: Box::new(error),
         }
     })?;
-    for g in &plan.groups {
+    Ok(PlannedGroups {
+        plan,
+        machines,
+        files,
+    })
+}
+
+/// The plan of several groups, as text; the second value says whether every machine was read
+/// from a file (else one was discovered).
+fn compile_groups(
+    loaded: &LoadedSpec,
+    spec_dir: &Path,
+    topology: Option<&Source>,
+    format: PlanFormat,
+    shown: &Shown,
+    warnings: &mut Reporter,
+) -> Result<(String, bool), Error> {
+    let PlannedGroups {
+        plan,
+        machines,
+        files,
+    } = plan_groups(loaded, spec_dir, topology)?;
+    for (place, g) in plan.places() {
         // Printed with the group's name; the plan keeps them in the group's entry.
         let named: Vec<_> = g
-            .plan
             .warnings
             .iter()
             .map(|w| {
-                crate::diag::Warning::new(w.code, format!("group `{}`: {}", g.name, w.message))
+                crate::diag::Warning::new(w.code, format!("group `{}`: {}", place.name, w.message))
             })
             .collect();
-        warnings.plan_warnings(shown.spec_file, &named, &g.plan.allowed_warnings)?;
+        warnings.plan_warnings(shown.spec_file, &named, &g.allowed_warnings)?;
     }
     let fingerprints: Vec<String> = machines.iter().map(fixture::fingerprint).collect();
     let relative: Vec<Option<String>> = files
@@ -122,7 +150,7 @@ fn compile_groups(
     let names: Vec<String> = plan
         .groups
         .iter()
-        .map(|g| g.plan.topology.clone())
+        .map(|g| g.topology.clone())
         .collect();
     let topology_line = names.join(", ");
     let fingerprint_line = fingerprints.join(", ");

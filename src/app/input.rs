@@ -4,10 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
+use super::groups::plan_groups;
+use super::node::{environment, machine_shape};
 use super::{Compiled, compile_loaded};
 use crate::error::Error;
 use crate::plan::Plan;
 use crate::plan_file;
+use crate::rank::group::{GroupShape, ThisNode, find_group};
 use crate::resolve::on_machine::check_on_machine;
 use crate::spec::load::load_with;
 use crate::text::TextError;
@@ -68,7 +71,8 @@ fn read_variable(var: &str) -> Result<String, std::env::VarError> {
 
 /// Reads `arg` (a path, `git:REV:PATH` or `env:VAR`), tells a plan from a job spec by content,
 /// and loads it with its topology: a spec's own (or `topology`); a plan's from `topology`, else
-/// from the topology file the plan names (relative to the plan), when it is there.
+/// from the topology file the plan names (relative to the plan), when it is there. Of a job of
+/// several groups, the group this node runs (`--group`, `group`, else found: `rank::group`).
 ///
 /// No `arg` (`exec` alone) is the default spec; `overrides` (`--set`) apply to a spec, and are
 /// an error for a plan, which is not compiled again.
@@ -77,7 +81,58 @@ pub(crate) fn load_subject(
     topology: Option<&Source>,
     machine: PlanMachine,
     overrides: &[Override],
+    group: Option<&str>,
 ) -> Result<Subject, Error> {
+    let mut subjects = load_subjects(arg, topology, machine, overrides)?;
+    let index = match subjects.len() {
+        1 if group.is_none() => 0,
+        _ => this_nodes_group(&subjects, group)?,
+    };
+    Ok(subjects.swap_remove(index))
+}
+
+/// The group of `subjects` (a job's groups) this node runs; `--group` of a plan of one group
+/// names none of its groups.
+fn this_nodes_group(subjects: &[Subject], flag: Option<&str>) -> Result<usize, Error> {
+    let groups = group_shapes(subjects);
+    let env = environment();
+    let host = env
+        .get("SLURMD_NODENAME")
+        .cloned()
+        .unwrap_or_else(crate::sys::proc::hostname);
+    let node = ThisNode {
+        flag,
+        env: &env,
+        host: &host,
+        shape: machine_shape(),
+    };
+    Ok(find_group(&groups, &node)?)
+}
+
+/// The groups of `subjects`, as the group finder and its errors show them.
+pub(crate) fn group_shapes(subjects: &[Subject]) -> Vec<GroupShape> {
+    subjects
+        .iter()
+        .filter_map(|s| {
+            let place = s.plan.group.as_ref()?;
+            Some(GroupShape {
+                name: place.name.clone(),
+                nodes: s.plan.nodes,
+                topology: s.plan.topology.clone(),
+                shape: s.plan.machine,
+            })
+        })
+        .collect()
+}
+
+/// Every group of `arg` (one for a job of one group), each with its topology: see
+/// `load_subject`.
+pub(crate) fn load_subjects(
+    arg: Option<&str>,
+    topology: Option<&Source>,
+    machine: PlanMachine,
+    overrides: &[Override],
+) -> Result<Vec<Subject>, Error> {
     let (arg, text, input_dir) = match arg {
         Some(arg) => {
             let (text, dir) = read_input(arg)?;
@@ -87,20 +142,18 @@ pub(crate) fn load_subject(
     };
     if !plan_file::looks_like_plan(&text) {
         let loaded = load_with(arg, &text, overrides)?;
-        let Compiled {
-            plan,
-            topology,
-            fingerprint,
-            ..
-        } = compile_loaded(&loaded, &input_dir, topology)?;
-        return Ok(Subject {
-            input: arg.to_string(),
-            label: label(arg, Some(&topology)),
-            plan,
-            fingerprint,
-            topology: Some(topology),
-            notes: Vec::new(),
-        });
+        if !loaded.spec.groups.is_empty() {
+            let planned = plan_groups(&loaded, &input_dir, topology)?;
+            return Ok(planned
+                .plan
+                .groups
+                .into_iter()
+                .zip(planned.machines)
+                .map(|(plan, topology)| compiled_subject(arg, plan, topology))
+                .collect());
+        }
+        let Compiled { plan, topology, .. } = compile_loaded(&loaded, &input_dir, topology)?;
+        return Ok(vec![compiled_subject(arg, plan, topology)]);
     }
     if let Some(o) = overrides.first() {
         return Err(Error::SetOnPlan {
@@ -108,17 +161,54 @@ pub(crate) fn load_subject(
             set: o.typed(),
         });
     }
-    let loaded = plan_file::load(arg, &text)?;
+    let loaded = match plan_file::groups::is_grouped(&text) {
+        true => plan_file::groups::load_grouped(arg, &text)?.groups,
+        false => vec![plan_file::load(arg, &text)?],
+    };
+    let plan_file = PlanText { arg, text: &text };
+    loaded
+        .into_iter()
+        .map(|l| plan_subject(&plan_file, l, &input_dir, topology, machine))
+        .collect()
+}
+
+/// A plan compiled from a job spec, on `topology`.
+fn compiled_subject(arg: &str, plan: Plan, topology: Topology) -> Subject {
+    Subject {
+        input: arg.to_string(),
+        label: label(arg, Some(&topology)),
+        fingerprint: fixture::fingerprint(&topology),
+        plan,
+        topology: Some(topology),
+        notes: Vec::new(),
+    }
+}
+
+/// A plan file as given: its name (`arg`) and text, for errors located in it.
+struct PlanText<'a> {
+    arg: &'a str,
+    text: &'a str,
+}
+
+/// A plan read from a file (one group's, of a plan of several), with its topology where the
+/// command wants it.
+fn plan_subject(
+    file: &PlanText,
+    loaded: plan_file::LoadedPlan,
+    input_dir: &Path,
+    topology: Option<&Source>,
+    machine: PlanMachine,
+) -> Result<Subject, Error> {
     let mut notes = Vec::new();
-    let topology = match plan_topology_source(&loaded, &input_dir, topology, machine, &mut notes) {
+    let topology = match plan_topology_source(&loaded, input_dir, topology, machine, &mut notes) {
         Some(source) => Some(plan_topology(
-            arg, &text, &loaded, source, machine, &mut notes,
+            file.arg, file.text, &loaded, source, machine, &mut notes,
         )?),
         None => None,
     };
     Ok(Subject {
-        input: arg.to_string(),
-        label: label(arg, topology.as_ref()),
+        input: file.arg.to_string(),
+        label: label(file.arg, topology.as_ref()),
         plan: loaded.plan,
         fingerprint: loaded.fingerprint,
         topology,

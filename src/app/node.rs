@@ -40,7 +40,7 @@ pub(super) fn node_facts() -> Result<NodeFacts, Error> {
 
 /// This machine counted as the generated launchers count it (`check_node` in the templates):
 /// `/sys` CPU and NUMA node directories, and PCI functions that `devices::is_gpu` counts.
-fn machine_shape() -> MachineShape {
+pub(super) fn machine_shape() -> MachineShape {
     let count = |dir: &str, prefix: &str| {
         std::fs::read_dir(dir).map_or(0, |entries| {
             entries

@@ -4,45 +4,55 @@
 use std::io::{IsTerminal as _, Write};
 
 use super::emit;
-use super::input::{PlanMachine, Subject, load_subject};
+use super::input::{PlanMachine, Subject, group_shapes, load_subjects};
 use super::json;
 use crate::cli::{ColourChoice, DiffArgs, ExplainArgs, ExplainFormat, ReportFormat};
 use crate::error::Error;
-use crate::review::{diff as plan_diff, explain as plan_explain, picture, svg};
+use crate::rank::RankError;
+use crate::review::{diff as plan_diff, explain as plan_explain, groups, picture, svg};
 
 pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let old_t = args.old_topology.as_ref().or(args.topology.as_ref());
     let new_t = args.new_topology.as_ref().or(args.topology.as_ref());
-    let old = load_subject(Some(&args.old), old_t, PlanMachine::Lenient, &[])?;
-    let new = load_subject(
+    let old = load_subjects(Some(&args.old), old_t, PlanMachine::Lenient, &[])?;
+    let mut new = load_subjects(
         Some(&args.new),
         new_t,
         PlanMachine::Lenient,
         &args.overrides.set,
     )?;
     // The new side's label says what `--set` changed on it.
-    let new_label = args
-        .overrides
-        .set
-        .iter()
-        .fold(new.label.clone(), |label, o| {
-            format!("{label} --set {}", o.text())
-        });
-    let mut new_side = side(&new);
-    new_side.label = &new_label;
-    let report = plan_diff::diff(&side(&old), &new_side);
-    let text = match args.format {
-        ReportFormat::Text => {
-            let mut t = String::new();
-            for n in old.notes.iter().chain(&new.notes) {
-                t.push_str(&format!("note: {n}\n"));
-            }
-            t + &report.render_text()
+    for subject in &mut new {
+        for o in &args.overrides.set {
+            subject.label = format!("{} --set {}", subject.label, o.text());
         }
-        ReportFormat::Json => json(&report),
+    }
+    let notes: String = old
+        .iter()
+        .chain(&new)
+        .flat_map(|s| &s.notes)
+        .map(|n| format!("note: {n}\n"))
+        .collect();
+    let grouped = [&old, &new].iter().any(|s| s.iter().any(|s| s.plan.group.is_some()));
+    let (text, empty) = if grouped {
+        let olds: Vec<_> = old.iter().map(side).collect();
+        let news: Vec<_> = new.iter().map(side).collect();
+        let report = groups::diff_groups(&olds, &news);
+        let text = match args.format {
+            ReportFormat::Text => notes + &report.render_text(),
+            ReportFormat::Json => json(&report),
+        };
+        (text, report.is_empty())
+    } else {
+        let report = plan_diff::diff(&side(&old[0]), &side(&new[0]));
+        let text = match args.format {
+            ReportFormat::Text => notes + &report.render_text(),
+            ReportFormat::Json => json(&report),
+        };
+        (text, report.is_empty())
     };
     emit(stdout, None, &text)?;
-    if args.exit_code && !report.is_empty() {
+    if args.exit_code && !empty {
         return Err(Error::Differs);
     }
     Ok(())
@@ -54,12 +64,61 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     } else {
         PlanMachine::Strict
     };
-    let mut s = load_subject(
+    let mut subjects = load_subjects(
         Some(&args.input),
         args.topology.as_ref(),
         machine,
         &args.overrides.set,
     )?;
+    if let Some(name) = &args.group {
+        let groups = group_shapes(&subjects);
+        subjects.retain(|s| s.plan.group.as_ref().is_some_and(|g| &g.name == name));
+        if subjects.is_empty() {
+            return Err(RankError::GroupUnknown {
+                name: name.clone(),
+                via: "--group".into(),
+                groups,
+            }
+            .into());
+        }
+    }
+    if subjects.len() > 1 && args.format == ExplainFormat::Svg {
+        let names: Vec<String> = group_shapes(&subjects).into_iter().map(|g| g.name).collect();
+        return Err(Error::Usage {
+            message: format!("an SVG picture shows one group, and the plan has {}", names.len()),
+            help: format!("pass `--group NAME`: one of {}", names.join(", ")),
+        });
+    }
+    let grouped = subjects.iter().any(|s| s.plan.group.is_some());
+    let mut parts = Vec::new();
+    for s in subjects {
+        let heading = groups::heading(&s.plan);
+        let part = explain_one(args, s)?;
+        parts.push((heading, part));
+    }
+    let text = match (grouped, args.format) {
+        (false, _) => parts.remove(0).1,
+        (true, ExplainFormat::Json) => {
+            let groups: Vec<serde_json::Value> = parts
+                .into_iter()
+                .map(|(_, part)| serde_json::from_str(&part).expect("invariant: reports are JSON"))
+                .collect();
+            json(&serde_json::json!({ "numaplan_explain": 1, "groups": groups }))
+        }
+        (true, format) => {
+            let mark = if format == ExplainFormat::Mpibind { "# " } else { "" };
+            parts
+                .into_iter()
+                .map(|(heading, part)| format!("{mark}{}\n{part}", heading.unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+    };
+    emit(stdout, args.output.as_deref(), &text)
+}
+
+/// `explain` of one plan (of one group).
+fn explain_one(args: &ExplainArgs, mut s: Subject) -> Result<String, Error> {
     let Some(topo) = &s.topology else {
         return Err(Error::NeedsTopology {
             input: args.input.clone(),
@@ -72,7 +131,7 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
             "DRAWN ON ANOTHER MACHINE (--force): cores, L3 groups and reasons below may not be the plan's".into(),
         );
     }
-    let text = match args.format {
+    Ok(match args.format {
         ExplainFormat::Text => {
             let colour = match args.color {
                 ColourChoice::Always => picture::Colour::Always,
@@ -88,7 +147,17 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
             };
             plan_explain::render_text(&s.plan, topo, &s.notes, colour)
         }
-        ExplainFormat::Json => json(&plan_explain::report(&s.plan, topo, &s.notes)),
+        ExplainFormat::Json => {
+            let report = plan_explain::report(&s.plan, topo, &s.notes);
+            match &s.plan.group {
+                None => json(&report),
+                Some(g) => json(&serde_json::json!({
+                    "group": g.name,
+                    "first_rank": g.first_rank,
+                    "explain": report,
+                })),
+            }
+        }
         ExplainFormat::Mpibind => crate::review::mpibind::render(&s.plan),
         ExplainFormat::Svg => {
             let title = format!(
@@ -99,8 +168,7 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
             );
             svg::render(&picture::build(&s.plan, topo), &title)
         }
-    };
-    emit(stdout, args.output.as_deref(), &text)
+    })
 }
 
 fn side(s: &Subject) -> plan_diff::Side<'_> {

@@ -115,6 +115,13 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          (`LOCAL_RANK`, `SLURM_LOCALID`, ...) contradicts is an error naming both (E0428).",
     ),
     (
+        "NUMAPLAN_GROUP",
+        "Of a plan of several groups (`groups:`), the group this node runs, read by `exec`, \
+         `bind` and `verify` where `--group` is not given; the generated scripts set it per \
+         group. Without it, the heterogeneous Slurm component holding this host \
+         (`SLURM_JOB_NODELIST_HET_GROUP_<n>`), else the one group of this node's shape.",
+    ),
+    (
         "NUMAPLAN_BOUND",
         "The mark of a plan's rank, `PLAN_ID:LOCAL_RANK` (PLAN_ID: a hash of the plan's \
          content; `:no-memory-policy` after it: the rank runs without its refused memory \

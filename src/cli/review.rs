@@ -75,6 +75,11 @@ pub struct ExplainArgs {
     /// Draw a plan on a topology whose fingerprint differs from the plan's, under a banner.
     #[arg(long)]
     pub force: bool,
+
+    /// Of a plan of several groups (`groups:`), explain this group only (default: every
+    /// group, one after the other; an SVG picture needs one).
+    #[arg(long, value_name = "NAME")]
+    pub group: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -26,11 +26,18 @@ pub struct ExecArgs {
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<crate::topology::Source>,
 
-    /// This node's index in a multi-node job (default: `SLURM_NODEID`).
+    /// Of a plan of several groups (`groups:`), the group this node runs. Default:
+    /// `NUMAPLAN_GROUP`, else the heterogeneous Slurm component whose node list holds this
+    /// host, else the one group whose machine has this node's shape.
+    #[arg(long, value_name = "NAME")]
+    pub group: Option<String>,
+
+    /// This node's index in a multi-node job (default: `SLURM_NODEID`); of a plan of several
+    /// groups, its index in its group.
     #[arg(long, value_name = "K")]
     pub node_rank: Option<u32>,
 
-    /// Nodes in the job (default: `SLURM_NNODES`, else the plan's).
+    /// Nodes in the job, or in this node's group (default: `SLURM_NNODES`, else the plan's).
     #[arg(long, value_name = "N")]
     pub nodes: Option<u32>,
 
@@ -130,6 +137,12 @@ pub struct BindArgs {
     #[arg(long, value_name = "N|gpu")]
     pub local_rank: Option<crate::rank::LocalRankChoice>,
 
+    /// Of a plan of several groups (`groups:`), the group this node runs. Default:
+    /// `NUMAPLAN_GROUP`, else the heterogeneous Slurm component whose node list holds this
+    /// host, else the one group whose machine has this node's shape.
+    #[arg(long, value_name = "NAME")]
+    pub group: Option<String>,
+
     /// The machine a job spec is compiled for (default: the spec's, else this machine).
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<crate::topology::Source>,
@@ -172,6 +185,12 @@ pub struct VerifyArgs {
     /// The machine a job spec is compiled for.
     #[arg(long, value_name = "PATH|discover", value_hint = clap::ValueHint::FilePath)]
     pub topology: Option<crate::topology::Source>,
+
+    /// Of a plan of several groups (`groups:`), the group this node runs. Default:
+    /// `NUMAPLAN_GROUP`, else the heterogeneous Slurm component whose node list holds this
+    /// host, else the one group whose machine has this node's shape.
+    #[arg(long, value_name = "NAME")]
+    pub group: Option<String>,
 
     /// The ranks' process ids (each once). Which rank each is: its mark of this plan
     /// (`NUMAPLAN_BOUND`, or numaplan.bind()'s mark file), else its launcher's variable

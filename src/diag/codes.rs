@@ -367,6 +367,20 @@ codes! {
          any of numaplan's files (a plan of 4,096 ranks is some 3 MiB, the largest hwloc export \
          of a real machine some 20 MiB): a device such as `/dev/zero`, or the wrong file. \
          numaplan stops reading there instead of filling memory.";
+    E0442_GROUP_UNKNOWN = "E0442":
+        "`--group NAME` or `NUMAPLAN_GROUP` names no group of the plan (a job spec with \
+         `groups:`): nothing started. The error lists the plan's groups; name one of them.";
+    E0443_GROUP_NOT_FOUND = "E0443":
+        "`exec`, `bind` or `verify` of a plan of several groups could not tell which group \
+         this node runs: no `--group`, no `NUMAPLAN_GROUP`, no heterogeneous Slurm component \
+         holding this host, and none or several of the groups' machines have this node's shape \
+         (CPUs, NUMA nodes, GPUs). The error lists the groups and their shapes; pass \
+         `--group NAME` (or set NUMAPLAN_GROUP).";
+    E0444_GROUP_COMPONENTS = "E0444":
+        "The plan of several groups runs in a heterogeneous Slurm job of another number of \
+         components (`SLURM_HET_SIZE`): the job was not submitted from this plan's batch file \
+         (`numaplan compile --emit sbatch`), whose components are the plan's groups in order. \
+         Submit the plan's own batch file, or pass `--group NAME`.";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \

@@ -5,6 +5,7 @@ use crate::diag::Diagnostic;
 use crate::diag::codes::*;
 use crate::rank::RankError;
 use crate::rank::error::ranks_text;
+use crate::rank::group_shape::groups_text;
 
 pub(super) fn rank(e: &RankError) -> Diagnostic {
     let message = e.to_string();
@@ -39,6 +40,18 @@ pub(super) fn rank(e: &RankError) -> Diagnostic {
             .help(format!("start {ranks} ranks per node, as the plan has, or recompile the plan for more")),
         RankError::LocalSizeMismatch { launcher, plan, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
             .help(format!("start the launcher with {plan} ranks per node (`--nproc-per-node {plan}`, `--ntasks-per-node={plan}`), or recompile the plan with `--set ranks_per_node={launcher}`")),
+        RankError::GroupUnknown { groups, .. } => Diagnostic::error(E0442_GROUP_UNKNOWN, message)
+            .note(format!("the plan's groups: {}", groups_text(groups)))
+            .help("name one of them (`--group NAME`, NUMAPLAN_GROUP)"),
+        RankError::GroupNotFound { groups, .. } => Diagnostic::error(E0443_GROUP_NOT_FOUND, message)
+            .note(format!("the plan's groups: {}", groups_text(groups)))
+            .note("no `--group`, no NUMAPLAN_GROUP, and no heterogeneous Slurm component holds this host")
+            .help("say which group this node runs: `--group NAME` (or NUMAPLAN_GROUP=NAME)"),
+        RankError::GroupComponents { groups, .. } => Diagnostic::error(E0444_GROUP_COMPONENTS, message)
+            .note(format!("the plan's groups: {}", groups_text(groups)))
+            .help("submit the plan's own batch file (`numaplan compile --emit sbatch`), whose components are its groups in order, or pass `--group NAME`"),
+        RankError::WorldSizeMismatch { groups: Some(world), .. } => Diagnostic::error(E0434_WORLD_SIZE, message)
+            .help(format!("start every group's ranks in one job of {world} ranks (the plan's own scripts: `numaplan compile --emit`)")),
         RankError::WorldSizeMismatch { launcher, nodes, ranks_per_node, .. } => Diagnostic::error(E0434_WORLD_SIZE, message)
             .help(world_size_help(*launcher, *nodes, *ranks_per_node)),
     }

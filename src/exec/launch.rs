@@ -52,8 +52,9 @@ pub struct ExecOptions {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Launch {
     pub local_rank: u32,
-    /// Global rank (node rank x ranks per node + local rank): what output prefixes, log file
-    /// names and error messages show, so that lines of a multi-node job name their rank.
+    /// Global rank (node rank x ranks per node + local rank, after the ranks of the groups
+    /// before its own): what output prefixes, log file names and error messages show, so that
+    /// lines of a multi-node job name their rank.
     pub rank: u32,
     pub argv: Vec<OsString>,
     /// Set on top of numaplan's own environment.
@@ -93,11 +94,13 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
             };
             env.insert(NUMAPLAN_BOUND.into(), mark.to_string());
             let node = opts.place.node_rank;
-            let rank = node * plan.ranks_per_node + r.local_rank;
-            if plan.nodes > 1 {
+            // Of a group, numbered in the whole job: after the groups before it.
+            let rank = plan.global_rank(node, r.local_rank) as u32;
+            if plan.world_nodes() > 1 {
+                let node = plan.global_node(node).to_string();
                 env.insert("RANK".into(), rank.to_string());
-                env.insert("NODE_RANK".into(), node.to_string());
-                env.insert("GROUP_RANK".into(), node.to_string());
+                env.insert("NODE_RANK".into(), node.clone());
+                env.insert("GROUP_RANK".into(), node);
                 env.insert("MASTER_ADDR".into(), opts.place.master_addr.clone());
             }
             let mut argv: Vec<OsString> = plan.command.iter().map(OsString::from).collect();

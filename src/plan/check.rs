@@ -84,7 +84,7 @@ impl Plan {
             ),
             (
                 "RANK",
-                u64::from(r.local_rank),
+                self.global_rank(0, r.local_rank),
                 "its rank on the first node",
             ),
             (
@@ -94,11 +94,14 @@ impl Plan {
             ),
             (
                 "WORLD_SIZE",
-                u64::from(self.nodes) * u64::from(self.ranks_per_node),
-                "nodes x ranks_per_node",
+                self.world_size(),
+                match self.group {
+                    None => "nodes x ranks_per_node",
+                    Some(_) => "the groups' ranks (world_size)",
+                },
             ),
-            ("GROUP_RANK", 0, "the first node's"),
-            ("NODE_RANK", 0, "the first node's"),
+            ("GROUP_RANK", self.global_node(0), "the first node's"),
+            ("NODE_RANK", self.global_node(0), "the first node's"),
         ];
         for (var, want, what) in expected {
             match r.env.get(var) {

@@ -1,21 +1,24 @@
-//! A planned job of several groups (`groups:`): each group's plan, its name and its first
-//! global rank; the job's world size. `resolve::groups` makes it, `plan_file::groups` writes it.
+//! A planned job of several groups (`groups:`): each group's plan, which carries its place in
+//! the job (`place::GroupPlace`: its name, first global rank and node); the job's world size.
+//! `resolve::groups` makes it, `plan_file::groups` writes and reads it.
 
 use super::Plan;
-
-/// One group of a planned job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlannedGroup {
-    pub name: String,
-    /// The global rank of its node 0's local rank 0.
-    pub first_rank: u64,
-    pub plan: Plan,
-}
+use super::place::GroupPlace;
 
 /// A planned job of several groups.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupedPlan {
     pub name: Option<String>,
     pub world_size: u64,
-    pub groups: Vec<PlannedGroup>,
+    /// In spec order; each plan's `group` is its place.
+    pub groups: Vec<Plan>,
+}
+
+impl GroupedPlan {
+    /// The groups with their places.
+    pub fn places(&self) -> impl Iterator<Item = (&GroupPlace, &Plan)> {
+        self.groups
+            .iter()
+            .filter_map(|p| Some((p.group.as_ref()?, p)))
+    }
 }

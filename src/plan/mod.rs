@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod groups;
+pub mod place;
 
 use std::collections::BTreeMap;
 
@@ -39,6 +40,37 @@ pub struct Plan {
     pub slurm: SlurmSpec,
     /// Extra mpirun words for `--emit mpirun`.
     pub mpirun: MpirunSpec,
+    /// Its place in a job of several groups; `None` for a job of one group.
+    pub group: Option<place::GroupPlace>,
+}
+
+impl Plan {
+    /// Ranks of the whole job: of every group, else nodes x ranks per node.
+    pub fn world_size(&self) -> u64 {
+        match &self.group {
+            Some(g) => g.world_size,
+            None => u64::from(self.nodes) * u64::from(self.ranks_per_node),
+        }
+    }
+
+    /// Nodes of the whole job.
+    pub fn world_nodes(&self) -> u64 {
+        self.group
+            .as_ref()
+            .map_or(u64::from(self.nodes), |g| g.world_nodes)
+    }
+
+    /// The global rank of local rank `local` on the plan's node `node`: group by group, node
+    /// by node, local rank by local rank.
+    pub fn global_rank(&self, node: u32, local: u32) -> u64 {
+        let first = self.group.as_ref().map_or(0, |g| g.first_rank);
+        first + u64::from(node) * u64::from(self.ranks_per_node) + u64::from(local)
+    }
+
+    /// The job's node number of the plan's node `node`.
+    pub fn global_node(&self, node: u32) -> u64 {
+        self.group.as_ref().map_or(0, |g| g.first_node) + u64::from(node)
+    }
 }
 
 /// What a node must look like to run a plan: counted the same way on the node (launchers read

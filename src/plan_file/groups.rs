@@ -6,8 +6,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{FORMAT_VERSION, PlanFile, Provenance, to_file};
+use super::{FORMAT_VERSION, LoadedPlan, PlanFile, Provenance, to_file};
 use crate::plan::groups::GroupedPlan;
+use crate::plan::place::GroupPlace;
 use crate::provenance;
 use crate::yaml::{self, FileError};
 
@@ -50,18 +51,17 @@ pub fn to_grouped_file(plan: &GroupedPlan, groups: &[GroupProvenance]) -> Groupe
         name: plan.name.clone(),
         world_size: plan.world_size,
         groups: plan
-            .groups
-            .iter()
+            .places()
             .zip(groups)
-            .map(|(g, p)| {
+            .map(|((place, plan), p)| {
                 let header = provenance::Header {
                     regenerate: &[],
                     spec_file: "",
-                    topology: &g.plan.topology,
+                    topology: &plan.topology,
                     fingerprint: p.fingerprint,
                 };
                 let mut file = to_file(
-                    &g.plan,
+                    plan,
                     &Provenance {
                         header,
                         topology_file: p.topology_file,
@@ -71,11 +71,11 @@ pub fn to_grouped_file(plan: &GroupedPlan, groups: &[GroupProvenance]) -> Groupe
                 // The job's name is said once, above the groups.
                 file.name = None;
                 for r in &mut file.ranks {
-                    r.rank = (g.first_rank + u64::from(r.local_rank)) as u32;
+                    r.rank = (place.first_rank + u64::from(r.local_rank)) as u32;
                 }
                 GroupEntry {
-                    group: g.name.clone(),
-                    first_rank: g.first_rank,
+                    group: place.name.clone(),
+                    first_rank: place.first_rank,
                     plan: file,
                 }
             })
@@ -102,22 +102,79 @@ pub fn render_grouped_json(plan: &GroupedPlan, groups: &[GroupProvenance]) -> St
     s
 }
 
-/// A plan of several groups given where one group's plan is read (`exec`, `bind`, `verify`,
-/// `explain`, `diff`): refused at its `groups` key, which says so, rather than an unknown-key
-/// error. `None` for any other text.
-pub(super) fn refuse_grouped(file: &str, text: &str) -> Option<FileError> {
-    // Parsed twice only where the text names the grouped plan's key: `bind` reads a plan at
-    // every rank's start.
-    if !text.contains("world_size") {
-        return None;
+/// A plan of several groups read back: each group's plan (with its place in the job), its
+/// topology's fingerprint and file.
+pub struct LoadedGroups {
+    pub name: Option<String>,
+    pub world_size: u64,
+    pub groups: Vec<LoadedPlan>,
+}
+
+/// Whether a plan file is a plan of several groups: it has the top-level key `groups` (parsed
+/// only where the text names both of its keys: `bind` reads a plan at every rank's start).
+pub fn is_grouped(text: &str) -> bool {
+    text.contains("world_size")
+        && text.contains("groups")
+        && yaml::has_top_level_key(text, "groups") == Some(true)
+}
+
+/// Reads a plan of several groups back: every group's plan, numbered as the file says and
+/// checked against it (first ranks in order, the world size their sum, names unique).
+pub fn load_grouped(file: &str, text: &str) -> Result<LoadedGroups, FileError> {
+    let (f, map) = yaml::parse::<GroupedPlanFile>(file, text).map_err(FileError::from)?;
+    let at = |path: String, message: String| FileError::invalid(&map, &path, message, None);
+    if f.groups.is_empty() {
+        return Err(at("groups".into(), "a plan of several groups lists none".into()));
     }
-    let (_, map) = yaml::parse::<GroupedPlanFile>(file, text).ok()?;
-    Some(FileError::invalid(
-        &map,
-        "groups",
-        "a plan of several groups (`groups:`): this numaplan compiles it, but does not yet \
-         launch, verify, explain or diff it"
-            .into(),
-        Some("launch each group as a job of its own meanwhile".into()),
-    ))
+    let world_nodes: u64 = f.groups.iter().map(|g| u64::from(g.plan.nodes)).sum();
+    let (mut first_rank, mut first_node) = (0u64, 0u64);
+    let mut groups: Vec<LoadedPlan> = Vec::new();
+    for (index, g) in f.groups.iter().enumerate() {
+        let here = |key: &str| format!("groups[{index}].{key}");
+        if f.groups[..index].iter().any(|o| o.group == g.group) {
+            return Err(at(here("group"), format!("a second group named `{}`", g.group)));
+        }
+        if g.first_rank != first_rank {
+            return Err(at(
+                here("first_rank"),
+                format!(
+                    "group `{}` starts at rank {}, and the groups before it have {first_rank} \
+                     ranks",
+                    g.group, g.first_rank
+                ),
+            ));
+        }
+        let place = GroupPlace {
+            name: g.group.clone(),
+            index,
+            first_rank,
+            first_node,
+            world_size: f.world_size,
+            world_nodes,
+        };
+        let mut plan = super::read::from_file(&g.plan, Some(place))
+            .map_err(|(path, message)| at(here(&path), message))?;
+        plan.name = f.name.clone();
+        first_rank += u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
+        first_node += u64::from(plan.nodes);
+        groups.push(LoadedPlan {
+            plan,
+            fingerprint: g.plan.topology.fingerprint.clone(),
+            topology_file: g.plan.topology.file.clone(),
+        });
+    }
+    if f.world_size != first_rank {
+        return Err(at(
+            "world_size".into(),
+            format!(
+                "the world size is {}, and the groups have {first_rank} ranks",
+                f.world_size
+            ),
+        ));
+    }
+    Ok(LoadedGroups {
+        name: f.name,
+        world_size: f.world_size,
+        groups,
+    })
 }

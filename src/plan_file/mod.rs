@@ -8,15 +8,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::cpuset::CpuSet;
-use crate::diag::Warning;
-use crate::diag::codes::{Code, W0200_PLAN_WARNING, warning_code};
-use crate::ids::{GpuIndex, NodeId, PlanId, fnv1a, node_list};
-use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
+use crate::diag::codes::Code;
+use crate::ids::{PlanId, fnv1a, node_list};
+use crate::plan::Plan;
 use crate::provenance;
-use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
 use crate::yaml::{self, FileError};
 
 pub mod groups;
+mod read;
+
+use read::from_file;
 
 /// The plan format version written.
 pub const FORMAT_VERSION: u32 = 1;
@@ -281,9 +282,8 @@ pub fn located(file: &str, text: &str, path: &str, message: String) -> PlanFileE
 
 /// Reads a plan file (YAML or JSON, which is YAML too) back into a `Plan`.
 pub fn load(file: &str, text: &str) -> Result<LoadedPlan, PlanFileError> {
-    groups::refuse_grouped(file, text).map_or(Ok(()), Err)?;
     let (f, map) = yaml::parse::<PlanFile>(file, text).map_err(FileError::from)?;
-    match from_file(&f) {
+    match from_file(&f, None) {
         Ok(plan) => Ok(LoadedPlan {
             plan,
             fingerprint: f.topology.fingerprint,
@@ -303,197 +303,3 @@ pub fn looks_like_plan(text: &str) -> bool {
     crate::yaml::kind_of(text) == Some(crate::yaml::Kind::Plan)
 }
 
-type Problem = (String, String);
-
-/// A rank's `openmp:` entry; `at` names a key of it for errors.
-fn openmp_binding(o: &OpenMpEntry, at: &dyn Fn(&str) -> String) -> Result<OpenMpBinding, Problem> {
-    let bind = [
-        ProcBind::Close,
-        ProcBind::Spread,
-        ProcBind::Master,
-        ProcBind::None,
-    ]
-    .into_iter()
-    .find(|b| b.name() == o.bind)
-    .ok_or_else(|| (at("bind"), format!("unknown OMP_PROC_BIND `{}`", o.bind)))?;
-    let places = o
-        .places
-        .iter()
-        .enumerate()
-        .map(|(k, text)| {
-            text.parse::<CpuSet>().map_err(|e| {
-                (
-                    at(&format!("places[{k}]")),
-                    format!("`{text}` is not a CPU list: {e}"),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, Problem>>()?;
-    Ok(OpenMpBinding {
-        places,
-        bind,
-        threads: o.threads,
-    })
-}
-
-/// A CPU list of the plan file at `path`.
-fn cpus(path: String, text: &str) -> Result<CpuSet, Problem> {
-    text.parse::<CpuSet>()
-        .map_err(|e| (path, format!("`{text}` is not a CPU list: {e}")))
-}
-
-/// The `i`-th rank entry as a `RankBinding`.
-fn rank_from_entry(i: usize, r: &RankEntry) -> Result<RankBinding, Problem> {
-    let at = |key: &str| format!("ranks[{i}].{key}");
-    if r.rank != r.local_rank {
-        return Err((
-            at("rank"),
-            format!(
-                "rank {} is listed with local_rank {}: the plan lists the first node's ranks, \
-                 whose ranks are their local ranks",
-                r.rank, r.local_rank
-            ),
-        ));
-    }
-    if r.gpu_pci.len() != r.gpus.len() && !r.gpu_pci.is_empty() {
-        return Err((
-            at("gpu_pci"),
-            "`gpu_pci` and `gpus` differ in length".into(),
-        ));
-    }
-    if r.gpu_uuid.len() != r.gpus.len() && !r.gpu_uuid.is_empty() {
-        return Err((
-            at("gpu_uuid"),
-            "`gpu_uuid` and `gpus` differ in length".into(),
-        ));
-    }
-    let gpus = r
-        .gpus
-        .iter()
-        .enumerate()
-        .map(|(j, &g)| {
-            let pci = match r.gpu_pci.get(j) {
-                Some(text) => text
-                    .parse()
-                    .map_err(|e: crate::pci_addr::PciAddrParseError| {
-                        (at("gpu_pci"), e.to_string())
-                    })?,
-                None => {
-                    return Err((at("gpu_pci"), "each GPU needs its PCI address".to_string()));
-                }
-            };
-            Ok(PlannedGpu {
-                index: GpuIndex(g),
-                pci,
-                uuid: r.gpu_uuid.get(j).cloned(),
-            })
-        })
-        .collect::<Result<Vec<_>, Problem>>()?;
-    let mem_policy = MemPolicy::ALL
-        .into_iter()
-        .find(|p| p.name() == r.memory.policy)
-        .ok_or_else(|| {
-            (
-                at("memory.policy"),
-                format!("unknown memory policy `{}`", r.memory.policy),
-            )
-        })?;
-    let mem_nodes = cpus(at("memory.nodes"), &r.memory.nodes)?;
-    Ok(RankBinding {
-        local_rank: r.local_rank,
-        gpus,
-        numa_node: r.numa_node.map(NodeId),
-        cpus: cpus(at("cpus"), &r.cpus)?,
-        cores: r.cores,
-        memory: MemoryBinding {
-            policy: mem_policy,
-            nodes: mem_nodes.iter().map(NodeId).collect(),
-            required: r.memory.required.unwrap_or(true) || mem_policy == MemPolicy::None,
-        },
-        nics: r.nics.clone(),
-        env: r.env.clone(),
-        helpers: match &r.helpers {
-            Some(text) => cpus(at("helpers"), text)?,
-            None => CpuSet::new(),
-        },
-        openmp: r
-            .openmp
-            .as_ref()
-            .map(|o| openmp_binding(o, &|k: &str| at(&format!("openmp.{k}"))))
-            .transpose()?,
-    })
-}
-
-fn warning_from_entry(i: usize, entry: &WarningEntry) -> Result<Warning, Problem> {
-    match entry {
-        WarningEntry::Coded { code, message } => warning_code(code)
-            .map(|code| Warning::new(code, message.clone()))
-            .map_err(|e| (format!("warnings[{i}].code"), e)),
-        WarningEntry::Plain(message) => Ok(Warning::new(W0200_PLAN_WARNING, message.clone())),
-    }
-}
-
-fn from_file(f: &PlanFile) -> Result<Plan, Problem> {
-    if f.numaplan_plan != FORMAT_VERSION {
-        return Err((
-            "numaplan_plan".into(),
-            format!(
-                "plan format version {} is not {FORMAT_VERSION}, the one this numaplan reads",
-                f.numaplan_plan
-            ),
-        ));
-    }
-    let policy = Policy::named(&f.policy).ok_or_else(|| {
-        (
-            "policy".to_string(),
-            format!("unknown policy `{}`", f.policy),
-        )
-    })?;
-    let reserved = cpus("reserved_cpus".into(), &f.reserved_cpus)?;
-    let excluded = cpus("excluded_cpus".into(), &f.excluded_cpus)?;
-    let ranks = f
-        .ranks
-        .iter()
-        .enumerate()
-        .map(|(i, r)| rank_from_entry(i, r))
-        .collect::<Result<Vec<_>, Problem>>()?;
-    let port = ranks
-        .first()
-        .and_then(|r| r.env.get("MASTER_PORT"))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(crate::spec::validate::DEFAULT_PORT);
-    let plan = Plan {
-        name: f.name.clone(),
-        command: f.command.clone(),
-        topology: f.topology.name.clone(),
-        machine: MachineShape {
-            cpus: f.topology.cpus,
-            numa_nodes: f.topology.numa_nodes,
-            gpus: f.topology.gpus,
-        },
-        policy,
-        nodes: f.nodes,
-        ranks_per_node: f.ranks_per_node,
-        ranks,
-        reserved,
-        excluded,
-        warnings: f
-            .warnings
-            .iter()
-            .enumerate()
-            .map(|(i, w)| warning_from_entry(i, w))
-            .collect::<Result<_, Problem>>()?,
-        allowed_warnings: f
-            .allow_warnings
-            .iter()
-            .enumerate()
-            .map(|(i, c)| warning_code(c).map_err(|e| (format!("allow_warnings[{i}]"), e)))
-            .collect::<Result<_, Problem>>()?,
-        port,
-        slurm: SlurmSpec::default(),
-        mpirun: Default::default(),
-    };
-    let allowed: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
-    plan.check(&allowed)?;
-    Ok(plan)
-}

@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+use super::group_shape::{GroupShape, shape_text};
+use crate::plan::MachineShape;
+
 #[derive(Debug, thiserror::Error)]
 pub enum RankError {
     #[error("no launcher variable says which local rank this process is")]
@@ -47,14 +50,19 @@ pub enum RankError {
         plan: u32,
     },
     #[error(
-        "the launcher runs {launcher} ranks ({var}), and the plan is for {nodes} node(s) x \
-         {ranks_per_node} ranks"
+        "the launcher runs {launcher} ranks ({var}), and the plan is for {}",
+        match groups {
+            None => format!("{nodes} node(s) x {ranks_per_node} ranks"),
+            Some(world) => format!("{world} ranks in its groups"),
+        }
     )]
     WorldSizeMismatch {
         var: String,
         launcher: u64,
         nodes: u32,
         ranks_per_node: u32,
+        /// Of a plan of several groups: the ranks of all its groups.
+        groups: Option<u64>,
     },
     #[error("`{var}={value}` is neither a local rank (0, 1, ...) nor `gpu`")]
     LocalRankValue { var: String, value: String },
@@ -90,6 +98,32 @@ pub enum RankError {
     },
     #[error("local rank {rank} (from {via}) is past the plan's {ranks} ranks per node")]
     LocalRankPastPlan { rank: u32, via: String, ranks: u32 },
+    #[error("the plan has no group `{name}` ({via})")]
+    GroupUnknown {
+        name: String,
+        via: String,
+        groups: Vec<GroupShape>,
+    },
+    #[error(
+        "{} of the plan's groups has this node's shape ({})",
+        match matching.len() { 0 => "none".to_string(), n => format!("more than one ({n}: {})", matching.join(", ")) },
+        shape_text(shape)
+    )]
+    GroupNotFound {
+        shape: MachineShape,
+        /// The groups of this shape (none, or several).
+        matching: Vec<String>,
+        groups: Vec<GroupShape>,
+    },
+    #[error(
+        "the heterogeneous Slurm job has {components} components (SLURM_HET_SIZE), and the \
+         plan {} groups",
+        groups.len()
+    )]
+    GroupComponents {
+        components: usize,
+        groups: Vec<GroupShape>,
+    },
 }
 
 /// A launcher variable's local rank: `LOCAL_RANK=1`.

@@ -1,5 +1,5 @@
-//! The first host of a Slurm hostlist (`SLURM_JOB_NODELIST`), where every rank's `MASTER_ADDR`
-//! points: `gpu[003-005,010],login1` -> `gpu003`.
+//! Slurm hostlists (`SLURM_JOB_NODELIST`): their first host, where every rank's `MASTER_ADDR`
+//! points (`gpu[003-005,010],login1` -> `gpu003`), and whether a host is in one.
 
 pub fn first_host(list: &str) -> Option<String> {
     let list = list.trim();
@@ -28,9 +28,77 @@ pub fn first_host(list: &str) -> Option<String> {
     (!host.is_empty()).then_some(host)
 }
 
+/// The entries of a hostlist: split at commas outside brackets.
+fn entries(list: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in list.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&list[start..]);
+    out
+}
+
+/// Whether `host` is in the hostlist `list` (`n[1-3,7]`, `gpu[003-005]x`, `a,b`): ranges keep
+/// their zero padding, as Slurm writes them.
+pub fn contains(list: &str, host: &str) -> bool {
+    entries(list.trim()).into_iter().any(|entry| {
+        let Some((prefix, rest)) = entry.split_once('[') else {
+            return entry == host;
+        };
+        let Some((ranges, suffix)) = rest.split_once(']') else {
+            return false;
+        };
+        let Some(number) = host
+            .strip_prefix(prefix)
+            .and_then(|h| h.strip_suffix(suffix))
+        else {
+            return false;
+        };
+        ranges.split(',').any(|range| {
+            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+            let n: Option<u64> = number.parse().ok();
+            let padded = lo.len() == hi.len() && lo.starts_with('0');
+            match (n, lo.parse::<u64>(), hi.parse::<u64>()) {
+                (Some(n), Ok(lo_n), Ok(hi_n)) => {
+                    (lo_n..=hi_n).contains(&n) && (!padded || number.len() == lo.len())
+                }
+                _ => false,
+            }
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::first_host;
+    use super::{contains, first_host};
+
+    #[test]
+    fn membership() {
+        for (list, host, is) in [
+            ("n[2-3]", "n2", true),
+            ("n[2-3]", "n3", true),
+            ("n[2-3]", "n1", false),
+            ("n[2-3]", "n", false),
+            ("gpu[003-005,010],login1", "gpu010", true),
+            ("gpu[003-005,010],login1", "gpu4", false),
+            ("gpu[003-005,010],login1", "login1", true),
+            ("a[7,9]b,c", "a9b", true),
+            ("a[7,9]b,c", "a8b", false),
+            ("x1,x2", "x2", true),
+            ("n[1-", "n1", false),
+        ] {
+            assert_eq!(contains(list, host), is, "{host} in {list}");
+        }
+    }
 
     #[test]
     fn first_hosts() {

@@ -117,7 +117,7 @@ pub fn local_rank(
     match choice {
         Some(LocalRankChoice::Number(rank)) => {
             if via == NUMAPLAN_LOCAL_RANK {
-                agrees_with_launcher(rank, env)?;
+                agrees_with_launcher(rank, env, group_start(plan))?;
             }
             Ok(LocalRank {
                 rank,
@@ -137,7 +137,7 @@ pub fn local_rank(
         }
         // One rank per node needs no one to say which: a pod or container that runs one
         // worker has no launcher.
-        None => match from_launchers(env) {
+        None => match from_launchers(env, group_start(plan)) {
             Err(RankError::NoLocalRank { .. }) if plan.ranks_per_node == 1 => Ok(LocalRank {
                 rank: 0,
                 via: "the plan's only local rank".into(),
@@ -153,8 +153,8 @@ pub fn local_rank(
 /// also says a local rank and it differs, which one is meant cannot be known (an exported
 /// `NUMAPLAN_LOCAL_RANK` inherited by a launch nested inside a rank would bind every worker as
 /// one), so that is an error naming both, never a silent choice.
-fn agrees_with_launcher(rank: u32, env: &Env) -> Result<(), RankError> {
-    match from_launchers(env) {
+fn agrees_with_launcher(rank: u32, env: &Env, start: GroupStart) -> Result<(), RankError> {
+    match from_launchers(env, start) {
         Ok(launcher) if launcher.rank != rank => Err(RankError::LocalRankDisagree {
             claims: vec![
                 Claim {
@@ -174,7 +174,7 @@ fn agrees_with_launcher(rank: u32, env: &Env) -> Result<(), RankError> {
 /// The local rank the launchers' variables say. When they disagree, a launcher that runs one
 /// task per node is the outer one (`srun --ntasks-per-node=1 torchrun ...`) and yields to the
 /// inner one; any other disagreement is an error.
-fn from_launchers(env: &Env) -> Result<LocalRank, RankError> {
+fn from_launchers(env: &Env, start: GroupStart) -> Result<LocalRank, RankError> {
     let mut found: Vec<LocalRank> = Vec::new();
     for l in &LAUNCHERS {
         let Some(value) = env.get(l.rank).filter(|v| !v.is_empty()) else {
@@ -205,7 +205,7 @@ fn from_launchers(env: &Env) -> Result<LocalRank, RankError> {
             by_gpu: false,
         };
         found.push(match l.rank {
-            "LOCAL_RANK" => torchrun_local_rank(found_rank, env)?,
+            "LOCAL_RANK" => torchrun_local_rank(found_rank, env, start)?,
             _ => found_rank,
         });
     }
@@ -237,12 +237,32 @@ fn from_launchers(env: &Env) -> Result<LocalRank, RankError> {
     Ok(chosen.clone())
 }
 
+/// Where the plan's group starts in the job: its first global rank and node (0, 0 for a plan of
+/// one group).
+#[derive(Clone, Copy, Debug, Default)]
+struct GroupStart {
+    rank: u64,
+    node: u64,
+}
+
+fn group_start(plan: &Plan) -> GroupStart {
+    plan.group.as_ref().map_or(GroupStart::default(), |g| GroupStart {
+        rank: g.first_rank,
+        node: g.first_node,
+    })
+}
+
 /// torchrun's `LOCAL_RANK`, checked against the rank its other variables give (`RANK` less
 /// `GROUP_RANK` x `LOCAL_WORLD_SIZE`: torchrun numbers a node's ranks after the nodes before
-/// it, and a plan's nodes are alike). Under `--virtual-local-rank` every worker has
-/// `LOCAL_RANK=0` and one visible GPU: the real local rank is the derived one. Any other
-/// disagreement is an error, never two ranks bound as one.
-fn torchrun_local_rank(given: LocalRank, env: &Env) -> Result<LocalRank, RankError> {
+/// it, and a plan's nodes are alike; of a group, `RANK` less the group's first rank and its
+/// nodes before this one, since other groups' nodes run other local sizes). Under
+/// `--virtual-local-rank` every worker has `LOCAL_RANK=0` and one visible GPU: the real local
+/// rank is the derived one. Any other disagreement is an error, never two ranks bound as one.
+fn torchrun_local_rank(
+    given: LocalRank,
+    env: &Env,
+    start: GroupStart,
+) -> Result<LocalRank, RankError> {
     let number = |var: &str| env.get(var).and_then(|v| v.trim().parse::<u32>().ok());
     let (Some(global), Some(group), Some(size)) = (
         number("RANK"),
@@ -251,9 +271,13 @@ fn torchrun_local_rank(given: LocalRank, env: &Env) -> Result<LocalRank, RankErr
     ) else {
         return Ok(given);
     };
-    let derived = global
-        .checked_sub(group.saturating_mul(size))
-        .filter(|&d| d < size);
+    let node_first = u64::from(group)
+        .checked_sub(start.node)
+        .map(|within| start.rank + within * u64::from(size));
+    let derived = node_first
+        .and_then(|first| u64::from(global).checked_sub(first))
+        .filter(|&d| d < u64::from(size))
+        .map(|d| d as u32);
     if derived == Some(given.rank) {
         return Ok(given);
     }
@@ -361,27 +385,27 @@ mod tests {
             &torchrun("0", "5", "1", "4"),
             &[("CUDA_VISIBLE_DEVICES", "1")],
         );
-        let l = from_launchers(&e).unwrap();
+        let l = from_launchers(&e, GroupStart::default()).unwrap();
         assert_eq!(l.rank, 1);
         assert!(l.via.contains("--virtual-local-rank"), "{}", l.via);
         // Plain torchrun: they agree.
-        let l = from_launchers(&env_of(&torchrun("1", "5", "1", "4"), &[])).unwrap();
+        let l = from_launchers(&env_of(&torchrun("1", "5", "1", "4"), &[]), GroupStart::default()).unwrap();
         assert_eq!((l.rank, l.via.as_str()), (1, "LOCAL_RANK"));
         // Disagreeing, and nothing settles it (no single visible GPU): an error naming all.
-        let err = from_launchers(&env_of(&torchrun("0", "5", "1", "4"), &[])).unwrap_err();
+        let err = from_launchers(&env_of(&torchrun("0", "5", "1", "4"), &[]), GroupStart::default()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "torchrun's variables disagree: LOCAL_RANK=0, but RANK=5 - GROUP_RANK=1 x \
              LOCAL_WORLD_SIZE=4 gives local rank 1"
         );
-        let err = from_launchers(&env_of(&torchrun("2", "1", "0", "4"), &[])).unwrap_err();
+        let err = from_launchers(&env_of(&torchrun("2", "1", "0", "4"), &[]), GroupStart::default()).unwrap_err();
         assert!(err.to_string().contains("gives local rank 1"), "{err}");
     }
 
     #[test]
     fn a_local_rank_at_or_past_the_local_size_is_an_error_naming_both() {
         let err =
-            from_launchers(&env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "2")])).unwrap_err();
+            from_launchers(&env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "2")]), GroupStart::default()).unwrap_err();
         assert_eq!(
             err.to_string(),
             "local rank 3 (LOCAL_RANK) is at or past the local size 2 (LOCAL_WORLD_SIZE)"
@@ -389,7 +413,7 @@ mod tests {
         let err = from_launchers(&env(&[
             ("OMPI_COMM_WORLD_LOCAL_RANK", "2"),
             ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
-        ]))
+        ]), GroupStart::default())
         .unwrap_err();
         assert!(
             err.to_string().contains("(OMPI_COMM_WORLD_LOCAL_SIZE)"),
@@ -406,14 +430,14 @@ mod tests {
 
     #[test]
     fn the_local_rank_comes_from_the_launcher() {
-        let l = from_launchers(&env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "8")])).unwrap();
+        let l = from_launchers(&env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "8")]), GroupStart::default()).unwrap();
         assert_eq!((l.rank, l.via.as_str()), (3, "LOCAL_RANK"));
         assert_eq!(l.size, Some((8, "LOCAL_WORLD_SIZE".into())));
         let l = from_launchers(&env(&[
             ("SLURM_LOCALID", "1"),
             ("SLURM_NODEID", "1"),
             ("SLURM_STEP_TASKS_PER_NODE", "4,2"),
-        ]))
+        ]), GroupStart::default())
         .unwrap();
         assert_eq!(l.size, Some((2, "SLURM_STEP_TASKS_PER_NODE".into())));
         // srun with one task per node around torchrun: torchrun's LOCAL_RANK wins.
@@ -422,7 +446,7 @@ mod tests {
             ("SLURM_STEP_TASKS_PER_NODE", "1(x2)"),
             ("LOCAL_RANK", "5"),
             ("LOCAL_WORLD_SIZE", "8"),
-        ]))
+        ]), GroupStart::default())
         .unwrap();
         assert_eq!((l.rank, l.via.as_str()), (5, "LOCAL_RANK"));
     }
@@ -438,18 +462,18 @@ mod tests {
     #[test]
     fn no_or_disagreeing_variables_are_errors() {
         assert!(matches!(
-            from_launchers(&env(&[])),
+            from_launchers(&env(&[]), GroupStart::default()),
             Err(RankError::NoLocalRank { .. })
         ));
         assert!(matches!(
             from_launchers(&env(&[
                 ("LOCAL_RANK", "1"),
                 ("OMPI_COMM_WORLD_LOCAL_RANK", "2")
-            ])),
+            ]), GroupStart::default()),
             Err(RankError::LocalRankDisagree { .. })
         ));
         assert!(matches!(
-            from_launchers(&env(&[("LOCAL_RANK", "x")])),
+            from_launchers(&env(&[("LOCAL_RANK", "x")]), GroupStart::default()),
             Err(RankError::LauncherVariable { .. })
         ));
     }

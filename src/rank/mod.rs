@@ -9,6 +9,8 @@
 
 mod env;
 pub mod error;
+pub mod group;
+pub mod group_shape;
 pub mod hostlist;
 pub mod local_rank;
 pub mod numbering;

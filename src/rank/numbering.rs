@@ -44,13 +44,13 @@ pub fn rank_of<'p>(
                 var: var.into(),
                 value: value.clone(),
             })?;
-        let planned = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
-        if size != planned {
+        if size != plan.world_size() {
             return Err(RankError::WorldSizeMismatch {
                 var: var.into(),
                 launcher: size,
                 nodes: plan.nodes,
                 ranks_per_node: plan.ranks_per_node,
+                groups: plan.group.as_ref().map(|g| g.world_size),
             });
         }
     }
@@ -81,8 +81,11 @@ pub fn rank_environment(
     let rpn = plan.ranks_per_node;
     let global = first(&GLOBAL_RANK);
     let node = first(&NODE_ID).or_else(|| {
-        let g: u32 = global.as_ref()?.parse().ok()?;
-        Some((g / rpn.max(1)).to_string())
+        // Of a group: its node within the group, after the nodes of the groups before it.
+        let g: u64 = global.as_ref()?.parse().ok()?;
+        let first = plan.global_rank(0, 0);
+        let within = g.checked_sub(first)? / u64::from(rpn.max(1));
+        Some(plan.global_node(0).saturating_add(within).to_string())
     });
     let filled: BTreeMap<&str, Option<String>> = BTreeMap::from([
         ("RANK", global.clone()),
@@ -94,10 +97,13 @@ pub fn rank_environment(
         ),
         ("GROUP_RANK", node.clone()),
         ("NODE_RANK", node),
+        // A heterogeneous job meets at its first component's first node; the step's node list
+        // is sorted by name, not by component.
         (
             "MASTER_ADDR",
-            env.get("SLURM_JOB_NODELIST")
-                .and_then(|l| hostlist::first_host(l)),
+            ["SLURM_JOB_NODELIST_HET_GROUP_0", "SLURM_JOB_NODELIST"]
+                .iter()
+                .find_map(|v| hostlist::first_host(env.get(*v)?)),
         ),
         ("MASTER_PORT", None),
     ]);
@@ -136,7 +142,7 @@ pub fn unknown_numbering(
     set: &BTreeMap<String, String>,
     env: &Env,
 ) -> Option<Warning> {
-    if plan.nodes < 2 {
+    if plan.world_nodes() < 2 {
         return None;
     }
     let known = |var: &str| set.contains_key(var) || env.get(var).is_some_and(|v| !v.is_empty());
@@ -147,7 +153,7 @@ pub fn unknown_numbering(
     if missing.is_empty() {
         return None;
     }
-    let world = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
+    let world = plan.world_size();
     Some(Warning::new(
         W0216_NUMBERING_UNKNOWN,
         format!(

@@ -5,7 +5,8 @@
 
 use super::error::{ResolveError, ResolveErrorKind};
 use crate::plan::Plan;
-use crate::plan::groups::{GroupedPlan, PlannedGroup};
+use crate::plan::groups::GroupedPlan;
+use crate::plan::place::GroupPlace;
 use crate::spec::Spec;
 use crate::topology::Topology;
 
@@ -15,41 +16,45 @@ pub fn resolve_groups(
     spec: &Spec,
     topologies: &[Topology],
 ) -> Result<GroupedPlan, (usize, Box<ResolveError>)> {
-    let mut groups = Vec::new();
-    let mut next = 0u64;
+    let mut plans = Vec::new();
     for (i, (group, topo)) in spec.groups.iter().zip(topologies).enumerate() {
-        let plan = super::resolve(&group.spec, topo).map_err(|e| (i, Box::new(e)))?;
-        let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
-        groups.push(PlannedGroup {
-            name: group.name.clone(),
-            first_rank: next,
-            plan,
-        });
-        next += ranks;
+        plans.push(super::resolve(&group.spec, topo).map_err(|e| (i, Box::new(e)))?);
     }
-    if next > u64::from(u32::MAX) {
-        let last = groups.len().saturating_sub(1);
+    let ranks = |p: &Plan| u64::from(p.nodes) * u64::from(p.ranks_per_node);
+    let world_size: u64 = plans.iter().map(ranks).sum();
+    if world_size > u64::from(u32::MAX) {
         return Err((
-            last,
+            plans.len().saturating_sub(1),
             Box::new(ResolveError::new(
                 ResolveErrorKind::TooManyRanks {
                     nodes: spec.groups.iter().map(|g| g.spec.nodes).sum(),
                     per_node: 0,
-                    total: next,
+                    total: world_size,
                 },
                 "groups",
                 "run fewer nodes or ranks in the groups",
             )),
         ));
     }
-    let nodes: u64 = groups.iter().map(|g| u64::from(g.plan.nodes)).sum();
-    for (group, g) in groups.iter_mut().zip(&spec.groups) {
-        one_world(&mut group.plan, &g.spec, next, nodes);
+    let world_nodes: u64 = plans.iter().map(|p| u64::from(p.nodes)).sum();
+    let (mut first_rank, mut first_node) = (0, 0);
+    for (index, (plan, g)) in plans.iter_mut().zip(&spec.groups).enumerate() {
+        one_world(plan, &g.spec, world_size, world_nodes);
+        plan.group = Some(GroupPlace {
+            name: g.name.clone(),
+            index,
+            first_rank,
+            first_node,
+            world_size,
+            world_nodes,
+        });
+        first_rank += ranks(plan);
+        first_node += u64::from(plan.nodes);
     }
     Ok(GroupedPlan {
         name: spec.name.clone(),
-        world_size: next,
-        groups,
+        world_size,
+        groups: plans,
     })
 }
 

@@ -91,6 +91,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         port: spec.port,
         slurm: spec.slurm.clone(),
         mpirun: spec.mpirun.clone(),
+        group: None,
     })
 }
 

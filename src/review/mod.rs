@@ -4,6 +4,7 @@
 
 pub mod diff;
 pub mod explain;
+pub mod groups;
 pub mod mpibind;
 pub mod picture;
 pub mod quality;

@@ -383,11 +383,15 @@ do_exec() { # do_exec NODE CMD...
 # ---------------------------------------------------------------- jobs
 # wait_job ID SECONDS: poll (0.3 s) until job ID ends or SECONDS pass; prints
 # its final state.  Returns 0 only for COMPLETED; cancels the job on timeout.
+# A heterogeneous job has one record per component (ID+0, ID+1, ...): it is
+# COMPLETED when all are, and takes the first other final state any has.
 wait_job() {
-  local id=$1 secs=$2 st end
+  local id=$1 secs=$2 st end states
   end=$((SECONDS + secs))
   while :; do
-    st=$(timeout 10 scontrol show job -o "$id" 2>/dev/null | grep -oE 'JobState=[A-Z_]+' | cut -d= -f2) || true
+    states=$(timeout 10 scontrol show job -o "$id" 2>/dev/null | grep -oE 'JobState=[A-Z_]+' | cut -d= -f2) || true
+    st=$(printf '%s\n' "$states" | grep -vxE 'COMPLETED|' | head -1)
+    [ -z "$st" ] && [ -n "$states" ] && st=COMPLETED
     case "$st" in
       COMPLETED) echo "$st"; return 0 ;;
       FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) echo "$st"; return 1 ;;

@@ -41,6 +41,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         args.topology.as_ref(),
         PlanMachine::NotNeeded,
         &overrides,
+        args.group.as_deref(),
     )
     .map_err(|e| match nproc_gpu {
         true => in_the_flags_words(e),
@@ -156,12 +157,16 @@ fn node_place(args: &ExecArgs, plan: &Plan) -> Result<NodePlace, ExecError> {
         .nodes
         .or_else(|| env("SLURM_NNODES")?.parse().ok())
         .unwrap_or(plan.nodes);
-    let master = args
-        .master_addr
-        .clone()
-        .or_else(|| hostlist::first_host(&env("SLURM_JOB_NODELIST")?));
-    if plan.nodes > 1 && (node_rank.is_none() || master.is_none()) {
-        return Err(ExecError::NoNodePlace { nodes: plan.nodes });
+    // A job of several groups meets at its first group's first node: under Slurm, that of the
+    // heterogeneous job's first component.
+    let master = args.master_addr.clone().or_else(|| {
+        let list = env("SLURM_JOB_NODELIST_HET_GROUP_0").or_else(|| env("SLURM_JOB_NODELIST"))?;
+        hostlist::first_host(&list)
+    });
+    if plan.world_nodes() > 1 && (node_rank.is_none() || master.is_none()) {
+        return Err(ExecError::NoNodePlace {
+            nodes: plan.world_nodes() as u32,
+        });
     }
     let single_node_master = plan
         .ranks

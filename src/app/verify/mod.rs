@@ -30,6 +30,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         args.topology.as_ref(),
         PlanMachine::NotNeeded,
         &[],
+        args.group.as_deref(),
     )?
     .plan;
     let plan_id = plan_file::id(&plan);

@@ -1,0 +1,113 @@
+//! Reviewing a plan of several groups (`groups:`): each group's diff paired by name, a group
+//! added or removed said as such, and the heading that names a group's part of a review.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::diff::{Report, Side, diff};
+use crate::plan::Plan;
+
+/// A group's heading: `group `trainer`: ranks 0-15 (2 nodes x 8), on nvidia-dgx-h100`.
+pub fn heading(plan: &Plan) -> Option<String> {
+    let g = plan.group.as_ref()?;
+    let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
+    let span = match ranks {
+        0 => "no ranks".to_string(),
+        n => format!("ranks {}-{}", g.first_rank, g.first_rank + n - 1),
+    };
+    Some(format!(
+        "group `{}`: {span} of {} ({} node(s) x {}), on {}",
+        g.name, g.world_size, plan.nodes, plan.ranks_per_node, plan.topology
+    ))
+}
+
+/// What became of a group between two plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupStatus {
+    Same,
+    Changed,
+    Added,
+    Removed,
+}
+
+/// `diff --format json` of plans of several groups.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GroupedReport {
+    pub numaplan_diff: u32,
+    /// Every group of either plan: the old plan's in order, then the groups only the new
+    /// one has.
+    pub groups: Vec<GroupDiff>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GroupDiff {
+    pub group: String,
+    pub status: GroupStatus,
+    /// The group's diff, where both plans have it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Report>,
+}
+
+fn name<'a>(side: &Side<'a>) -> &'a str {
+    side.plan.group.as_ref().map_or("", |g| g.name.as_str())
+}
+
+/// The groups of two plans paired by name (a plan of one group is a group named ""), each
+/// pair diffed.
+pub fn diff_groups(old: &[Side], new: &[Side]) -> GroupedReport {
+    let mut groups = Vec::new();
+    for o in old {
+        let entry = match new.iter().find(|n| name(n) == name(o)) {
+            Some(n) => {
+                let report = diff(o, n);
+                let status = match report.is_empty() {
+                    true => GroupStatus::Same,
+                    false => GroupStatus::Changed,
+                };
+                (status, Some(report))
+            }
+            None => (GroupStatus::Removed, None),
+        };
+        groups.push(GroupDiff {
+            group: name(o).to_string(),
+            status: entry.0,
+            diff: entry.1,
+        });
+    }
+    for n in new.iter().filter(|n| !old.iter().any(|o| name(o) == name(n))) {
+        groups.push(GroupDiff {
+            group: name(n).to_string(),
+            status: GroupStatus::Added,
+            diff: None,
+        });
+    }
+    GroupedReport {
+        numaplan_diff: 1,
+        groups,
+    }
+}
+
+impl GroupedReport {
+    pub fn is_empty(&self) -> bool {
+        self.groups.iter().all(|g| g.status == GroupStatus::Same)
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        for g in &self.groups {
+            match (&g.status, &g.diff) {
+                (GroupStatus::Added, _) => out.push_str(&format!("group `{}`: added\n", g.group)),
+                (GroupStatus::Removed, _) => {
+                    out.push_str(&format!("group `{}`: removed\n", g.group))
+                }
+                (_, Some(report)) => {
+                    out.push_str(&format!("group `{}`:\n", g.group));
+                    out.push_str(&report.render_text());
+                }
+                (_, None) => {}
+            }
+        }
+        out
+    }
+}
