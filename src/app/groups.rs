@@ -1,7 +1,7 @@
 //! `compile` of a job spec with `groups:`: every group's machine loaded (its own `topology:`,
 //! relative to the spec, else `--topology`, else the top level's, else this machine), the
-//! groups resolved as one world, and the plan of several groups rendered. Launching such a
-//! plan is not done yet (E0221 from `--emit`).
+//! groups resolved as one world, and the plan of several groups rendered, or its launch
+//! script (`--emit`: `emit::groups`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,12 +10,13 @@ use super::{plan_dir, regenerate_words, relative_to, spec_shown, write_compiled}
 
 use crate::cli::{CompileArgs, PlanFormat};
 use crate::diag::report::Reporter;
+use crate::emit::{self, EmitKind};
 use crate::error::Error;
+use crate::plan::groups::GroupedPlan;
+use crate::plan_file;
 use crate::plan_file::groups::{GroupProvenance, render_grouped_json, render_grouped_yaml};
 use crate::provenance;
-use crate::plan::groups::GroupedPlan;
 use crate::resolve::groups::resolve_groups;
-use crate::resolve::{ResolveError, ResolveErrorKind};
 use crate::spec::load::LoadedSpec;
 use crate::topology::{Source, Topology, fixture};
 
@@ -28,26 +29,24 @@ pub(super) fn compile(
     stdout: &mut dyn Write,
     warnings: &mut Reporter,
 ) -> Result<(), Error> {
-    if args.emit.is_some() {
-        return Err(not_launched(loaded));
-    }
     let plan_dir = plan_dir(args);
     let regenerate = regenerate_words(args, plan_dir);
     let spec_file = spec_shown(args, spec_file, plan_dir);
     let relative = |t: &Path| relative_to(t, plan_dir.unwrap_or(Path::new("")));
+    let script = match &args.output {
+        Some(o) if o != Path::new("-") => o.file_name().and_then(|n| n.to_str()),
+        _ => None,
+    };
     let shown = Shown {
         regenerate: &regenerate,
         spec_file: &spec_file,
         relative: &relative,
+        emit: args.emit,
+        format: args.format,
+        script,
     };
-    let (text, from_files) = compile_groups(
-        loaded,
-        spec_dir,
-        args.topology.as_ref(),
-        args.format,
-        &shown,
-        warnings,
-    )?;
+    let (text, from_files) =
+        compile_groups(loaded, spec_dir, args.topology.as_ref(), &shown, warnings)?;
     write_compiled(args, stdout, &text, from_files)
 }
 
@@ -57,6 +56,11 @@ struct Shown<'a> {
     pub spec_file: &'a str,
     /// Each group's topology file as the plan names it (relative to the plan), from its path.
     pub relative: &'a dyn Fn(&Path) -> String,
+    /// What to write: a launch script (`--emit`), else the plan in `format`.
+    pub emit: Option<EmitKind>,
+    pub format: PlanFormat,
+    /// The script's file name (`-o`), for its usage line.
+    pub script: Option<&'a str>,
 }
 
 /// A job spec's groups planned, each on its machine.
@@ -114,7 +118,6 @@ fn compile_groups(
     loaded: &LoadedSpec,
     spec_dir: &Path,
     topology: Option<&Source>,
-    format: PlanFormat,
     shown: &Shown,
     warnings: &mut Reporter,
 ) -> Result<(String, bool), Error> {
@@ -147,11 +150,7 @@ fn compile_groups(
             fingerprint,
         })
         .collect();
-    let names: Vec<String> = plan
-        .groups
-        .iter()
-        .map(|g| g.topology.clone())
-        .collect();
+    let names: Vec<String> = plan.groups.iter().map(|g| g.topology.clone()).collect();
     let topology_line = names.join(", ");
     let fingerprint_line = fingerprints.join(", ");
     let header = provenance::Header {
@@ -160,23 +159,25 @@ fn compile_groups(
         topology: &topology_line,
         fingerprint: &fingerprint_line,
     };
-    let text = match format {
-        PlanFormat::Yaml => render_grouped_yaml(&plan, &header, &provenances),
-        PlanFormat::Json => render_grouped_json(&plan, &provenances),
+    let plan_yaml = || render_grouped_yaml(&plan, &header, &provenances);
+    let text = match (shown.emit, shown.format) {
+        (Some(kind), _) => {
+            let plan_file = plan_yaml();
+            let plan_ids: Vec<String> = plan
+                .groups
+                .iter()
+                .map(|g| plan_file::id(g).to_string())
+                .collect();
+            let origin = emit::Origin {
+                header,
+                plan_file: &plan_file,
+                script: shown.script,
+                plan_id: "",
+            };
+            emit::render_groups(&plan, kind, &origin, &plan_ids)?
+        }
+        (None, PlanFormat::Json) => render_grouped_json(&plan, &provenances),
+        (None, PlanFormat::Yaml) => plan_yaml(),
     };
     Ok((text, files.iter().all(Option::is_some)))
-}
-
-/// `--emit` of a plan of several groups: not yet.
-fn not_launched(loaded: &LoadedSpec) -> Error {
-    let error = ResolveError::new(
-        ResolveErrorKind::GroupsNotPlanned,
-        "groups",
-        "compile the plan of the groups without `--emit`; launch each group as a job of its own \
-         meanwhile",
-    );
-    Error::Resolve {
-        map: Box::new(loaded.map.file.clone()),
-        error: Box::new(error),
-    }
 }

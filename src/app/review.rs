@@ -33,7 +33,9 @@ pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         .flat_map(|s| &s.notes)
         .map(|n| format!("note: {n}\n"))
         .collect();
-    let grouped = [&old, &new].iter().any(|s| s.iter().any(|s| s.plan.group.is_some()));
+    let grouped = [&old, &new]
+        .iter()
+        .any(|s| s.iter().any(|s| s.plan.group.is_some()));
     let (text, empty) = if grouped {
         let olds: Vec<_> = old.iter().map(side).collect();
         let news: Vec<_> = new.iter().map(side).collect();
@@ -83,9 +85,15 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
         }
     }
     if subjects.len() > 1 && args.format == ExplainFormat::Svg {
-        let names: Vec<String> = group_shapes(&subjects).into_iter().map(|g| g.name).collect();
+        let names: Vec<String> = group_shapes(&subjects)
+            .into_iter()
+            .map(|g| g.name)
+            .collect();
         return Err(Error::Usage {
-            message: format!("an SVG picture shows one group, and the plan has {}", names.len()),
+            message: format!(
+                "an SVG picture shows one group, and the plan has {}",
+                names.len()
+            ),
             help: format!("pass `--group NAME`: one of {}", names.join(", ")),
         });
     }
@@ -97,7 +105,8 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
         parts.push((heading, part));
     }
     let text = match (grouped, args.format) {
-        (false, _) => parts.remove(0).1,
+        // One picture: of one group (checked above).
+        (false, _) | (true, ExplainFormat::Svg) => parts.remove(0).1,
         (true, ExplainFormat::Json) => {
             let groups: Vec<serde_json::Value> = parts
                 .into_iter()
@@ -106,7 +115,11 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
             json(&serde_json::json!({ "numaplan_explain": 1, "groups": groups }))
         }
         (true, format) => {
-            let mark = if format == ExplainFormat::Mpibind { "# " } else { "" };
+            let mark = if format == ExplainFormat::Mpibind {
+                "# "
+            } else {
+                ""
+            };
             parts
                 .into_iter()
                 .map(|(heading, part)| format!("{mark}{}\n{part}", heading.unwrap_or_default()))

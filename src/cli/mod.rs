@@ -152,12 +152,13 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "NUMAPLAN_HOSTFILE",
-        "The `--emit mpirun` script's hostfile for a multi-node job outside Slurm.",
+        "The `--emit mpirun` script's hostfile for a multi-node job outside Slurm, a host a line \
+         (of a plan of several groups: every group's hosts, in group order).",
     ),
     (
-        "NUMAPLAN_VALUE_N",
-        "Set by `--emit sbatch` for values too long for its per-task function; unset before the \
-         rank starts.",
+        "NUMAPLAN_VALUE_N, NUMAPLAN_VALUE_G",
+        "Set by `--emit sbatch` for values too long for its per-task function (of a plan of \
+         several groups, NUMAPLAN_VALUE_G<group>_N); unset before the rank starts.",
     ),
     (
         "LOCAL_RANK, LOCAL_WORLD_SIZE, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK, \

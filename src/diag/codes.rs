@@ -135,10 +135,12 @@ codes! {
          refuses and names the slot. Ask for fewer threads per core, or restrict to whole \
          cores.";
     E0221_GROUPS_NOT_PLANNED = "E0221":
-        "A job spec with `groups:` (nodes of different shapes) compiles into a plan of several \
-         groups (`numaplan compile`), but this numaplan does not yet launch it (`exec`, `bind` \
-         of the spec) or emit a script for it: nothing starts rather than a job that leaves \
-         the groups out. Launch each group as a job of its own meanwhile.";
+        "A job spec with `groups:` (nodes of different shapes) was given where only a job of \
+         one group can go: `--emit bash`, which starts one node's ranks with numactl, or a \
+         caller that plans one machine (`numaplan.plan()` in Python). Nothing starts rather \
+         than a job that leaves groups out. Emit `sbatch`, `sbatch-exec`, `torchrun` or \
+         `mpirun`, or run `numaplan exec` on each node (it finds the node's group, or takes \
+         `--group NAME`).";
     E0300_TOPOLOGY_READ = "E0300":
         "The topology file could not be read (missing, unreadable). Check the path given to \
          `--topology` or the spec's `topology:` key. Exit code 3.";

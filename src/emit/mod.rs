@@ -2,9 +2,12 @@
 //! `plan`, `ids`, `cpuset` and the spec's plain enums.
 
 pub mod context;
+pub mod groups;
+pub mod sbatch;
 pub mod templates;
 
 use crate::plan::Plan;
+use crate::plan::groups::GroupedPlan;
 pub use context::Origin;
 
 /// What to emit.
@@ -37,12 +40,47 @@ impl EmitKind {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmitError {
+    /// `--emit bash` starts one node's ranks; a plan of several groups spans nodes.
+    #[error(
+        "`--emit {kind}` cannot start a plan of several groups, which spans nodes of different shapes"
+    )]
+    GroupsNotOneNode { kind: &'static str },
     /// A launch needs the program to run.
     #[error("the job spec has no `command`, which a launch script needs")]
     MissingCommand,
     /// A template failed to render: a bug in numaplan.
     #[error("template `{name}` failed to render: {detail}")]
     Template { name: &'static str, detail: String },
+}
+
+/// A plan of several groups as `kind`; `plan_ids`: each group's plan id (`plan_file::id`).
+pub fn render_groups(
+    plan: &GroupedPlan,
+    kind: EmitKind,
+    origin: &Origin,
+    plan_ids: &[String],
+) -> Result<String, EmitError> {
+    let takes_command = matches!(kind, EmitKind::Torchrun | EmitKind::Mpirun);
+    if plan.groups.iter().any(|g| g.command.is_empty()) && !takes_command {
+        return Err(EmitError::MissingCommand);
+    }
+    let name = match kind {
+        EmitKind::Bash => return Err(EmitError::GroupsNotOneNode { kind: kind.name() }),
+        EmitKind::Sbatch => "slurm-groups.sbatch.j2",
+        EmitKind::SbatchExec => "slurm-groups-exec.sbatch.j2",
+        EmitKind::Torchrun => "torchrun-groups.sh.j2",
+        EmitKind::Mpirun => "mpirun-groups.sh.j2",
+    };
+    let ctx = minijinja::Value::from(minijinja::value::Serde(groups::groups(
+        plan, origin, plan_ids,
+    )));
+    templates::environment()
+        .get_template(name)
+        .and_then(|t| t.render(ctx))
+        .map_err(|e| EmitError::Template {
+            name,
+            detail: format!("{e:#}"),
+        })
 }
 
 pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, EmitError> {
@@ -62,11 +100,11 @@ pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, Em
         ),
         EmitKind::Sbatch => render(
             "slurm.sbatch.j2",
-            minijinja::Value::from(minijinja::value::Serde(context::sbatch(plan, origin))),
+            minijinja::Value::from(minijinja::value::Serde(sbatch::sbatch(plan, origin))),
         ),
         EmitKind::SbatchExec => render(
             "slurm-exec.sbatch.j2",
-            minijinja::Value::from(minijinja::value::Serde(context::sbatch_exec(plan, origin))),
+            minijinja::Value::from(minijinja::value::Serde(sbatch::sbatch_exec(plan, origin))),
         ),
         EmitKind::Torchrun => render(
             "torchrun.sh.j2",

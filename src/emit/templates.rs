@@ -9,6 +9,22 @@ use crate::shell;
 
 /// Every file of `templates/`, embedded in the binary. A test fails when a file is missing here.
 pub const TEMPLATES: &[(&str, &str)] = &[
+    (
+        "torchrun-groups.sh.j2",
+        include_str!("../../templates/torchrun-groups.sh.j2"),
+    ),
+    (
+        "slurm-groups-exec.sbatch.j2",
+        include_str!("../../templates/slurm-groups-exec.sbatch.j2"),
+    ),
+    (
+        "slurm-groups.sbatch.j2",
+        include_str!("../../templates/slurm-groups.sbatch.j2"),
+    ),
+    (
+        "mpirun-groups.sh.j2",
+        include_str!("../../templates/mpirun-groups.sh.j2"),
+    ),
     ("bash.sh.j2", include_str!("../../templates/bash.sh.j2")),
     (
         "check-node.sh.j2",
@@ -22,6 +38,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     (
         "provenance.j2",
         include_str!("../../templates/provenance.j2"),
+    ),
+    (
+        "sbatch-macros.j2",
+        include_str!("../../templates/sbatch-macros.j2"),
     ),
     (
         "sbatch-header.j2",

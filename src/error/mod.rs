@@ -169,6 +169,11 @@ impl Error {
                 "the job spec has no `command`, which a launch script needs",
             )
             .help("add the program each rank runs, e.g. `command: [python, train.py]`"),
+            Error::Emit(e @ EmitError::GroupsNotOneNode { .. }) => Diagnostic::error(
+                E0221_GROUPS_NOT_PLANNED,
+                e.to_string(),
+            )
+            .help("emit `sbatch`, `sbatch-exec`, `torchrun` or `mpirun`, or run `numaplan exec` on each node (it finds the node's group)"),
             Error::Emit(e @ EmitError::Template { .. }) => Diagnostic::error(
                 E0403_INTERNAL,
                 e.to_string(),

@@ -10,7 +10,7 @@ use super::ExecError;
 use crate::ids::{Mark, PlanId};
 use crate::plan::Plan;
 pub use crate::sys::process::Check;
-use crate::variables::NUMAPLAN_BOUND;
+use crate::variables::{NUMAPLAN_BOUND, NUMAPLAN_GROUP};
 
 /// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,6 +93,10 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
                 without_memory: opts.without_memory,
             };
             env.insert(NUMAPLAN_BOUND.into(), mark.to_string());
+            // Which group a nested `bind` or `verify` reads of the plan.
+            if let Some(g) = &plan.group {
+                env.insert(NUMAPLAN_GROUP.into(), g.name.clone());
+            }
             let node = opts.place.node_rank;
             // Of a group, numbered in the whole job: after the groups before it.
             let rank = plan.global_rank(node, r.local_rank) as u32;

@@ -15,3 +15,14 @@ pub struct GroupPlace {
     pub world_size: u64,
     pub world_nodes: u64,
 }
+
+impl GroupPlace {
+    /// The group's global ranks, given how many it has: `ranks 16-19`, `rank 20`.
+    pub fn span(&self, ranks: u64) -> String {
+        match ranks {
+            0 => "no ranks".to_string(),
+            1 => format!("rank {}", self.first_rank),
+            n => format!("ranks {}-{}", self.first_rank, self.first_rank + n - 1),
+        }
+    }
+}

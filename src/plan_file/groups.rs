@@ -124,15 +124,35 @@ pub fn load_grouped(file: &str, text: &str) -> Result<LoadedGroups, FileError> {
     let (f, map) = yaml::parse::<GroupedPlanFile>(file, text).map_err(FileError::from)?;
     let at = |path: String, message: String| FileError::invalid(&map, &path, message, None);
     if f.groups.is_empty() {
-        return Err(at("groups".into(), "a plan of several groups lists none".into()));
+        return Err(at(
+            "groups".into(),
+            "a plan of several groups lists none".into(),
+        ));
     }
     let world_nodes: u64 = f.groups.iter().map(|g| u64::from(g.plan.nodes)).sum();
+    let ranks: u64 = f
+        .groups
+        .iter()
+        .map(|g| u64::from(g.plan.nodes) * u64::from(g.plan.ranks_per_node))
+        .sum();
+    if f.world_size != ranks {
+        return Err(at(
+            "world_size".into(),
+            format!(
+                "the world size is {}, and the groups have {ranks} ranks",
+                f.world_size
+            ),
+        ));
+    }
     let (mut first_rank, mut first_node) = (0u64, 0u64);
     let mut groups: Vec<LoadedPlan> = Vec::new();
     for (index, g) in f.groups.iter().enumerate() {
         let here = |key: &str| format!("groups[{index}].{key}");
         if f.groups[..index].iter().any(|o| o.group == g.group) {
-            return Err(at(here("group"), format!("a second group named `{}`", g.group)));
+            return Err(at(
+                here("group"),
+                format!("a second group named `{}`", g.group),
+            ));
         }
         if g.first_rank != first_rank {
             return Err(at(
@@ -162,15 +182,6 @@ pub fn load_grouped(file: &str, text: &str) -> Result<LoadedGroups, FileError> {
             fingerprint: g.plan.topology.fingerprint.clone(),
             topology_file: g.plan.topology.file.clone(),
         });
-    }
-    if f.world_size != first_rank {
-        return Err(at(
-            "world_size".into(),
-            format!(
-                "the world size is {}, and the groups have {first_rank} ranks",
-                f.world_size
-            ),
-        ));
     }
     Ok(LoadedGroups {
         name: f.name,

@@ -1,7 +1,7 @@
 //! Reading a plan file back: every entry checked and turned into the `Plan` it describes; a
 //! problem is the key it is at and what is wrong there.
 
-use super::{FORMAT_VERSION, OpenMpEntry, PlanFile, RankEntry, WarningEntry};
+use super::format::{FORMAT_VERSION, OpenMpEntry, PlanFile, RankEntry, WarningEntry};
 use crate::cpuset::CpuSet;
 use crate::diag::Warning;
 use crate::diag::codes::{W0200_PLAN_WARNING, warning_code};
@@ -49,6 +49,31 @@ fn cpus(path: String, text: &str) -> Result<CpuSet, Problem> {
         .map_err(|e| (path, format!("`{text}` is not a CPU list: {e}")))
 }
 
+/// A rank entry's GPUs, each with its PCI address and, where listed, its UUID.
+fn planned_gpus(r: &RankEntry, at: &dyn Fn(&str) -> String) -> Result<Vec<PlannedGpu>, Problem> {
+    r.gpus
+        .iter()
+        .enumerate()
+        .map(|(j, &g)| {
+            let pci = match r.gpu_pci.get(j) {
+                Some(text) => text
+                    .parse()
+                    .map_err(|e: crate::pci_addr::PciAddrParseError| {
+                        (at("gpu_pci"), e.to_string())
+                    })?,
+                None => {
+                    return Err((at("gpu_pci"), "each GPU needs its PCI address".to_string()));
+                }
+            };
+            Ok(PlannedGpu {
+                index: GpuIndex(g),
+                pci,
+                uuid: r.gpu_uuid.get(j).cloned(),
+            })
+        })
+        .collect::<Result<Vec<_>, Problem>>()
+}
+
 /// The `i`-th rank entry as a `RankBinding`; its `rank` is `first_rank` + its local rank (the
 /// first node's ranks: of the job, or of a group whose first global rank is `first_rank`).
 fn rank_from_entry(i: usize, r: &RankEntry, first_rank: u64) -> Result<RankBinding, Problem> {
@@ -79,28 +104,7 @@ fn rank_from_entry(i: usize, r: &RankEntry, first_rank: u64) -> Result<RankBindi
             "`gpu_uuid` and `gpus` differ in length".into(),
         ));
     }
-    let gpus = r
-        .gpus
-        .iter()
-        .enumerate()
-        .map(|(j, &g)| {
-            let pci = match r.gpu_pci.get(j) {
-                Some(text) => text
-                    .parse()
-                    .map_err(|e: crate::pci_addr::PciAddrParseError| {
-                        (at("gpu_pci"), e.to_string())
-                    })?,
-                None => {
-                    return Err((at("gpu_pci"), "each GPU needs its PCI address".to_string()));
-                }
-            };
-            Ok(PlannedGpu {
-                index: GpuIndex(g),
-                pci,
-                uuid: r.gpu_uuid.get(j).cloned(),
-            })
-        })
-        .collect::<Result<Vec<_>, Problem>>()?;
+    let gpus = planned_gpus(r, &at)?;
     let mem_policy = MemPolicy::ALL
         .into_iter()
         .find(|p| p.name() == r.memory.policy)

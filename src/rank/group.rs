@@ -127,8 +127,15 @@ mod tests {
             .collect()
     }
 
-    fn find(flag: Option<&str>, vars: &[(&str, &str)], shape: MachineShape) -> Result<usize, RankError> {
-        let env: Env = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    fn find(
+        flag: Option<&str>,
+        vars: &[(&str, &str)],
+        shape: MachineShape,
+    ) -> Result<usize, RankError> {
+        let env: Env = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         find_group(
             &groups(),
             &ThisNode {

@@ -246,10 +246,12 @@ struct GroupStart {
 }
 
 fn group_start(plan: &Plan) -> GroupStart {
-    plan.group.as_ref().map_or(GroupStart::default(), |g| GroupStart {
-        rank: g.first_rank,
-        node: g.first_node,
-    })
+    plan.group
+        .as_ref()
+        .map_or(GroupStart::default(), |g| GroupStart {
+            rank: g.first_rank,
+            node: g.first_node,
+        })
 }
 
 /// torchrun's `LOCAL_RANK`, checked against the rank its other variables give (`RANK` less
@@ -389,31 +391,49 @@ mod tests {
         assert_eq!(l.rank, 1);
         assert!(l.via.contains("--virtual-local-rank"), "{}", l.via);
         // Plain torchrun: they agree.
-        let l = from_launchers(&env_of(&torchrun("1", "5", "1", "4"), &[]), GroupStart::default()).unwrap();
+        let l = from_launchers(
+            &env_of(&torchrun("1", "5", "1", "4"), &[]),
+            GroupStart::default(),
+        )
+        .unwrap();
         assert_eq!((l.rank, l.via.as_str()), (1, "LOCAL_RANK"));
         // Disagreeing, and nothing settles it (no single visible GPU): an error naming all.
-        let err = from_launchers(&env_of(&torchrun("0", "5", "1", "4"), &[]), GroupStart::default()).unwrap_err();
+        let err = from_launchers(
+            &env_of(&torchrun("0", "5", "1", "4"), &[]),
+            GroupStart::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "torchrun's variables disagree: LOCAL_RANK=0, but RANK=5 - GROUP_RANK=1 x \
              LOCAL_WORLD_SIZE=4 gives local rank 1"
         );
-        let err = from_launchers(&env_of(&torchrun("2", "1", "0", "4"), &[]), GroupStart::default()).unwrap_err();
+        let err = from_launchers(
+            &env_of(&torchrun("2", "1", "0", "4"), &[]),
+            GroupStart::default(),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("gives local rank 1"), "{err}");
     }
 
     #[test]
     fn a_local_rank_at_or_past_the_local_size_is_an_error_naming_both() {
-        let err =
-            from_launchers(&env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "2")]), GroupStart::default()).unwrap_err();
+        let err = from_launchers(
+            &env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "2")]),
+            GroupStart::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "local rank 3 (LOCAL_RANK) is at or past the local size 2 (LOCAL_WORLD_SIZE)"
         );
-        let err = from_launchers(&env(&[
-            ("OMPI_COMM_WORLD_LOCAL_RANK", "2"),
-            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
-        ]), GroupStart::default())
+        let err = from_launchers(
+            &env(&[
+                ("OMPI_COMM_WORLD_LOCAL_RANK", "2"),
+                ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+            ]),
+            GroupStart::default(),
+        )
         .unwrap_err();
         assert!(
             err.to_string().contains("(OMPI_COMM_WORLD_LOCAL_SIZE)"),
@@ -430,23 +450,33 @@ mod tests {
 
     #[test]
     fn the_local_rank_comes_from_the_launcher() {
-        let l = from_launchers(&env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "8")]), GroupStart::default()).unwrap();
+        let l = from_launchers(
+            &env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "8")]),
+            GroupStart::default(),
+        )
+        .unwrap();
         assert_eq!((l.rank, l.via.as_str()), (3, "LOCAL_RANK"));
         assert_eq!(l.size, Some((8, "LOCAL_WORLD_SIZE".into())));
-        let l = from_launchers(&env(&[
-            ("SLURM_LOCALID", "1"),
-            ("SLURM_NODEID", "1"),
-            ("SLURM_STEP_TASKS_PER_NODE", "4,2"),
-        ]), GroupStart::default())
+        let l = from_launchers(
+            &env(&[
+                ("SLURM_LOCALID", "1"),
+                ("SLURM_NODEID", "1"),
+                ("SLURM_STEP_TASKS_PER_NODE", "4,2"),
+            ]),
+            GroupStart::default(),
+        )
         .unwrap();
         assert_eq!(l.size, Some((2, "SLURM_STEP_TASKS_PER_NODE".into())));
         // srun with one task per node around torchrun: torchrun's LOCAL_RANK wins.
-        let l = from_launchers(&env(&[
-            ("SLURM_LOCALID", "0"),
-            ("SLURM_STEP_TASKS_PER_NODE", "1(x2)"),
-            ("LOCAL_RANK", "5"),
-            ("LOCAL_WORLD_SIZE", "8"),
-        ]), GroupStart::default())
+        let l = from_launchers(
+            &env(&[
+                ("SLURM_LOCALID", "0"),
+                ("SLURM_STEP_TASKS_PER_NODE", "1(x2)"),
+                ("LOCAL_RANK", "5"),
+                ("LOCAL_WORLD_SIZE", "8"),
+            ]),
+            GroupStart::default(),
+        )
         .unwrap();
         assert_eq!((l.rank, l.via.as_str()), (5, "LOCAL_RANK"));
     }
@@ -466,10 +496,10 @@ mod tests {
             Err(RankError::NoLocalRank { .. })
         ));
         assert!(matches!(
-            from_launchers(&env(&[
-                ("LOCAL_RANK", "1"),
-                ("OMPI_COMM_WORLD_LOCAL_RANK", "2")
-            ]), GroupStart::default()),
+            from_launchers(
+                &env(&[("LOCAL_RANK", "1"), ("OMPI_COMM_WORLD_LOCAL_RANK", "2")]),
+                GroupStart::default()
+            ),
             Err(RankError::LocalRankDisagree { .. })
         ));
         assert!(matches!(

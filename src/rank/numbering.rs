@@ -161,7 +161,7 @@ pub fn unknown_numbering(
              WORLD_SIZE={world} comes from the plan): set {} in its environment, or start it \
              under a launcher that does (torchrun, srun, mpirun)",
             local.rank,
-            plan.nodes,
+            plan.world_nodes(),
             crate::phrase::and_list(&missing),
             missing.join(", "),
         ),

@@ -83,7 +83,8 @@ pub(super) fn one_group(spec: &Spec) -> Result<(), ResolveError> {
         false => Err(ResolveError::new(
             ResolveErrorKind::GroupsNotPlanned,
             "groups",
-            "`numaplan compile` plans the groups; launch each group as a job of its own meanwhile",
+            "`numaplan compile` plans every group; `numaplan exec` and `bind` find their node's \
+             group (or take `--group NAME`)",
         )),
     }
 }

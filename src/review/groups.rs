@@ -11,10 +11,7 @@ use crate::plan::Plan;
 pub fn heading(plan: &Plan) -> Option<String> {
     let g = plan.group.as_ref()?;
     let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
-    let span = match ranks {
-        0 => "no ranks".to_string(),
-        n => format!("ranks {}-{}", g.first_rank, g.first_rank + n - 1),
-    };
+    let span = g.span(ranks);
     Some(format!(
         "group `{}`: {span} of {} ({} node(s) x {}), on {}",
         g.name, g.world_size, plan.nodes, plan.ranks_per_node, plan.topology
@@ -75,7 +72,10 @@ pub fn diff_groups(old: &[Side], new: &[Side]) -> GroupedReport {
             diff: entry.1,
         });
     }
-    for n in new.iter().filter(|n| !old.iter().any(|o| name(o) == name(n))) {
+    for n in new
+        .iter()
+        .filter(|n| !old.iter().any(|o| name(o) == name(n)))
+    {
         groups.push(GroupDiff {
             group: name(n).to_string(),
             status: GroupStatus::Added,
@@ -97,6 +97,9 @@ impl GroupedReport {
         let mut out = String::new();
         for g in &self.groups {
             match (&g.status, &g.diff) {
+                (GroupStatus::Same, _) => {
+                    out.push_str(&format!("group `{}`: no change\n", g.group))
+                }
                 (GroupStatus::Added, _) => out.push_str(&format!("group `{}`: added\n", g.group)),
                 (GroupStatus::Removed, _) => {
                     out.push_str(&format!("group `{}`: removed\n", g.group))

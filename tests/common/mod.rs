@@ -145,30 +145,47 @@ pub struct Ended {
 }
 
 /// Submits `file` with `envs` set for sbatch, scontrol and (sbatch exports them) the job, and
-/// waits (bounded) until the job has ended.
+/// waits (bounded) until the job has ended. A heterogeneous job (one record per component) has
+/// ended when every component has: its state is the first that is not COMPLETED (else
+/// COMPLETED), its hosts are the components' in component order.
 pub fn sbatch(file: &Path, envs: &[(&str, &str)]) -> Ended {
     let slurm = |program: &str, args: &[&str]| {
         let out = succeed(Command::new(program).args(args).envs(envs.iter().copied()));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     let id = slurm("sbatch", &["--parsable", file.to_str().unwrap()]);
+    let id = id.split(';').next().unwrap().to_string();
     let start = std::time::Instant::now();
     loop {
         let show = slurm("scontrol", &["show", "job", "-o", &id]);
-        let field = |key: &str| {
-            show.split_whitespace()
+        let field = |line: &str, key: &str| {
+            line.split_whitespace()
                 .find_map(|kv| kv.strip_prefix(key))
                 .unwrap_or_default()
                 .to_string()
         };
-        let state = field("JobState=");
-        if !["PENDING", "RUNNING", "CONFIGURING", "COMPLETING"].contains(&state.as_str()) {
-            let hosts = slurm("scontrol", &["show", "hostnames", &field("NodeList=")]);
+        let records: Vec<&str> = show.lines().filter(|l| !l.trim().is_empty()).collect();
+        let states: Vec<String> = records.iter().map(|l| field(l, "JobState=")).collect();
+        let running = ["PENDING", "RUNNING", "CONFIGURING", "COMPLETING"];
+        if !states.iter().any(|s| running.contains(&s.as_str())) {
+            let state = states
+                .iter()
+                .find(|s| *s != "COMPLETED")
+                .or(states.first())
+                .cloned()
+                .unwrap_or_default();
+            let hosts = records
+                .iter()
+                .flat_map(|l| {
+                    let list = slurm("scontrol", &["show", "hostnames", &field(l, "NodeList=")]);
+                    list.lines().map(String::from).collect::<Vec<_>>()
+                })
+                .collect();
             return Ended {
                 id,
                 state,
-                exit_code: field("ExitCode="),
-                hosts: hosts.lines().map(String::from).collect(),
+                exit_code: field(records[0], "ExitCode="),
+                hosts,
             };
         }
         assert!(

@@ -152,11 +152,25 @@ fn in_the_flags_words(e: Error) -> Error {
 /// This node's place: flags, else Slurm's environment, else a single-node job.
 fn node_place(args: &ExecArgs, plan: &Plan) -> Result<NodePlace, ExecError> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let node_rank = args.node_rank.or_else(|| env("SLURM_NODEID")?.parse().ok());
-    let nodes = args
+    let mut node_rank = args.node_rank.or_else(|| env("SLURM_NODEID")?.parse().ok());
+    let mut nodes = args
         .nodes
         .or_else(|| env("SLURM_NNODES")?.parse().ok())
         .unwrap_or(plan.nodes);
+    // A step over every component of a heterogeneous job (`srun A : B`) numbers the nodes of
+    // the whole job, component by component: this group's start there.
+    if let Some(g) = &plan.group
+        && args.node_rank.is_none()
+        && args.nodes.is_none()
+        && u64::from(nodes) == g.world_nodes
+        && g.world_nodes != u64::from(plan.nodes)
+    {
+        nodes = plan.nodes;
+        node_rank = node_rank.map(|k| {
+            // A node before the group's start keeps a number past it, which is refused.
+            (u64::from(k).checked_sub(g.first_node)).map_or(u32::MAX, |k| k as u32)
+        });
+    }
     // A job of several groups meets at its first group's first node: under Slurm, that of the
     // heterogeneous job's first component.
     let master = args.master_addr.clone().or_else(|| {

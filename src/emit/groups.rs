@@ -1,0 +1,123 @@
+//! The launch scripts of a plan of several groups (`groups:`): a heterogeneous Slurm job
+//! (`--emit sbatch`, `sbatch-exec`: one component per group), and torchrun and mpirun scripts
+//! that start each node's group (`--emit torchrun`, `mpirun`). One view serves all four.
+
+use serde::Serialize;
+
+use super::context::{EmbeddedPlan, Header, Origin, embedded_plan, header};
+use super::sbatch::{Allocation, RankFunction, Step, allocation, job_name, rank_function, step};
+use crate::plan::Plan;
+use crate::plan::groups::GroupedPlan;
+
+/// A plan of several groups, for the templates.
+#[derive(Serialize)]
+pub struct GroupsContext {
+    #[serde(flatten)]
+    header: Header,
+    #[serde(flatten)]
+    embedded: EmbeddedPlan,
+    job_name: String,
+    port: String,
+    world_size: u64,
+    world_nodes: u64,
+    groups: Vec<GroupView>,
+    /// Whether any group's nodes have GPUs (`--gpu-bind=none` in `sbatch-exec`).
+    gpus: bool,
+    /// The spec's `mpirun:` words (the top level's, which every group shares).
+    mpirun_extra: Vec<String>,
+    mpirun_openmpi: Vec<String>,
+    mpirun_mpich: Vec<String>,
+}
+
+/// One group: a component of the heterogeneous job, or the ranks of a node of it.
+#[derive(Serialize)]
+pub struct GroupView {
+    index: usize,
+    name: String,
+    topology: String,
+    nodes: u32,
+    ranks_per_node: u32,
+    /// Its ranks in all (nodes x ranks per node), its first global rank and node.
+    ranks: u64,
+    /// `ranks 16-19`, `rank 20`.
+    span: String,
+    first_rank: u64,
+    first_node: u64,
+    /// Its machine, which a node must have to run it (and by which a node finds its group).
+    expect_cpus: usize,
+    expect_nodes: usize,
+    expect_gpus: usize,
+    command: Vec<String>,
+    allocation: Allocation,
+    step: Step,
+    rank_fn: RankFunction,
+}
+
+/// `plan_ids`: each group's plan id (`plan_file::id`), which its ranks' marks carry.
+pub fn groups(plan: &GroupedPlan, origin: &Origin, plan_ids: &[String]) -> GroupsContext {
+    let first = &plan.groups[0];
+    let mut head = header(first, origin);
+    head.by_group = true;
+    head.topology = plan
+        .groups
+        .iter()
+        .map(|g| g.topology.clone())
+        .collect::<Vec<_>>()
+        .join(", ");
+    head.warnings = plan
+        .places()
+        .flat_map(|(place, g)| {
+            g.warnings
+                .iter()
+                .map(move |w| format!("group `{}`: {}", place.name, w.listed(&g.allowed_warnings)))
+        })
+        .collect();
+    GroupsContext {
+        header: head,
+        embedded: embedded_plan(origin),
+        job_name: job_name(&plan.name),
+        port: first.port.to_string(),
+        world_size: plan.world_size,
+        world_nodes: plan.groups.iter().map(|g| u64::from(g.nodes)).sum(),
+        groups: plan
+            .groups
+            .iter()
+            .zip(plan_ids)
+            .enumerate()
+            .map(|(index, (g, id))| view(index, g, id))
+            .collect(),
+        gpus: plan.groups.iter().any(|g| g.machine.gpus > 0),
+        mpirun_extra: first.mpirun.extra.clone(),
+        mpirun_openmpi: first.mpirun.openmpi.clone(),
+        mpirun_mpich: first.mpirun.mpich.clone(),
+    }
+}
+
+fn view(index: usize, plan: &Plan, plan_id: &str) -> GroupView {
+    let place = plan.group.as_ref();
+    let step = step(plan);
+    // A component asks its step's CPUs per task: Slurm gives a component one CPU per task
+    // otherwise, and its masks would lie outside the allocation.
+    let mut allocation = allocation(plan);
+    allocation.cpus_per_task = step.cpus.cpus_per_task;
+    GroupView {
+        index,
+        name: place.map_or_else(String::new, |g| g.name.clone()),
+        topology: plan.topology.clone(),
+        nodes: plan.nodes,
+        ranks_per_node: plan.ranks_per_node,
+        ranks: u64::from(plan.nodes) * u64::from(plan.ranks_per_node),
+        span: place.map_or_else(String::new, |g| {
+            g.span(u64::from(plan.nodes) * u64::from(plan.ranks_per_node))
+        }),
+        first_rank: place.map_or(0, |g| g.first_rank),
+        first_node: place.map_or(0, |g| g.first_node),
+        expect_cpus: plan.machine.cpus,
+        expect_nodes: plan.machine.numa_nodes,
+        expect_gpus: plan.machine.gpus,
+        command: plan.command.clone(),
+        allocation,
+        step,
+        rank_fn: rank_function(plan, plan_id, &format!("NUMAPLAN_VALUE_G{index}_")),
+    }
+}
