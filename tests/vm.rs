@@ -803,3 +803,87 @@ fn memory_and_drift_on_a_four_node_guest() {
         "{log}"
     );
 }
+
+/// A fixture of a guest of `nodes` NUMA nodes of 2 CPUs each (node i: CPUs 2i and 2i + 1), as
+/// QEMU shapes it.
+fn guest_fixture(name: &str, nodes: u32) -> String {
+    let mut out = format!(
+        "numaplan_topology: 1\nname: {name}\nprovenance: a QEMU guest of {nodes} nodes\nnodes:\n"
+    );
+    for i in 0..nodes {
+        let cpus = format!("{}-{}", 2 * i, 2 * i + 1);
+        out.push_str(&format!(
+            "- id: {i}\n  package: 0\n  cpus: {cpus}\n  l3_groups:\n  - id: {i}\n    threads: [{cpus}]\n"
+        ));
+    }
+    out
+}
+
+/// Writes a plan of two groups, `wide` on a guest of `wide` nodes and `narrow` on one of
+/// `narrow` nodes (one rank per node, its CPUs and memory there), as `file` in `dir`.
+fn two_group_plan(dir: &Path, file: &str, wide: u32, narrow: u32) -> std::path::PathBuf {
+    for (name, nodes) in [("wide", wide), ("narrow", narrow)] {
+        std::fs::write(dir.join(format!("{name}.yaml")), guest_fixture(name, nodes)).unwrap();
+    }
+    let job = format!(
+        "command: [/bin/sh, -c, 'echo \"RANK $RANK $WORLD_SIZE $NUMAPLAN_GROUP $(grep Cpus_allowed_list /proc/self/status | cut -f2)\"']\n\
+         gpus: none\ncpu: {{policy: auto}}\nmemory: {{policy: bind}}\ngroups:\n\
+         \x20 - {{name: wide, topology: wide.yaml, ranks_per_node: {wide}}}\n\
+         \x20 - {{name: narrow, topology: narrow.yaml, ranks_per_node: {narrow}}}\n"
+    );
+    std::fs::write(dir.join("job.yaml"), job).unwrap();
+    let plan = dir.join(file);
+    common::numaplan_in(dir, &["compile", "job.yaml", "-q", "-o", file]).ok();
+    plan
+}
+
+/// One plan of two groups, run by `numaplan exec` in a 4-node and a 2-node guest: each guest
+/// finds its group by its shape (no flag, no variable) and starts that group's ranks, numbered
+/// after the groups before it (wide: ranks 0-3; narrow: ranks 4-5), on their planned CPUs. A
+/// plan whose groups have neither guest's shape is refused (E0443), naming both groups.
+#[test]
+fn each_guest_finds_its_group_by_shape() {
+    let work = tempfile::tempdir().unwrap();
+    let plan = two_group_plan(work.path(), "groups-plan.yaml", 4, 2);
+    let other = work.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let neither = two_group_plan(&other, "other-plan.yaml", 3, 1);
+    for (nodes, group, first) in [(4u32, "wide", 0u32), (2, "narrow", 4)] {
+        let cpus = (2 * nodes).to_string();
+        let nodes_text = nodes.to_string();
+        let Some((guest, log)) = boot(
+            "tests/vm/groups-guest.sh",
+            &[
+                ("QEMU_NUMA_NODES", &nodes_text),
+                ("QEMU_NUMA_CPUS", &cpus),
+                ("QEMU_NUMA_MEM_MB", "256"),
+            ],
+            &[&plan, &neither],
+        ) else {
+            return;
+        };
+        let guest: Vec<&str> = guest.iter().map(String::as_str).collect();
+        let ran = between(&guest, "GROUP");
+        assert!(ran.contains(&"GROUP_STATUS 0"), "{group}:\n{log}");
+        let mut seen: Vec<String> = ran
+            .iter()
+            .filter_map(|l| l.split_once("] RANK ").map(|(_, rest)| rest.to_string()))
+            .collect();
+        seen.sort();
+        let expected: Vec<String> = (0..nodes)
+            .map(|n| format!("{} 6 {group} {}-{}", first + n, 2 * n, 2 * n + 1))
+            .collect();
+        assert_eq!(seen, expected, "{group}:\n{log}");
+        assert!(
+            ran.iter()
+                .any(|l| l.starts_with(&format!("group `{group}`, node 0 of 1:"))),
+            "{group}:\n{log}"
+        );
+        let refused = between(&guest, "NEITHER").join("\n");
+        assert!(refused.contains("NEITHER_STATUS 1"), "{refused}");
+        assert!(
+            refused.contains("error[E0443]: none of the plan's groups has this node's shape"),
+            "{refused}"
+        );
+    }
+}

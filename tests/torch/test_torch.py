@@ -176,3 +176,46 @@ def test_bind_after_import_torch_says_what_it_cannot_apply(tmp_path: Path) -> No
              f"numaplan.bind({str(plan)!r}, local_rank=0)\nimport torch\n")
     done = run(["python", "-c", early], tmp_path, timeout=120)
     assert done.returncode == 0 and "NumaplanWarning" not in done.stderr, done.stderr
+
+
+def test_two_agents_of_different_sizes_run_one_grouped_plan(tmp_path: Path) -> None:
+    """A plan of two groups (`groups:`), one node each, on this machine: `pairs` runs 2 one-CPU
+    ranks, `whole` 1 rank on both CPUs. Two torchrun agents, each from the plan's own script with
+    its group, --nproc-per-node 2 and 1 and --node-rank in group order (static rendezvous):
+    torchrun numbers the ranks over the unequal local world sizes as the plan does, and every
+    worker is bound as its group plans it."""
+    binary = numaplan.executable()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "job.yaml").write_text(
+        f"gpus: none\nmemory: {{policy: none}}\nrendezvous: {{port: {port}}}\ngroups:\n"
+        "  - {name: pairs, ranks_per_node: 2, cpu: {policy: exclusive}}\n"
+        "  - {name: whole, ranks_per_node: 1, cpu: {policy: node}}\n")
+    subprocess.run([binary, "compile", "job.yaml", "--emit", "torchrun", "-o", "run.sh"],
+                   cwd=tmp_path, check=True)
+    plan = json.loads(subprocess.run([binary, "compile", "job.yaml", "--format", "json"],
+                                     cwd=tmp_path, check=True, capture_output=True,
+                                     text=True).stdout)
+    agents = []
+    for group in ("pairs", "whole"):
+        out = tmp_path / group
+        out.mkdir()
+        agents.append(subprocess.Popen(
+            ["./run.sh", "--group", group, "--node-rank", "0", "--master-addr", "127.0.0.1",
+             "--", "python", PROBE],
+            cwd=tmp_path, env=environment(OUT=str(out)), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
+    for agent in agents:
+        _, err = agent.communicate(timeout=240)
+        assert agent.returncode == 0, err
+    for entry in plan["groups"]:
+        records = seen(tmp_path / entry["group"])
+        expected = {entry["first_rank"] + r["local_rank"]: r for r in entry["ranks"]}
+        assert sorted(records) == sorted(expected), (entry["group"], records)
+        for rank, record in records.items():
+            planned = expected[rank]
+            assert record["cpus"] == planned["cpus"], (rank, record)
+            assert record["env"]["RANK"] == str(rank), (rank, record)
+            assert record["env"]["WORLD_SIZE"] == "3", (rank, record)
+            assert record["local_rank"] == str(planned["local_rank"]), (rank, record)
