@@ -304,3 +304,41 @@ fn a_tampered_plan_of_groups_is_refused_at_its_key() {
         );
     }
 }
+
+/// `compile --check` compares every group: a plan whose second group was edited is stale.
+#[test]
+fn compile_check_covers_every_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.yaml");
+    let plan = plan.to_str().unwrap();
+    numaplan(&["compile", EXAMPLE, "-q", "-o", plan]).ok();
+    numaplan(&["compile", EXAMPLE, "-q", "-o", plan, "--check"]).ok();
+    let text = std::fs::read_to_string(plan).unwrap();
+    let edited = text.replacen("cpus: 72-143\n", "cpus: 72-142\n", 1);
+    assert_ne!(edited, text);
+    std::fs::write(plan, edited).unwrap();
+    let run = numaplan(&["compile", EXAMPLE, "-q", "-o", plan, "--check"]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("error[E0404]"), "{}", run.stderr);
+}
+
+/// `exec` of the job spec itself plans every group and runs this node's: the same ranks as
+/// from the compiled plan.
+#[test]
+fn exec_of_the_spec_runs_its_nodes_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan_file(dir.path());
+    let args = [
+        "--group",
+        "head",
+        "--dry-run",
+        "--node-rank",
+        "0",
+        "--master-addr",
+        "h1",
+    ];
+    let from_spec = dry_run(numaplan(&[&["exec", EXAMPLE][..], &args].concat()));
+    let from_plan = dry_run(numaplan(&[&["exec", &plan][..], &args].concat()));
+    assert_eq!(from_spec, from_plan);
+    assert!(from_spec.contains(" RANK=20 "), "{from_spec}");
+}

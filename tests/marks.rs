@@ -52,12 +52,19 @@ fn exec(dir: &Path, file: &str) -> Child {
 
 /// `verify --format json` of `plan` once its ranks are all up (or 10 s have passed).
 fn verify_when_up(dir: &Path, plan: &str, marker: &str) -> (i32, Value) {
+    verify_group_when_up(dir, plan, marker, &[])
+}
+
+/// `verify_when_up` with `extra` arguments (`--group NAME`).
+fn verify_group_when_up(dir: &Path, plan: &str, marker: &str, extra: &[&str]) -> (i32, Value) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let run = common::numaplan_in(
-            dir,
-            &["verify", plan, "--match", marker, "--format", "json"],
-        );
+        let args = [
+            &["verify", plan, "--match", marker, "--format", "json"][..],
+            extra,
+        ]
+        .concat();
+        let run = common::numaplan_in(dir, &args);
         let report: Value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
         let up = report["ranks"].as_array().is_some_and(|r| r.len() == 2);
         if up || Instant::now() > deadline {
@@ -354,4 +361,60 @@ fn an_unreadable_rank_says_permission_denied() {
         )),
         "{stdout}{stderr}"
     );
+}
+
+/// Two groups of one plan on one node (`groups:`, alike but for their names), each started by
+/// `exec --group`: every rank carries its group's mark, so `verify --group` of each finds its
+/// own two ranks and skips the other group's as another plan's.
+#[test]
+fn two_groups_of_one_plan_are_not_mixed() {
+    if !two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("numaplan-two-groups-{}", std::process::id());
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        format!(
+            "command: [sh, -c, 'sleep 60 & wait', {marker}]\nranks_per_node: 2\ngpus: none\n\
+             groups: [{{name: a}}, {{name: b}}]\n"
+        ),
+    )
+    .unwrap();
+    common::numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "-q", "-o", "plan.yaml"],
+    )
+    .ok();
+    let start = |group: &str| {
+        Command::new(env!("CARGO_BIN_EXE_numaplan"))
+            .args(["-q", "exec", "plan.yaml", "--group", group])
+            .args(["--node-rank", "0", "--master-addr", "127.0.0.1"])
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (start("a"), start("b"));
+    verify_group_when_up(dir.path(), "plan.yaml", &marker, &["--group", "a"]);
+    verify_group_when_up(dir.path(), "plan.yaml", &marker, &["--group", "b"]);
+    let reports: Vec<(i32, Value)> = ["a", "b"]
+        .iter()
+        .map(|g| verify_group_when_up(dir.path(), "plan.yaml", &marker, &["--group", g]))
+        .collect();
+    stop(a);
+    stop(b);
+    for (code, report) in &reports {
+        assert_eq!(*code, 0, "{report}");
+        assert_eq!(report["ranks"].as_array().unwrap().len(), 2, "{report}");
+        let skipped = report["skipped"].as_array().unwrap();
+        assert_eq!(skipped.len(), 2, "{report}");
+        assert!(
+            skipped
+                .iter()
+                .all(|s| s["why"].as_str().unwrap().contains("of another plan")),
+            "{report}"
+        );
+    }
 }

@@ -137,10 +137,30 @@ fn modelines_point_at_the_committed_schemas() {
         &numaplan(&["compile", "examples/lumi-g.yaml", "--format", "json"]).ok(),
     )
     .unwrap();
+    // The schema is either kind of plan: one group's, or several groups'.
+    let kinds: Vec<&str> = schema["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["$ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["#/$defs/PlanFile", "#/$defs/GroupedPlanFile"]);
     for key in value.as_object().unwrap().keys() {
         assert!(
-            schema["properties"].get(key).is_some(),
+            schema["$defs"]["PlanFile"]["properties"].get(key).is_some(),
             "plan key `{key}` not in the schema"
+        );
+    }
+    let grouped: serde_json::Value = serde_json::from_str(
+        &numaplan(&["compile", "examples/rl-groups.yaml", "--format", "json"]).ok(),
+    )
+    .unwrap();
+    for key in grouped.as_object().unwrap().keys() {
+        assert!(
+            schema["$defs"]["GroupedPlanFile"]["properties"]
+                .get(key)
+                .is_some(),
+            "grouped plan key `{key}` not in the schema"
         );
     }
     for key in value["ranks"][0].as_object().unwrap().keys() {
@@ -220,6 +240,11 @@ fn every_json_report_names_its_kind() {
         assert_eq!(value[&field], 1, "{kind}: {}", run.stdout);
         let schema: serde_json::Value =
             serde_json::from_str(&numaplan(&["schema", kind]).ok()).unwrap();
+        // A plan is either kind (`anyOf`): this one is of one group.
+        let schema = match kind {
+            "plan" => schema["$defs"]["PlanFile"].clone(),
+            _ => schema,
+        };
         let required = schema["required"].as_array().unwrap();
         assert!(required.iter().any(|r| r == &field), "{kind}: {schema}");
     }

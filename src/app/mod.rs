@@ -392,7 +392,7 @@ pub fn schema(which: SchemaKind) -> String {
     let schema = match which {
         SchemaKind::Topology => schemars::schema_for!(fixture::FixtureFile),
         SchemaKind::Job => schemars::schema_for!(crate::spec::raw::JobSpec),
-        SchemaKind::Plan => schemars::schema_for!(plan_file::PlanFile),
+        SchemaKind::Plan => schemars::schema_for!(plan_file::groups::AnyPlanFile),
         SchemaKind::Explain => schemars::schema_for!(crate::review::explain::Report),
         SchemaKind::Diff => schemars::schema_for!(crate::review::diff::Report),
         SchemaKind::Bind => schemars::schema_for!(bind::Report),

@@ -14,6 +14,7 @@ use crate::yaml::{self, FileError};
 
 /// A numaplan plan of a job whose nodes are not all alike.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 #[schemars(title = "numaplan plan of several groups")]
 pub struct GroupedPlanFile {
     /// Format version; always 1.
@@ -25,6 +26,16 @@ pub struct GroupedPlanFile {
     /// The groups in spec order; global ranks run group by group, node by node, local rank by
     /// local rank.
     pub groups: Vec<GroupEntry>,
+}
+
+/// A plan file of either kind: one group's (`PlanFile`) or several groups' (the schema of
+/// `numaplan schema plan`).
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(title = "numaplan plan")]
+pub enum AnyPlanFile {
+    One(Box<PlanFile>),
+    Groups(GroupedPlanFile),
 }
 
 /// One group: its name, its first global rank, and its plan (a plan file of its own, format

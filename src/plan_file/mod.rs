@@ -103,8 +103,12 @@ pub fn id(plan: &Plan) -> PlanId {
         topology_file: None,
         schema_ref: None,
     };
-    let content = serde_json::to_string(&to_file(plan, &neutral))
+    let mut content = serde_json::to_string(&to_file(plan, &neutral))
         .expect("invariant: plan types always serialize");
+    // Two groups of one job may plan alike: their ranks are still told apart.
+    if let Some(g) = &plan.group {
+        content.push_str(&format!("\ngroup {} from rank {}", g.name, g.first_rank));
+    }
     PlanId(fnv1a(content.as_bytes()))
 }
 
