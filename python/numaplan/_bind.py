@@ -81,6 +81,7 @@ def bind(
     local_rank: LocalRankArg = None,
     *,
     topology: Optional[str] = None,
+    group: Optional[str] = None,
     force: bool = False,
     migrate: bool = False,
     set_env: bool = True,
@@ -115,11 +116,14 @@ def bind(
     run first: a plan of another machine, or a launcher whose counts differ, raises
     `numaplan.Error` (with `force=True`, a node of another shape is bound anyway). The plan's
     warnings are issued as `numaplan.NumaplanWarning`s by local rank 0 (`quiet=True`: none).
+    Of a plan of several groups (`groups:`), `group` names this node's group; `None` finds it
+    as `numaplan bind` does (`$NUMAPLAN_GROUP`, the heterogeneous Slurm component holding this
+    host, else the one group of this node's shape).
     """
     # All or nothing: what can be refused is found first (the binary checks the CPUs and the
     # memory policy, dropping a default one this process may not have, W0217; `migrate_pages`
     # is probed here), and CPUs already set are put back if the memory policy fails after all.
-    entry = resolve(plan, local_rank, topology=topology, force=force, quiet=quiet)
+    entry = resolve(plan, local_rank, topology=topology, group=group, force=force, quiet=quiet)
     if migrate and entry.memory.policy != "none":
         _migrate_allowed(entry.memory)
     started_before = _threads()
@@ -275,6 +279,7 @@ def resolve(
     local_rank: LocalRankArg = None,
     *,
     topology: Optional[str] = None,
+    group: Optional[str] = None,
     force: bool = False,
     quiet: bool = False,
 ) -> Rank:
@@ -285,6 +290,8 @@ def resolve(
         args += ["--local-rank", _local_rank_arg(local_rank)]
     if topology is not None:
         args += ["--topology", topology]
+    if group is not None:
+        args += ["--group", group]
     if force:
         args.append("--force")
     try:
@@ -295,7 +302,8 @@ def resolve(
 
 # The binary's wording names its flags; a Python caller passes keyword arguments.
 _FLAG_WORDS = (("`--local-rank N`", "`local_rank=N`"), ("--local-rank", "local_rank="),
-               ("`--force`", "`force=True`"), ("--topology", "topology="))
+               ("`--force`", "`force=True`"), ("--topology", "topology="),
+               ("`--group NAME`", "`group=NAME`"), ("--group", "group="))
 
 
 def _local_rank_arg(local_rank: LocalRankArg) -> str:

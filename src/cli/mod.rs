@@ -118,7 +118,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "NUMAPLAN_GROUP",
         "Of a plan of several groups (`groups:`), the group this node runs, read by `exec`, \
          `bind` and `verify` where `--group` is not given; the generated scripts set it per \
-         group. Without it, the heterogeneous Slurm component holding this host \
+         group, and `exec` and `bind` in every rank of a group. Without it, the heterogeneous Slurm component holding this host \
          (`SLURM_JOB_NODELIST_HET_GROUP_<n>`), else the one group of this node's shape.",
     ),
     (

@@ -10,7 +10,8 @@ use crate::diag::codes::W0216_NUMBERING_UNKNOWN;
 use crate::ids::Mark;
 use crate::plan::{Plan, RankBinding};
 use crate::variables::{
-    GLOBAL_RANK, NODE_ID, NUMAPLAN_BOUND, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
+    GLOBAL_RANK, NODE_ID, NUMAPLAN_BOUND, NUMAPLAN_GROUP, TORCHRUN_NUMBERING, VISIBILITY,
+    WORLD_SIZE,
 };
 
 /// Checks the local rank, the launcher's local size and the job's size (nodes x ranks per node)
@@ -108,8 +109,11 @@ pub fn rank_environment(
         ("MASTER_PORT", None),
     ]);
     let mut out = BTreeMap::new();
-    // Which plan's rank it is, for `verify --match`.
+    // Which plan's rank it is, for `verify --match`; of which group, for a nested `bind`.
     out.insert(NUMAPLAN_BOUND.to_string(), mark.to_string());
+    if let Some(g) = &plan.group {
+        out.insert(NUMAPLAN_GROUP.to_string(), g.name.clone());
+    }
     for (k, v) in &rank.env {
         let keeps_own = local.by_gpu && VISIBILITY.contains(&k.as_str());
         if !TORCHRUN_NUMBERING.contains(&k.as_str()) && !keeps_own {

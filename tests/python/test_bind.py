@@ -198,3 +198,28 @@ def test_an_error_crosses_processes_whole():
     copy = pickle.loads(pickle.dumps(error))
     assert (copy.code, copy.location, copy.help, copy.notes) == ("E0405", "p.yaml:3:7", "h", ("n",))
     assert str(copy) == str(error) == "error[E0405]: m\n --> p.yaml:3:7\n = note: n\n = help: h"
+
+
+def test_a_group_is_named_or_found(tmp_path: Path):
+    """Of a plan of several groups, `group=` names this node's group (its ranks numbered in
+    the whole job: WORLD_SIZE is every group's); a name the plan lacks is an error in Python's
+    words."""
+    job = tmp_path / "job.yaml"
+    job.write_text("command: [true]\ngpus: none\nmemory: {policy: none}\ngroups:\n"
+                   "  - {name: pairs, ranks_per_node: 2, cpu: {policy: exclusive}}\n"
+                   "  - {name: whole, ranks_per_node: 1, cpu: {policy: node}}\n")
+    plan = tmp_path / "plan.yaml"
+    subprocess.run([numaplan.executable(), "compile", str(job), "-q", "-o", str(plan)],
+                   check=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", numaplan.NumaplanWarning)
+        pairs = numaplan.resolve(str(plan), 1, group="pairs")
+        whole = numaplan.resolve(str(plan), 0, group="whole")
+    assert pairs.env["NUMAPLAN_GROUP"] == "pairs"
+    assert whole.env["NUMAPLAN_GROUP"] == "whole"
+    assert pairs.env["WORLD_SIZE"] == whole.env["WORLD_SIZE"] == "3"
+    assert len(whole.cpus) == len(pairs.cpus) * 2
+    with pytest.raises(numaplan.Error) as raised:
+        numaplan.resolve(str(plan), 0, group="critic")
+    assert raised.value.code == "E0442"
+    assert "group=" in (raised.value.help or ""), raised.value
