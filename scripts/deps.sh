@@ -11,8 +11,9 @@ packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck librsvg2-
 # As root only: the real-Slurm tests (the daemons run as root; iproute2 and util-linux give the
 # 3-node cluster its network namespaces), the QEMU multi-NUMA guest (tests/vm/qemu-numa.sh
 # also downloads Debian's kernel package there) and the real OCI containers of
-# tests/containers.rs (podman and crun, tests/container/container.sh).
-[ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge iproute2 util-linux qemu-system-x86 busybox-static cpio podman crun)
+# tests/containers.rs (podman and crun, tests/container/container.sh). libmpich-dev: mpicc.mpich
+# builds the MPI program tests/hetjob.rs runs across a heterogeneous job's components.
+[ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge iproute2 util-linux qemu-system-x86 busybox-static cpio podman crun libmpich-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
