@@ -21,8 +21,6 @@ pub struct GroupsContext {
     world_size: u64,
     world_nodes: u64,
     groups: Vec<GroupView>,
-    /// Whether any group's nodes have GPUs (`--gpu-bind=none` in `sbatch-exec`).
-    gpus: bool,
     /// The spec's `mpirun:` words (the top level's, which every group shares).
     mpirun_extra: Vec<String>,
     mpirun_openmpi: Vec<String>,
@@ -37,11 +35,10 @@ pub struct GroupView {
     topology: String,
     nodes: u32,
     ranks_per_node: u32,
-    /// Its ranks in all (nodes x ranks per node), its first global rank and node.
+    /// Its ranks in all (nodes x ranks per node), which global ranks they are (`ranks 16-19`,
+    /// `rank 20`), and the job's node number of its first node.
     ranks: u64,
-    /// `ranks 16-19`, `rank 20`.
     span: String,
-    first_rank: u64,
     first_node: u64,
     /// Its machine, which a node must have to run it (and by which a node finds its group).
     expect_cpus: usize,
@@ -86,7 +83,6 @@ pub fn groups(plan: &GroupedPlan, origin: &Origin, plan_ids: &[String]) -> Group
             .enumerate()
             .map(|(index, (g, id))| view(index, g, id))
             .collect(),
-        gpus: plan.groups.iter().any(|g| g.machine.gpus > 0),
         mpirun_extra: first.mpirun.extra.clone(),
         mpirun_openmpi: first.mpirun.openmpi.clone(),
         mpirun_mpich: first.mpirun.mpich.clone(),
@@ -110,7 +106,6 @@ fn view(index: usize, plan: &Plan, plan_id: &str) -> GroupView {
         span: place.map_or_else(String::new, |g| {
             g.span(u64::from(plan.nodes) * u64::from(plan.ranks_per_node))
         }),
-        first_rank: place.map_or(0, |g| g.first_rank),
         first_node: place.map_or(0, |g| g.first_node),
         expect_cpus: plan.machine.cpus,
         expect_nodes: plan.machine.numa_nodes,

@@ -40,6 +40,9 @@ pub(super) fn rank(e: &RankError) -> Diagnostic {
             .help(format!("start {ranks} ranks per node, as the plan has, or recompile the plan for more")),
         RankError::LocalSizeMismatch { launcher, plan, .. } => Diagnostic::error(E0420_LOCAL_SIZE, message)
             .help(format!("start the launcher with {plan} ranks per node (`--nproc-per-node {plan}`, `--ntasks-per-node={plan}`), or recompile the plan with `--set ranks_per_node={launcher}`")),
+        RankError::GroupUnknown { groups, .. } if groups.is_empty() => Diagnostic::error(E0442_GROUP_UNKNOWN, message)
+            .note("the plan is of one group: it has no `groups:`")
+            .help("drop `--group` (and NUMAPLAN_GROUP), or give the plan of several groups"),
         RankError::GroupUnknown { groups, .. } => Diagnostic::error(E0442_GROUP_UNKNOWN, message)
             .note(format!("the plan's groups: {}", groups_text(groups)))
             .help("name one of them (`--group NAME`, NUMAPLAN_GROUP)"),
