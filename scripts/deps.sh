@@ -7,13 +7,14 @@ set -euo pipefail
 # extracts a sysfs snapshot (.tar.bz2). openmpi-bin, mpich: tests/bind.rs runs `numaplan bind` under
 # mpirun.openmpi and mpiexec.mpich. libomp-dev: tests/openmp.rs links its OpenMP probe with
 # LLVM's runtime as well as GNU's (gcc's libgomp). groff-base: tests/cli.rs renders the man page.
-packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck librsvg2-bin bzip2 openmpi-bin mpich libomp-dev groff-base)
+# libmpich-dev (only recommended by mpich): mpicc.mpich builds the MPI program that
+# tests/groups_launch.rs and tests/hetjob.rs run across a job's groups.
+packages=(libhwloc-dev libudev-dev pkg-config hwloc numactl shellcheck librsvg2-bin bzip2 openmpi-bin mpich libmpich-dev libomp-dev groff-base)
 # As root only: the real-Slurm tests (the daemons run as root; iproute2 and util-linux give the
 # 3-node cluster its network namespaces), the QEMU multi-NUMA guest (tests/vm/qemu-numa.sh
 # also downloads Debian's kernel package there) and the real OCI containers of
-# tests/containers.rs (podman and crun, tests/container/container.sh). libmpich-dev: mpicc.mpich
-# builds the MPI program tests/hetjob.rs runs across a heterogeneous job's components.
-[ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge iproute2 util-linux qemu-system-x86 busybox-static cpio podman crun libmpich-dev)
+# tests/containers.rs (podman and crun, tests/container/container.sh).
+[ "$(id -u)" -ne 0 ] || packages+=(slurm-wlm munge iproute2 util-linux qemu-system-x86 busybox-static cpio podman crun)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

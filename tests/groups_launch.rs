@@ -362,3 +362,80 @@ fn a_group_of_a_plan_without_groups() {
     );
     assert!(!run.stderr.contains("E0442"), "{}", run.stderr);
 }
+
+/// The `--emit mpirun` script of a plan of two groups, run for real by MPICH's Hydra on this
+/// machine seen as two hosts (`localhost` and `127.0.0.1`, one per group, in NUMAPLAN_HOSTFILE;
+/// `-launcher fork` starts both here): one MPI_COMM_WORLD of 3 ranks, numbered group by group,
+/// each rank bound as its group plans it.
+#[test]
+fn mpirun_runs_the_groups_as_one_mpi_world() {
+    if std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap()
+        .trim()
+        == "0"
+    {
+        eprintln!("skipped: needs a machine with 2 CPUs or more");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("mpi_world");
+    common::succeed(
+        std::process::Command::new("mpicc.mpich")
+            .args(["-O2", "-Wall", "-Werror", "-o"])
+            .arg(&program)
+            .arg(common::repo().join("tests/slurm/mpi_world.c")),
+    );
+    let job = format!(
+        "command: [bash, -c, 'echo \"TASK $RANK $WORLD_SIZE $LOCAL_RANK $NUMAPLAN_GROUP \
+         $(grep Cpus_allowed_list /proc/self/status | cut -f2)\"; exec \"$0\"', {}]\n\
+         gpus: none\nmemory: {{policy: none}}\nmpirun: {{mpich: [-launcher, fork]}}\ngroups:\n\
+         \x20 - {{name: pairs, ranks_per_node: 2, cpu: {{policy: exclusive}}}}\n\
+         \x20 - {{name: whole, ranks_per_node: 1, cpu: {{policy: node}}}}\n",
+        program.display()
+    );
+    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+    std::fs::write(dir.path().join("hosts"), "localhost\n127.0.0.1\n").unwrap();
+    let compile = ["compile", "job.yaml", "-q"];
+    common::numaplan_in(
+        dir.path(),
+        &[&compile[..], &["--emit", "mpirun", "-o", "run.sh"]].concat(),
+    )
+    .ok();
+    let plan: serde_json::Value = serde_json::from_str(
+        &common::numaplan_in(dir.path(), &[&compile[..], &["--format", "json"]].concat()).ok(),
+    )
+    .unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_numaplan"));
+    let out = common::succeed(
+        std::process::Command::new(dir.path().join("run.sh"))
+            .current_dir(dir.path())
+            .env("NUMAPLAN", bin)
+            .env("MPIRUN", "mpirun.mpich")
+            .env("NUMAPLAN_HOSTFILE", dir.path().join("hosts")),
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut tasks: Vec<&str> = text.lines().filter(|l| l.starts_with("TASK ")).collect();
+    tasks.sort();
+    let cpus = |g: usize, r: usize| {
+        plan["groups"][g]["ranks"][r]["cpus"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        tasks,
+        [
+            format!("TASK 0 3 0 pairs {}", cpus(0, 0)),
+            format!("TASK 1 3 1 pairs {}", cpus(0, 1)),
+            format!("TASK 2 3 0 whole {}", cpus(1, 0)),
+        ],
+        "{text}"
+    );
+    let mut mpi: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("MPI "))
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .collect();
+    mpi.sort();
+    assert_eq!(mpi, ["0 3 3", "1 3 3", "2 3 3"], "{text}");
+}

@@ -23,6 +23,11 @@ fn cluster() -> Option<String> {
 /// `TASK SLURM_PROCID RANK WORLD_SIZE LOCAL_RANK NODE_RANK NUMAPLAN_GROUP host CPUs`, then runs
 /// `program`.
 fn job(program: &Path, port: u16, output: &Path) -> String {
+    job_with(program, port, output, "")
+}
+
+/// `job`, with `wide_extra` added to the `wide` group (`topology: other.yaml`).
+fn job_with(program: &Path, port: u16, output: &Path, wide_extra: &str) -> String {
     format!(
         r#"name: numaplan-hetjob
 command:
@@ -43,7 +48,7 @@ groups:
     nodes: 2
     ranks_per_node: 1
     cpu: {{policy: node}}
-"#,
+{wide_extra}"#,
         program.display(),
         output.display()
     )
@@ -226,4 +231,49 @@ fn sbatch_exec_runs_each_group_on_its_nodes() {
         .map(|(r, h)| format!("{r}@{}", ended.hosts[*h]))
         .collect();
     assert_eq!(peers, expected, "{text}");
+}
+
+/// A group planned for a machine of another shape than its nodes (this machine with one more,
+/// memory-only, NUMA node): its tasks check their node against their own group's machine and
+/// refuse, naming the node and the difference, and no rank of that group starts; the step fails.
+#[test]
+fn a_component_on_nodes_of_another_shape_refuses() {
+    if cluster().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let here = common::numaplan(&["topo", "--format", "yaml"]).ok();
+    let mut other: serde_yaml::Value = serde_yaml::from_str(&here).unwrap();
+    let nodes = other["nodes"].as_sequence_mut().unwrap();
+    let next = nodes.iter().filter_map(|n| n["id"].as_u64()).max().unwrap() + 1;
+    nodes.push(serde_yaml::from_str(&format!("{{id: {next}, package: 0, kind: memory}}")).unwrap());
+    let map = other.as_mapping_mut().unwrap();
+    map.remove("distances");
+    map.insert("name".into(), "other-machine".into());
+    std::fs::write(
+        dir.path().join("other.yaml"),
+        serde_yaml::to_string(&other).unwrap(),
+    )
+    .unwrap();
+    let program = dir.path().join("rendezvous");
+    common::cc(
+        &["-O2", "-Wall", "-Werror"],
+        "tests/slurm/rendezvous.c",
+        &program,
+    );
+    let output = dir.path().join("job.out");
+    let job = job_with(&program, 29613, &output, "    topology: other.yaml\n");
+    let (ended, text, _) = submit(dir.path(), &job, "sbatch", &output, &[]);
+    assert_eq!(ended.state, "FAILED", "{text}");
+    let expected = format!("{next} NUMA nodes, the plan expects {}", next + 1);
+    let refused = ended.hosts[1..]
+        .iter()
+        .any(|h| text.contains(&format!("numaplan: node {h} has {expected}\n")));
+    assert!(refused, "no node of `wide` refused:\n{text}");
+    assert!(
+        text.contains("does not look like topology other-machine"),
+        "{text}"
+    );
+    let wide_started = lines(&text, "TASK ").iter().any(|w| w[6] == "wide");
+    assert!(!wide_started, "a rank of `wide` started:\n{text}");
 }
