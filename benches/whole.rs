@@ -587,6 +587,45 @@ fn groups(o: &Options, dir: &Path, out: &mut String) {
         &sh(&three),
         o.runs,
     ));
+    bind_in_a_group(o, dir, out);
+}
+
+/// What a rank's start pays for its plan having groups: `bind --dry-run` of a rank of the
+/// second group of a plan of two (this machine's, so that the bind succeeds), against the same
+/// rank of that group compiled as a plan of its own.
+fn bind_in_a_group(o: &Options, dir: &Path, out: &mut String) {
+    let compile = |name: &str, spec: &str| {
+        let job = dir.join(format!("{name}.yaml"));
+        std::fs::write(&job, spec).unwrap();
+        let plan = dir.join(format!("{name}.plan.yaml"));
+        let done = Command::new(NUMAPLAN)
+            .args(["-q", "compile", &path(&job), "-o", &path(&plan)])
+            .status()
+            .unwrap();
+        assert!(done.success(), "{spec}");
+        path(&plan)
+    };
+    let one = "gpus: none\nranks_per_node: 1\ncpu: {policy: node}\n";
+    let grouped = compile(
+        "bind-groups",
+        "gpus: none\ngroups:\n  - {name: pairs, ranks_per_node: 2, cpu: {policy: exclusive}}\n  \
+         - {name: whole, ranks_per_node: 1, cpu: {policy: node}}\n",
+    );
+    let single = compile("bind-one", one);
+    let bind = |plan: &str, group: &[&str]| {
+        let words = [
+            &[NUMAPLAN, "-q", "bind", plan][..],
+            group,
+            &["--local-rank", "0"],
+        ];
+        argv(&[&words.concat()[..], &["--dry-run", "--", "true"]].concat())
+    };
+    out.push_str(&pair(
+        "`bind --dry-run` of a group's rank: plan of 2 groups (`--group whole`) vs that group's own plan",
+        &bind(&grouped, &["--group", "whole"]),
+        &bind(&single, &[]),
+        o.runs,
+    ));
 }
 
 /// The XML and the fixture describe one machine: the job compiles to the same ranks on both.

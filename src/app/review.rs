@@ -10,6 +10,7 @@ use crate::cli::{ColourChoice, DiffArgs, ExplainArgs, ExplainFormat, ReportForma
 use crate::error::Error;
 use crate::rank::RankError;
 use crate::review::{diff as plan_diff, explain as plan_explain, groups, picture, svg};
+use crate::topology::Topology;
 
 pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let old_t = args.old_topology.as_ref().or(args.topology.as_ref());
@@ -98,22 +99,29 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
         });
     }
     let grouped = subjects.iter().any(|s| s.plan.group.is_some());
-    let mut parts = Vec::new();
-    for s in subjects {
+    let (mut parts, mut reports) = (Vec::new(), Vec::new());
+    for mut s in subjects {
         let heading = groups::heading(&s.plan);
-        let part = explain_one(args, s)?;
-        parts.push((heading, part));
+        forced_banner(args, &mut s);
+        match (&s.plan.group, args.format) {
+            (Some(g), ExplainFormat::Json) => {
+                let topo = plan_topology(args, &s)?;
+                reports.push(groups::GroupExplain {
+                    group: g.name.clone(),
+                    first_rank: g.first_rank,
+                    explain: plan_explain::report(&s.plan, topo, &s.notes),
+                });
+            }
+            _ => parts.push((heading, explain_one(args, s)?)),
+        }
     }
     let text = match (grouped, args.format) {
         // One picture: of one group (checked above).
         (false, _) | (true, ExplainFormat::Svg) => parts.remove(0).1,
-        (true, ExplainFormat::Json) => {
-            let groups: Vec<serde_json::Value> = parts
-                .into_iter()
-                .map(|(_, part)| serde_json::from_str(&part).expect("invariant: reports are JSON"))
-                .collect();
-            json(&serde_json::json!({ "numaplan_explain": 1, "groups": groups }))
-        }
+        (true, ExplainFormat::Json) => json(&groups::GroupedExplain {
+            numaplan_explain: 1,
+            groups: reports,
+        }),
         (true, format) => {
             let mark = if format == ExplainFormat::Mpibind {
                 "# "
@@ -130,20 +138,27 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     emit(stdout, args.output.as_deref(), &text)
 }
 
-/// `explain` of one plan (of one group).
-fn explain_one(args: &ExplainArgs, mut s: Subject) -> Result<String, Error> {
-    let Some(topo) = &s.topology else {
-        return Err(Error::NeedsTopology {
-            input: args.input.clone(),
-            notes: s.notes,
-        });
-    };
+/// `--force` on another machine's topology: the notes start with a banner saying so.
+fn forced_banner(args: &ExplainArgs, s: &mut Subject) {
     if args.force && !s.notes.is_empty() {
         s.notes.insert(
             0,
             "DRAWN ON ANOTHER MACHINE (--force): cores, L3 groups and reasons below may not be the plan's".into(),
         );
     }
+}
+
+/// The topology a plan is drawn on: `explain` needs one.
+fn plan_topology<'s>(args: &ExplainArgs, s: &'s Subject) -> Result<&'s Topology, Error> {
+    s.topology.as_ref().ok_or_else(|| Error::NeedsTopology {
+        input: args.input.clone(),
+        notes: s.notes.clone(),
+    })
+}
+
+/// `explain` of one plan (of one group), its notes already bannered (`forced_banner`).
+fn explain_one(args: &ExplainArgs, s: Subject) -> Result<String, Error> {
+    let topo = plan_topology(args, &s)?;
     Ok(match args.format {
         ExplainFormat::Text => {
             let colour = match args.color {
@@ -160,17 +175,7 @@ fn explain_one(args: &ExplainArgs, mut s: Subject) -> Result<String, Error> {
             };
             plan_explain::render_text(&s.plan, topo, &s.notes, colour)
         }
-        ExplainFormat::Json => {
-            let report = plan_explain::report(&s.plan, topo, &s.notes);
-            match &s.plan.group {
-                None => json(&report),
-                Some(g) => json(&serde_json::json!({
-                    "group": g.name,
-                    "first_rank": g.first_rank,
-                    "explain": report,
-                })),
-            }
-        }
+        ExplainFormat::Json => json(&plan_explain::report(&s.plan, topo, &s.notes)),
         ExplainFormat::Mpibind => crate::review::mpibind::render(&s.plan),
         ExplainFormat::Svg => {
             let title = format!(

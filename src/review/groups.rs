@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::diff::{Report, Side, diff};
+use super::explain;
 use crate::plan::Plan;
 
 /// A group's heading: `group `trainer`: ranks 0-15 (2 nodes x 8), on nvidia-dgx-h100`.
@@ -113,4 +114,37 @@ impl GroupedReport {
         }
         out
     }
+}
+
+/// `explain --format json` of a plan of several groups: each group's report with its name and
+/// first global rank.
+#[derive(Serialize, JsonSchema)]
+pub struct GroupedExplain {
+    pub numaplan_explain: u32,
+    pub groups: Vec<GroupExplain>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct GroupExplain {
+    pub group: String,
+    pub first_rank: u64,
+    pub explain: explain::Report,
+}
+
+/// `numaplan schema explain`: the report of a plan of one group, or of several.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(title = "numaplan explain")]
+pub enum AnyExplain {
+    One(Box<explain::Report>),
+    Groups(GroupedExplain),
+}
+
+/// `numaplan schema diff`: the diff of two plans of one group, or of plans of several.
+#[derive(Serialize, JsonSchema)]
+#[serde(untagged)]
+#[schemars(title = "numaplan diff")]
+pub enum AnyDiff {
+    One(Box<Report>),
+    Groups(GroupedReport),
 }
