@@ -439,3 +439,43 @@ fn mpirun_runs_the_groups_as_one_mpi_world() {
     mpi.sort();
     assert_eq!(mpi, ["0 3 3", "1 3 3", "2 3 3"], "{text}");
 }
+
+/// A group's `gpus: visible` takes the GPUs of `compile`'s environment, as a job of one group
+/// does (W0205 says so), never all of them in silence.
+#[test]
+fn a_groups_visible_gpus_come_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let a100 = common::repo().join("examples/topologies/nvidia-dgx-a100.yaml");
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        format!(
+            "topology: {}\ngroups:\n  - {{name: all}}\n  - {{name: seen, gpus: visible}}\n",
+            a100.display()
+        ),
+    )
+    .unwrap();
+    let run = numaplan_env(
+        dir.path(),
+        &[("CUDA_VISIBLE_DEVICES", Path::new("2,5"))],
+        &["compile", "job.yaml", "--format", "json"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("W0205"), "{}", run.stderr);
+    let plan: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let gpus = |g: usize| -> Vec<u64> {
+        plan["groups"][g]["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| {
+                r["gpus"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap())
+            })
+            .collect()
+    };
+    assert_eq!(gpus(0), [0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(gpus(1), [2, 5]);
+}

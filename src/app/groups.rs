@@ -93,7 +93,12 @@ pub(crate) fn plan_groups(
         machines.push(source.load()?);
         files.push(source.file().map(Path::to_path_buf));
     }
-    let plan = resolve_groups(spec, &machines).map_err(|(i, error)| {
+    // Each group's `gpus: visible` from this process's variables, as for a job of one group.
+    let mut spec = spec.clone();
+    for group in &mut spec.groups {
+        super::node::fill_visible_gpus(&mut group.spec);
+    }
+    let plan = resolve_groups(&spec, &machines).map_err(|(i, error)| {
         let name = &spec.groups[i].name;
         let in_group = format!("groups[{i}].{}", error.path);
         let mut error = error.note(format!("in group `{name}`"));

@@ -27,12 +27,10 @@ use crate::plan_file::{self, Provenance};
 use crate::provenance;
 use crate::resolve::resolve;
 use crate::shell;
-use crate::spec::GpuChoice;
 use crate::spec::SpecError;
 use crate::spec::load::{LoadedSpec, load_with};
 use crate::text::TextError;
 use crate::topology::{self, Source, Topology, fixture, summary};
-use crate::variables::{CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES};
 
 /// Runs a command: its data goes to `stdout`, the plan's warnings to `warnings`.
 pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
@@ -105,11 +103,7 @@ pub(crate) fn compile_loaded(
     };
     let t = source.load()?;
     let mut spec = loaded.spec.clone();
-    if let GpuChoice::Visible(visible) = &mut spec.gpus {
-        *visible = [CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES]
-            .into_iter()
-            .find_map(|var| Some((var.to_string(), std::env::var(var).ok()?)));
-    }
+    node::fill_visible_gpus(&mut spec);
     let plan = resolve(&spec, &t).map_err(|error| Error::Resolve {
         map: Box::new(loaded.map.for_path(&error.path).clone()),
         error: Box::new(error),

@@ -160,6 +160,18 @@ impl PciListing {
     }
 }
 
+/// `gpus: visible` takes its GPUs from this process's visibility variable (CUDA's, else
+/// ROCm's), where one is set: filled in here, at the edge, so that the resolver stays pure.
+pub(super) fn fill_visible_gpus(spec: &mut crate::spec::Spec) {
+    use crate::spec::GpuChoice;
+    use crate::variables::{CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES};
+    if let GpuChoice::Visible(visible) = &mut spec.gpus {
+        *visible = [CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES]
+            .into_iter()
+            .find_map(|var| Some((var.to_string(), std::env::var(var).ok()?)));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
