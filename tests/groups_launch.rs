@@ -180,7 +180,15 @@ fn bind_under_torchrun_counts_the_groups_before_its_own() {
     assert_eq!(report["cpus"], "72-143", "{out}");
     let run = with_env(&torchrun("1", "9"), &args);
     assert_eq!(run.code, 1, "{}", run.stdout);
-    assert!(run.stderr.contains("error[E0429]"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "error[E0429]: torchrun's variables disagree: LOCAL_RANK=1, but RANK=9 - (the \
+             group's first rank 16 + (GROUP_RANK=2 - its first node 2) x LOCAL_WORLD_SIZE=4) \
+             gives no local rank of this node"
+        ),
+        "{}",
+        run.stderr
+    );
     // A world of another size than the groups' is refused too.
     let mut wrong = torchrun("1", "17");
     wrong[4] = ("WORLD_SIZE", "16");

@@ -19,8 +19,14 @@ pub enum RankError {
     )]
     LocalRankDisagree { claims: Vec<Claim> },
     #[error(
-        "torchrun's variables disagree: LOCAL_RANK={local_rank}, but RANK={global} - \
-         GROUP_RANK={group} x LOCAL_WORLD_SIZE={size} gives {}",
+        "torchrun's variables disagree: LOCAL_RANK={local_rank}, but RANK={global} - {} gives {}",
+        match start {
+            None => format!("GROUP_RANK={group} x LOCAL_WORLD_SIZE={size}"),
+            Some((rank, node)) => format!(
+                "(the group's first rank {rank} + (GROUP_RANK={group} - its first node {node}) \
+                 x LOCAL_WORLD_SIZE={size})"
+            ),
+        },
         match derived {
             Some(d) => format!("local rank {d}"),
             None => "no local rank of this node".into(),
@@ -31,6 +37,8 @@ pub enum RankError {
         global: u32,
         group: u32,
         size: u32,
+        /// Of a group of a plan of several: its first global rank and node.
+        start: Option<(u64, u64)>,
         /// The local rank RANK, GROUP_RANK and LOCAL_WORLD_SIZE give, if any on this node.
         derived: Option<u32>,
     },

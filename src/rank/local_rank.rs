@@ -243,6 +243,8 @@ fn from_launchers(env: &Env, start: GroupStart) -> Result<LocalRank, RankError> 
 struct GroupStart {
     rank: u64,
     node: u64,
+    /// A group of a plan of several (its errors say so).
+    grouped: bool,
 }
 
 fn group_start(plan: &Plan) -> GroupStart {
@@ -251,6 +253,7 @@ fn group_start(plan: &Plan) -> GroupStart {
         .map_or(GroupStart::default(), |g| GroupStart {
             rank: g.first_rank,
             node: g.first_node,
+            grouped: true,
         })
 }
 
@@ -298,6 +301,7 @@ fn torchrun_local_rank(
             global,
             group,
             size,
+            start: start.grouped.then_some((start.rank, start.node)),
             derived,
         }),
     }
