@@ -387,12 +387,7 @@ fn mpirun_runs_the_groups_as_one_mpi_world() {
     }
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("mpi_world");
-    common::succeed(
-        std::process::Command::new("mpicc.mpich")
-            .args(["-O2", "-Wall", "-Werror", "-o"])
-            .arg(&program)
-            .arg(common::repo().join("tests/slurm/mpi_world.c")),
-    );
+    common::mpi_world(&program);
     let job = format!(
         "command: [bash, -c, 'echo \"TASK $RANK $WORLD_SIZE $LOCAL_RANK $NUMAPLAN_GROUP \
          $(grep Cpus_allowed_list /proc/self/status | cut -f2)\"; exec \"$0\"', {}]\n\

@@ -80,18 +80,6 @@ fn submit(
     (ended, text, serde_json::from_str(&plan).unwrap())
 }
 
-/// The lines starting with `tag`, without `numaplan exec`'s `[K] ` prefix, split into words.
-fn lines<'t>(text: &'t str, tag: &str) -> Vec<Vec<&'t str>> {
-    text.lines()
-        .map(|l| match l.strip_prefix('[') {
-            Some(rest) => rest.split_once("] ").map_or(l, |(_, line)| line),
-            None => l,
-        })
-        .filter(|l| l.starts_with(tag))
-        .map(|l| l.split_whitespace().collect())
-        .collect()
-}
-
 /// Each global rank's group, local rank, node within its group and planned CPUs, from the plan.
 fn planned(plan: &Value) -> BTreeMap<u64, (String, u64, u64, String)> {
     let mut out = BTreeMap::new();
@@ -117,7 +105,7 @@ fn every_rank_as_planned(text: &str, plan: &Value, hosts: &[String], procid: boo
     let planned = planned(plan);
     assert_eq!(planned.len(), 4, "{plan}");
     let mut seen = BTreeMap::new();
-    for w in lines(text, "TASK ") {
+    for w in common::tagged_lines(text, "TASK ") {
         let rank: u64 = w[2].parse().unwrap();
         assert!(
             seen.insert(rank, w.clone()).is_none(),
@@ -166,12 +154,7 @@ fn one_heterogeneous_step_is_one_mpi_world() {
     }
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("mpi_world");
-    common::succeed(
-        std::process::Command::new("mpicc.mpich")
-            .args(["-O2", "-Wall", "-Werror", "-o"])
-            .arg(&program)
-            .arg(common::repo().join("tests/slurm/mpi_world.c")),
-    );
+    common::mpi_world(&program);
     let output = dir.path().join("job.out");
     let job = job(&program, 29611, &output);
     let envs = [("SLURM_MPI_TYPE", "pmi2")];
@@ -180,7 +163,7 @@ fn one_heterogeneous_step_is_one_mpi_world() {
     assert_eq!(ended.hosts.len(), 3, "{:?}", ended.hosts);
     every_rank_as_planned(&text, &plan, &ended.hosts, true);
     // MPI_COMM_WORLD is the whole job: 4 ranks, whose numbers sum to 6.
-    let mut mpi: Vec<String> = lines(&text, "MPI ")
+    let mut mpi: Vec<String> = common::tagged_lines(&text, "MPI ")
         .iter()
         .map(|w| format!("{} {} {}", w[1], w[2], w[3]))
         .collect();
@@ -221,7 +204,7 @@ fn sbatch_exec_runs_each_group_on_its_nodes() {
         "{text}"
     );
     assert!(!text.contains("MISMATCH"), "{text}");
-    let heard = lines(&text, "RDV 0 ");
+    let heard = common::tagged_lines(&text, "RDV 0 ");
     assert_eq!(heard.len(), 1, "{text}");
     assert_eq!(heard[0][4], format!("{}:{port}", ended.hosts[0]), "{text}");
     let mut peers: Vec<&str> = heard[0][6].split(',').collect();
@@ -242,19 +225,8 @@ fn a_component_on_nodes_of_another_shape_refuses() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let here = common::numaplan(&["topo", "--format", "yaml"]).ok();
-    let mut other: serde_yaml::Value = serde_yaml::from_str(&here).unwrap();
-    let nodes = other["nodes"].as_sequence_mut().unwrap();
-    let next = nodes.iter().filter_map(|n| n["id"].as_u64()).max().unwrap() + 1;
-    nodes.push(serde_yaml::from_str(&format!("{{id: {next}, package: 0, kind: memory}}")).unwrap());
-    let map = other.as_mapping_mut().unwrap();
-    map.remove("distances");
-    map.insert("name".into(), "other-machine".into());
-    std::fs::write(
-        dir.path().join("other.yaml"),
-        serde_yaml::to_string(&other).unwrap(),
-    )
-    .unwrap();
+    let (other, planned) = common::one_more_node_fixture();
+    std::fs::write(dir.path().join("other.yaml"), other).unwrap();
     let program = dir.path().join("rendezvous");
     common::cc(
         &["-O2", "-Wall", "-Werror"],
@@ -265,7 +237,7 @@ fn a_component_on_nodes_of_another_shape_refuses() {
     let job = job_with(&program, 29613, &output, "    topology: other.yaml\n");
     let (ended, text, _) = submit(dir.path(), &job, "sbatch", &output, &[]);
     assert_eq!(ended.state, "FAILED", "{text}");
-    let expected = format!("{next} NUMA nodes, the plan expects {}", next + 1);
+    let expected = format!("{} NUMA nodes, the plan expects {planned}", planned - 1);
     let refused = ended.hosts[1..]
         .iter()
         .any(|h| text.contains(&format!("numaplan: node {h} has {expected}\n")));
@@ -274,6 +246,8 @@ fn a_component_on_nodes_of_another_shape_refuses() {
         text.contains("does not look like topology other-machine"),
         "{text}"
     );
-    let wide_started = lines(&text, "TASK ").iter().any(|w| w[6] == "wide");
+    let wide_started = common::tagged_lines(&text, "TASK ")
+        .iter()
+        .any(|w| w[6] == "wide");
     assert!(!wide_started, "a rank of `wide` started:\n{text}");
 }

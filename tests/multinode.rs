@@ -78,18 +78,6 @@ fn submit(
     (ended, text, serde_json::from_str(&plan).unwrap())
 }
 
-/// The lines starting with `tag`, without `numaplan exec`'s `[K] ` prefix, split into words.
-fn lines<'t>(text: &'t str, tag: &str) -> Vec<Vec<&'t str>> {
-    text.lines()
-        .map(|l| match l.strip_prefix('[') {
-            Some(rest) => rest.split_once("] ").map_or(l, |(_, line)| line),
-            None => l,
-        })
-        .filter(|l| l.starts_with(tag))
-        .map(|l| l.split_whitespace().collect())
-        .collect()
-}
-
 /// Runs a `nodes`-node job through `kind` and checks every rank's report against the plan and
 /// the allocation, and that every rank met rank 0 at MASTER_ADDR:MASTER_PORT.
 fn every_rank_is_placed_and_meets_rank_0(kind: &str, nodes: u32, port: u16) {
@@ -110,7 +98,7 @@ fn every_rank_is_placed_and_meets_rank_0(kind: &str, nodes: u32, port: u16) {
 
     // Every global rank reports exactly once, with the values the plan and allocation give it.
     let mut seen = BTreeMap::new();
-    for words in lines(&text, "TASK ") {
+    for words in common::tagged_lines(&text, "TASK ") {
         let rank: u32 = words[1].parse().unwrap();
         assert!(
             seen.insert(rank, words.clone()).is_none(),
@@ -138,7 +126,7 @@ fn every_rank_is_placed_and_meets_rank_0(kind: &str, nodes: u32, port: u16) {
     }
 
     // Rank 0 listened on MASTER_ADDR on its own node and heard every other rank, from its node.
-    let heard = lines(&text, "RDV 0 ");
+    let heard = common::tagged_lines(&text, "RDV 0 ");
     assert_eq!(heard.len(), 1, "{text}");
     assert_eq!(heard[0][2], master.as_str(), "{text}");
     assert_eq!(heard[0][4], format!("{master}:{port}"), "{text}");
@@ -148,7 +136,7 @@ fn every_rank_is_placed_and_meets_rank_0(kind: &str, nodes: u32, port: u16) {
         .map(|r| format!("{r}@{}", ended.hosts[(r / per_node) as usize]))
         .collect();
     assert_eq!(peers, expected, "{text}");
-    let acked = lines(&text, "RDV ")
+    let acked = common::tagged_lines(&text, "RDV ")
         .into_iter()
         .filter(|w| w[1] != "0" && w[3] == "connected" && w[6] == "ack")
         .count();
@@ -197,23 +185,12 @@ fn a_node_of_another_shape_refuses_on_both_paths() {
     if cluster().is_none() {
         return;
     }
-    let here = common::numaplan(&["topo", "--format", "yaml"]).ok();
-    let mut other: serde_yaml::Value = serde_yaml::from_str(&here).unwrap();
-    let nodes = other["nodes"].as_sequence_mut().unwrap();
-    let next = nodes.iter().filter_map(|n| n["id"].as_u64()).max().unwrap() + 1;
-    nodes.push(serde_yaml::from_str(&format!("{{id: {next}, package: 0, kind: memory}}")).unwrap());
-    let map = other.as_mapping_mut().unwrap();
-    map.remove("distances");
-    map.insert("name".into(), "other-machine".into());
-    let expected = format!("{} NUMA nodes, the plan expects {}", next, next + 1);
+    let (other, planned) = common::one_more_node_fixture();
+    let expected = format!("{} NUMA nodes, the plan expects {planned}", planned - 1);
 
     for (kind, port) in [("sbatch", 29605), ("sbatch-exec", 29606)] {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("other.yaml"),
-            serde_yaml::to_string(&other).unwrap(),
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("other.yaml"), &other).unwrap();
         let output = dir.path().join("job.out");
         let bin = rendezvous(dir.path());
         let job = job(2, port, "none", &bin, &output);

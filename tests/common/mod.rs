@@ -306,3 +306,41 @@ pub fn restricted_to_node_1(dir: &std::path::Path) -> String {
     std::fs::write(dir.join("restricted.xml"), &text).unwrap();
     text
 }
+
+/// The lines of a job's output starting with `tag`, without `numaplan exec`'s `[K] ` prefix,
+/// split into words.
+pub fn tagged_lines<'t>(text: &'t str, tag: &str) -> Vec<Vec<&'t str>> {
+    text.lines()
+        .map(|l| match l.strip_prefix('[') {
+            Some(rest) => rest.split_once("] ").map_or(l, |(_, line)| line),
+            None => l,
+        })
+        .filter(|l| l.starts_with(tag))
+        .map(|l| l.split_whitespace().collect())
+        .collect()
+}
+
+/// This machine's fixture with one more NUMA node, memory-only, named `other-machine`: the same
+/// CPUs (so Slurm could apply the masks), another shape (so every node check refuses). Returns
+/// the fixture's text and its NUMA node count.
+pub fn one_more_node_fixture() -> (String, u64) {
+    let here = numaplan(&["topo", "--format", "yaml"]).ok();
+    let mut other: serde_yaml::Value = serde_yaml::from_str(&here).unwrap();
+    let nodes = other["nodes"].as_sequence_mut().unwrap();
+    let next = nodes.iter().filter_map(|n| n["id"].as_u64()).max().unwrap() + 1;
+    nodes.push(serde_yaml::from_str(&format!("{{id: {next}, package: 0, kind: memory}}")).unwrap());
+    let map = other.as_mapping_mut().unwrap();
+    map.remove("distances");
+    map.insert("name".into(), "other-machine".into());
+    (serde_yaml::to_string(&other).unwrap(), next + 1)
+}
+
+/// tests/slurm/mpi_world.c built with MPICH's compiler as `out`.
+pub fn mpi_world(out: &Path) {
+    succeed(
+        Command::new("mpicc.mpich")
+            .args(["-O2", "-Wall", "-Werror", "-o"])
+            .arg(out)
+            .arg(repo().join("tests/slurm/mpi_world.c")),
+    );
+}
