@@ -482,3 +482,29 @@ fn a_groups_visible_gpus_come_from_the_environment() {
     assert_eq!(gpus(0), [0, 1, 2, 3, 4, 5, 6, 7]);
     assert_eq!(gpus(1), [2, 5]);
 }
+
+/// A group's entry that contradicts its own machine (a home node that does not hold the rank's
+/// CPUs) is refused at that group's key, as a plan of one group is at its own.
+#[test]
+fn a_group_that_contradicts_its_machine_is_refused_at_its_key() {
+    // Beside the examples' machines, which the plan names relative to itself.
+    let plan = common::repo()
+        .join("target")
+        .join(format!("groups-machine-{}.yaml", std::process::id()));
+    let plan = plan.to_str().unwrap().to_string();
+    numaplan(&["compile", EXAMPLE, "-q", "-o", &plan]).ok();
+    let text = std::fs::read_to_string(&plan).unwrap();
+    let rollout = text.find("- group: rollout").unwrap();
+    let home = rollout + text[rollout..].find("numa_node: 0").unwrap();
+    let edited = format!("{}numa_node: 1{}", &text[..home], &text[home + 12..]);
+    std::fs::write(&plan, edited).unwrap();
+    let run = numaplan(&["explain", &plan]);
+    std::fs::remove_file(&plan).unwrap();
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("error[E0406]"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("in `groups[1].ranks[0].numa_node`"),
+        "{}",
+        run.stderr
+    );
+}

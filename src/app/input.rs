@@ -265,8 +265,9 @@ fn plan_topology(
     let fp = fixture::fingerprint(&t);
     if fp == loaded.fingerprint {
         // The plan's own machine: what only the machine knows must agree with the plan.
-        check_on_machine(&loaded.plan, &t)
-            .map_err(|(path, message)| plan_file::located(arg, text, &path, message))?;
+        check_on_machine(&loaded.plan, &t).map_err(|(path, message)| {
+            plan_file::located(arg, text, &loaded.plan, &path, message)
+        })?;
     } else {
         if machine == PlanMachine::Strict {
             return Err(Error::TopologyMismatch {

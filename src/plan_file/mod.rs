@@ -140,10 +140,19 @@ pub struct LoadedPlan {
     pub topology_file: Option<String>,
 }
 
-/// The error of a plan file that loads, at `path` (a problem only its machine shows).
-pub fn located(file: &str, text: &str, path: &str, message: String) -> PlanFileError {
-    match yaml::parse::<PlanFile>(file, text) {
-        Ok((_, map)) => FileError::invalid(&map, path, message, None),
+/// The error of a plan file that loads, at `path` of `plan` (a problem only its machine
+/// shows); of a group of a plan of several, at that group's entry (`groups[1].ranks[0]...`).
+pub fn located(file: &str, text: &str, plan: &Plan, path: &str, message: String) -> PlanFileError {
+    let map = match &plan.group {
+        None => yaml::parse::<PlanFile>(file, text).map(|(_, map)| map),
+        Some(_) => yaml::parse::<groups::GroupedPlanFile>(file, text).map(|(_, map)| map),
+    };
+    let path = match &plan.group {
+        None => path.to_string(),
+        Some(g) => format!("groups[{}].{path}", g.index),
+    };
+    match map {
+        Ok(map) => FileError::invalid(&map, &path, message, None),
         Err(e) => FileError::from(e),
     }
 }
