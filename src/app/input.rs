@@ -104,7 +104,7 @@ fn this_nodes_group(subjects: &[Subject], flag: Option<&str>) -> Result<usize, E
         flag,
         env: &env,
         host: &host,
-        shape: machine_shape(),
+        shape: &machine_shape,
     };
     Ok(find_group(&groups, &node)?)
 }

@@ -15,7 +15,9 @@ pub struct ThisNode<'a> {
     pub env: &'a Env,
     /// Its host name (Slurm's `SLURMD_NODENAME` where set).
     pub host: &'a str,
-    pub shape: MachineShape,
+    /// Its shape, read (from `/sys`) only when no name or Slurm component says the group: a
+    /// rank's `bind` pays for it only where it is needed.
+    pub shape: &'a dyn Fn() -> MachineShape,
 }
 
 /// The index of this node's group in `groups`.
@@ -90,13 +92,14 @@ fn by_slurm_component(groups: &[GroupShape], node: &ThisNode) -> Result<Option<u
 
 /// Step 3: the one group whose machine has this node's shape.
 fn by_shape(groups: &[GroupShape], node: &ThisNode) -> Result<usize, RankError> {
+    let shape = (node.shape)();
     let matching: Vec<usize> = (0..groups.len())
-        .filter(|i| groups[*i].shape == node.shape)
+        .filter(|i| groups[*i].shape == shape)
         .collect();
     match matching[..] {
         [one] => Ok(one),
         _ => Err(RankError::GroupNotFound {
-            shape: node.shape,
+            shape,
             matching: matching.iter().map(|i| groups[*i].name.clone()).collect(),
             groups: groups.to_vec(),
         }),
@@ -142,7 +145,7 @@ mod tests {
                 flag,
                 env: &env,
                 host: "n3",
-                shape,
+                shape: &|| shape,
             },
         )
     }
