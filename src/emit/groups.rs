@@ -5,9 +5,12 @@
 use serde::Serialize;
 
 use super::context::{EmbeddedPlan, Header, Origin, embedded_plan, header};
-use super::sbatch::{Allocation, RankFunction, Step, allocation, job_name, rank_function, step};
+use super::sbatch::{
+    Allocation, GroupCheck, RankFunction, Step, allocation, job_name, rank_function, step,
+};
 use crate::plan::Plan;
 use crate::plan::groups::GroupedPlan;
+use crate::plan::place::GroupPlace;
 
 /// A plan of several groups, for the templates.
 #[derive(Serialize)]
@@ -31,8 +34,10 @@ pub struct GroupsContext {
 #[derive(Serialize)]
 pub struct GroupView {
     index: usize,
-    name: String,
-    topology: String,
+    /// Its name and machine (`name`, `topology`, `expect_cpus`...), which a node must have to
+    /// run it and by which a node finds its group.
+    #[serde(flatten)]
+    machine: GroupCheck,
     nodes: u32,
     ranks_per_node: u32,
     /// Its ranks in all (nodes x ranks per node), which global ranks they are (`ranks 16-19`,
@@ -40,10 +45,6 @@ pub struct GroupView {
     ranks: u64,
     span: String,
     first_node: u64,
-    /// Its machine, which a node must have to run it (and by which a node finds its group).
-    expect_cpus: usize,
-    expect_nodes: usize,
-    expect_gpus: usize,
     command: Vec<String>,
     allocation: Allocation,
     step: Step,
@@ -75,13 +76,11 @@ pub fn groups(plan: &GroupedPlan, origin: &Origin, plan_ids: &[String]) -> Group
         job_name: job_name(&plan.name),
         port: first.port.to_string(),
         world_size: plan.world_size,
-        world_nodes: plan.groups.iter().map(|g| u64::from(g.nodes)).sum(),
+        world_nodes: first.world_nodes(),
         groups: plan
-            .groups
-            .iter()
+            .places()
             .zip(plan_ids)
-            .enumerate()
-            .map(|(index, (g, id))| view(index, g, id))
+            .map(|((place, g), id)| view(place, g, id))
             .collect(),
         mpirun_extra: first.mpirun.extra.clone(),
         mpirun_openmpi: first.mpirun.openmpi.clone(),
@@ -89,30 +88,25 @@ pub fn groups(plan: &GroupedPlan, origin: &Origin, plan_ids: &[String]) -> Group
     }
 }
 
-fn view(index: usize, plan: &Plan, plan_id: &str) -> GroupView {
-    let place = plan.group.as_ref();
+fn view(place: &GroupPlace, plan: &Plan, plan_id: &str) -> GroupView {
     let step = step(plan);
     // A component asks its step's CPUs per task: Slurm gives a component one CPU per task
     // otherwise, and its masks would lie outside the allocation.
     let mut allocation = allocation(plan);
     allocation.cpus_per_task = step.cpus.cpus_per_task;
+    let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
+    let rank_fn = rank_function(plan, plan_id, &format!("NUMAPLAN_VALUE_G{}_", place.index));
     GroupView {
-        index,
-        name: place.map_or_else(String::new, |g| g.name.clone()),
-        topology: plan.topology.clone(),
+        index: place.index,
+        machine: GroupCheck::named(&place.name, plan),
         nodes: plan.nodes,
         ranks_per_node: plan.ranks_per_node,
-        ranks: u64::from(plan.nodes) * u64::from(plan.ranks_per_node),
-        span: place.map_or_else(String::new, |g| {
-            g.span(u64::from(plan.nodes) * u64::from(plan.ranks_per_node))
-        }),
-        first_node: place.map_or(0, |g| g.first_node),
-        expect_cpus: plan.machine.cpus,
-        expect_nodes: plan.machine.numa_nodes,
-        expect_gpus: plan.machine.gpus,
+        ranks,
+        span: place.span(ranks),
+        first_node: place.first_node,
         command: plan.command.clone(),
         allocation,
         step,
-        rank_fn: rank_function(plan, plan_id, &format!("NUMAPLAN_VALUE_G{index}_")),
+        rank_fn,
     }
 }

@@ -103,14 +103,20 @@ pub struct GroupCheck {
 }
 
 impl GroupCheck {
+    /// Of a group's plan; `None` for a plan of one group.
     pub fn of(plan: &Plan) -> Option<GroupCheck> {
-        Some(GroupCheck {
-            name: plan.group.as_ref()?.name.clone(),
+        Some(GroupCheck::named(&plan.group.as_ref()?.name, plan))
+    }
+
+    /// Group `name`, whose plan is `plan`.
+    pub fn named(name: &str, plan: &Plan) -> GroupCheck {
+        GroupCheck {
+            name: name.to_string(),
             topology: plan.topology.clone(),
             expect_cpus: plan.machine.cpus,
             expect_nodes: plan.machine.numa_nodes,
             expect_gpus: plan.machine.gpus,
-        })
+        }
     }
 }
 
