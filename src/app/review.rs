@@ -37,25 +37,20 @@ pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let grouped = [&old, &new]
         .iter()
         .any(|s| s.iter().any(|s| s.plan.group.is_some()));
-    let (text, empty) = if grouped {
-        let olds: Vec<_> = old.iter().map(side).collect();
-        let news: Vec<_> = new.iter().map(side).collect();
-        let report = groups::diff_groups(&olds, &news);
-        let text = match args.format {
-            ReportFormat::Text => notes + &report.render_text(),
-            ReportFormat::Json => json(&report),
-        };
-        (text, report.is_empty())
-    } else {
-        let report = plan_diff::diff(&side(&old[0]), &side(&new[0]));
-        let text = match args.format {
-            ReportFormat::Text => notes + &report.render_text(),
-            ReportFormat::Json => json(&report),
-        };
-        (text, report.is_empty())
+    let report = match grouped {
+        true => {
+            let olds: Vec<_> = old.iter().map(side).collect();
+            let news: Vec<_> = new.iter().map(side).collect();
+            groups::AnyDiff::Groups(groups::diff_groups(&olds, &news))
+        }
+        false => groups::AnyDiff::One(Box::new(plan_diff::diff(&side(&old[0]), &side(&new[0])))),
+    };
+    let text = match args.format {
+        ReportFormat::Text => notes + &report.render_text(),
+        ReportFormat::Json => json(&report),
     };
     emit(stdout, None, &text)?;
-    if args.exit_code && !empty {
+    if args.exit_code && !report.is_empty() {
         return Err(Error::Differs);
     }
     Ok(())

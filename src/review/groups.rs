@@ -148,3 +148,19 @@ pub enum AnyDiff {
     One(Box<Report>),
     Groups(GroupedReport),
 }
+
+impl AnyDiff {
+    pub fn is_empty(&self) -> bool {
+        match self {
+            AnyDiff::One(report) => report.is_empty(),
+            AnyDiff::Groups(report) => report.is_empty(),
+        }
+    }
+
+    pub fn render_text(&self) -> String {
+        match self {
+            AnyDiff::One(report) => report.render_text(),
+            AnyDiff::Groups(report) => report.render_text(),
+        }
+    }
+}
