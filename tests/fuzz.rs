@@ -390,9 +390,22 @@ fn failure(name: &str, case: u64, bytes: &[u8], what: &str) -> String {
     )
 }
 
-/// The time one input may take: 1 s, plus 250 µs per rank it planned.
-fn time_limit(ranks: usize) -> Duration {
-    Duration::from_secs(1) + Duration::from_micros(250) * ranks as u32
+/// The time one input may take: 1 s, plus per rank it planned 250 µs or, on a slower machine,
+/// 3x what a rank of a plainly linear job (`per_rank`, measured on this machine) takes. A stall
+/// is time beyond linear: a quadratic step at 65,536 ranks is 16x the per-rank time of 4,096.
+fn time_limit(ranks: usize, per_rank: Duration) -> Duration {
+    Duration::from_secs(1) + Duration::from_micros(250).max(per_rank * 3) * ranks as u32
+}
+
+/// What one rank of a job of 4,096 mpibind ranks on `topo` costs here (the plan, its
+/// read-back and five scripts): the linear rate `time_limit` allows for.
+fn per_rank_here(topo: &Topology) -> Duration {
+    let ranks = 4096;
+    let spec = format!("ranks_per_node: {ranks}\ncpu:\n  policy: mpibind\n");
+    let start = Instant::now();
+    let planned = run_case(Kind::Spec, spec.into_bytes(), topo);
+    assert_eq!(planned, Ok(ranks));
+    start.elapsed() / ranks as u32
 }
 
 #[test]
@@ -402,6 +415,7 @@ fn mutated_inputs_never_panic_stall_or_break_a_round_trip() {
     let topo =
         numaplan::topology::load_file(&repo().join("examples/topologies/nvidia-dgx-a100.yaml"))
             .unwrap();
+    let per_rank = per_rank_here(&topo);
     // Panics are failures here, reported below; the default hook would print each.
     std::panic::set_hook(Box::new(|_| {}));
     let mut failures = Vec::new();
@@ -422,10 +436,10 @@ fn mutated_inputs_never_panic_stall_or_break_a_round_trip() {
             let what = match outcome {
                 Err(_) => Some("panicked".to_string()),
                 Ok(Err(broken)) => Some(broken),
-                // A stall is time beyond linear in the plan made: 1 s, and 250 µs more per
-                // rank (mpibind plans up to 65,536 ranks sharing a node's CPUs; a debug build
-                // spends some 120 µs a rank on the plan, its read-back and five scripts).
-                Ok(Ok(ranks)) if start.elapsed() > time_limit(ranks) => {
+                // A stall is time beyond linear in the plan made (mpibind plans up to 65,536
+                // ranks sharing a node's CPUs; a debug build spends some 250 µs a rank on the
+                // plan, its read-back and five scripts).
+                Ok(Ok(ranks)) if start.elapsed() > time_limit(ranks, per_rank) => {
                     Some(format!("took {:?} for {ranks} ranks", start.elapsed()))
                 }
                 Ok(Ok(_)) => None,

@@ -19,9 +19,9 @@ fn compact_scalar_sequences(block: &str) -> String {
     while i < lines.len() {
         let line = lines[i];
         let indent_of = |l: &str| l.len() - l.trim_start().len();
-        if ["|", "|-", "|+", ">", ">-", ">+"]
-            .iter()
-            .any(|m| line.ends_with(&format!(": {m}")))
+        if line
+            .rsplit_once(": ")
+            .is_some_and(|(_, m)| ["|", "|-", "|+", ">", ">-", ">+"].contains(&m))
         {
             // A block scalar: copy its body verbatim.
             let key_indent = indent_of(line);
