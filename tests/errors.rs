@@ -156,6 +156,34 @@ fn every_code_is_explained_and_listed() {
     }
 }
 
+/// A code means one thing: no two problems share a number, so `numaplan codes CODE` explains
+/// the problem that was reported. A topology given as a job spec once said E0105, whose
+/// explanation was the other E0105's (a file that is not UTF-8).
+#[test]
+fn each_code_has_one_meaning_and_explains_what_was_reported() {
+    let codes = numaplan::diag::codes::ALL;
+    let mut seen = std::collections::BTreeSet::new();
+    for (code, _) in codes {
+        assert!(seen.insert(code.0), "{code} has two meanings");
+    }
+    let run = numaplan(&["compile", "examples/topologies/nvidia-dgx-a100.yaml"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let reported = run
+        .stderr
+        .strip_prefix("error[")
+        .and_then(|rest| rest.split(']').next())
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert_eq!(reported, "E0106", "{}", run.stderr);
+    let explained = numaplan(&["codes", reported]).ok();
+    assert!(
+        explained.contains("of another kind than the command takes")
+            && explained.contains("(formerly part of E0105)"),
+        "{explained}"
+    );
+    let utf8 = numaplan(&["codes", "E0105"]).ok();
+    assert!(utf8.contains("is not UTF-8 text"), "{utf8}");
+}
+
 #[test]
 fn missing_job_spec_is_an_environment_error() {
     let run = numaplan(&[
@@ -427,7 +455,7 @@ fn exec_without_a_program_says_where_it_goes() {
 }
 
 /// A numaplan file of another kind than the command takes says what it is and which command
-/// takes it (E0105), instead of "unknown key `numaplan_plan`": a plan given to `compile`, a
+/// takes it (E0106), instead of "unknown key `numaplan_plan`": a plan given to `compile`, a
 /// fixture given as a job spec (to `compile` and `exec`), a plan or a job spec given as
 /// `--topology`.
 #[test]

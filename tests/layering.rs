@@ -132,6 +132,43 @@ fn without_comments(code: &str) -> String {
 /// Every path a `use` declaration names, its braces expanded: `use a::{b, c::{d}}` gives
 /// `a::b` and `a::c::d` (an `as` rename and `self` in braces are read as what they name).
 fn use_paths(code: &str) -> Vec<Vec<String>> {
+    use_decls(code)
+        .into_iter()
+        .flat_map(|(_, paths)| paths)
+        .collect()
+}
+
+/// Each `use` declaration's paths, and whether it is a re-export (`pub use`, `pub(crate) use`).
+fn use_decls(code: &str) -> Vec<(bool, Vec<Vec<String>>)> {
+    use_spans(code)
+        .into_iter()
+        .map(|(reexport, at, end)| {
+            let tree: String = code[at + 4..end]
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            let mut paths = Vec::new();
+            expand(&tree, &mut Vec::new(), &mut paths);
+            (reexport, paths)
+        })
+        .collect()
+}
+
+/// The code with its `use` declarations left out (the paths written in the code itself).
+fn without_uses(code: &str) -> String {
+    let mut out = String::new();
+    let mut from = 0;
+    for (_, at, end) in use_spans(code) {
+        out.push_str(&code[from..at]);
+        from = end;
+    }
+    out.push_str(&code[from..]);
+    out
+}
+
+/// Where each `use` declaration starts (at `use`) and ends (at its `;`), and whether it is a
+/// re-export.
+fn use_spans(code: &str) -> Vec<(bool, usize, usize)> {
     let mut out = Vec::new();
     for (at, _) in code.match_indices("use ") {
         let before = code[..at].trim_end();
@@ -147,11 +184,12 @@ fn use_paths(code: &str) -> Vec<Vec<String>> {
         let Some(end) = code[at..].find(';') else {
             continue;
         };
-        let tree: String = code[at + 4..at + end]
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect();
-        expand(&tree, &mut Vec::new(), &mut out);
+        let reexport = before.ends_with("pub")
+            || (before.ends_with(')')
+                && before
+                    .rfind("pub(")
+                    .is_some_and(|p| !before[p..].contains([';', '{', '}'])));
+        out.push((reexport, at, at + end));
     }
     out
 }
@@ -532,6 +570,219 @@ fn strongly_connected(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<Str
         }
     }
     s.found
+}
+
+/// Whether `path`, written in module `at`, names a module of the crate (`super::node`) rather
+/// than an item in one.
+fn names_module(
+    at: &[String],
+    path: &[String],
+    modules: &BTreeMap<Vec<String>, (String, String)>,
+) -> bool {
+    let mut full: Vec<String> = match path.first().map(String::as_str) {
+        Some("crate") => Vec::new(),
+        _ => at.to_vec(),
+    };
+    for seg in path {
+        match seg.as_str() {
+            "crate" => {}
+            "self" => {}
+            "super" => {
+                full.pop();
+            }
+            s => full.push(s.to_string()),
+        }
+    }
+    modules.contains_key(&full)
+}
+
+/// Paths that start at a child module of `at` (`child::f`, `self::child::f`), written in code
+/// outside `use` declarations: a parent's calls into its children, which `inline_paths` does
+/// not read.
+fn child_paths(
+    at: &[String],
+    code: &str,
+    modules: &BTreeMap<Vec<String>, (String, String)>,
+) -> Vec<Vec<String>> {
+    let children: BTreeSet<&str> = modules
+        .keys()
+        .filter(|m| m.len() == at.len() + 1 && m.starts_with(at))
+        .filter_map(|m| m.last().map(String::as_str))
+        .collect();
+    let mut out = Vec::new();
+    for child in children {
+        let written = format!("{child}::");
+        for (i, _) in code.match_indices(&written) {
+            let before = &code[..i];
+            let path_from = match before.strip_suffix("self::") {
+                Some(rest) => rest,
+                None => before,
+            };
+            let prev = path_from.chars().last();
+            if prev.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let text = code[i..]
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .next()
+                .unwrap_or("");
+            if text.ends_with("::") {
+                continue;
+            }
+            out.push(text.split("::").map(String::from).collect());
+        }
+    }
+    out
+}
+
+/// File -> the files whose functions it calls: a path whose last segment is a lower-case item
+/// (a function; types and constants are other cases) of another file, through a `use`, a
+/// written-out `crate::`, `super::` or `self::` path, or a parent's `child::f`; and a child's
+/// `use super::*`, which takes its parent's functions whole. A parent's `pub use child::f`
+/// re-export is no call unless the parent calls `f` itself.
+fn call_graph_of(
+    modules: &BTreeMap<Vec<String>, (String, String)>,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let reexports = reexports(modules);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, (file, code)) in modules {
+        let code = without_comments(code);
+        let targets = graph.entry(file.clone()).or_default();
+        let mut written: Vec<Vec<String>> = Vec::new();
+        for (reexport, paths) in use_decls(&code) {
+            for used in paths {
+                let name = used.last().cloned().unwrap_or_default();
+                if reexport && !code.contains(&format!("{name}(")) {
+                    continue;
+                }
+                written.push(used);
+            }
+        }
+        if code.contains("use super::*;")
+            && let Some((parent_file, _)) = path
+                .split_last()
+                .and_then(|(_, parent)| modules.get(parent))
+        {
+            targets.insert(parent_file.clone());
+        }
+        let body = without_uses(&code);
+        written.extend(inline_paths(&body));
+        written.extend(child_paths(path, &body, modules));
+        for used in written {
+            let Some(item) = used.last() else { continue };
+            let is_function = item.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+            if !is_function || names_module(path, &used, modules) {
+                continue;
+            }
+            if let Some(to) = resolve(path, &used, modules, &reexports, 0)
+                && let Some((to_file, _)) = modules.get(&to)
+                && to_file != file
+            {
+                targets.insert(to_file.clone());
+            }
+        }
+    }
+    graph
+}
+
+/// No module calls a function of a child that calls one of its own back (ARCHITECTURE.md: a
+/// `mod.rs` is a front door). The import check above cannot see these: a parent's
+/// `child::f(..)` is no `use`. Shared types and constants of a parent stay allowed.
+#[test]
+fn no_module_calls_a_child_that_calls_it_back() {
+    let cycles = strongly_connected(&call_graph_of(&modules()));
+    assert!(
+        cycles.is_empty(),
+        "call cycles (each line: files whose functions call each other, directly or around):\n{}",
+        cycles
+            .iter()
+            .map(|c| c.join(" <-> "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+/// The call checker itself: a parent's `child::f()` with the child's `super::g()` (or its
+/// `use super::*`) is a cycle; a parent's types and constants named by a child are not, and
+/// neither is a parent that only re-exports the child's function.
+#[test]
+fn the_call_checker_finds_a_parent_and_child_calling_each_other() {
+    let module = |p: &str| -> Vec<String> {
+        p.split("::")
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let tree = |files: &[(&str, &str, &str)]| -> BTreeMap<Vec<String>, (String, String)> {
+        files
+            .iter()
+            .map(|(m, f, c)| (module(m), (f.to_string(), c.to_string())))
+            .collect()
+    };
+    let cycles = |files: &[(&str, &str, &str)]| strongly_connected(&call_graph_of(&tree(files)));
+    let both = vec![vec!["src/a/b.rs".to_string(), "src/a/mod.rs".into()]];
+    // A parent's call and a child's call back.
+    let calls = [
+        (
+            "a",
+            "src/a/mod.rs",
+            "mod b;\nfn run() { b::go(); }\npub(crate) fn help() {}",
+        ),
+        ("a::b", "src/a/b.rs", "pub fn go() { super::help(); }"),
+    ];
+    assert_eq!(cycles(&calls), both);
+    // The same call back through a `use`, through `use super::*`, and through `crate::`.
+    for back in [
+        "use super::help;\npub fn go() { help(); }",
+        "use super::*;\npub fn go() { help(); }",
+        "pub fn go() { crate::a::help(); }",
+    ] {
+        let files = [calls[0], ("a::b", "src/a/b.rs", back)];
+        assert_eq!(cycles(&files), both, "{back}");
+    }
+    // The parent through `self::`, and a grandchild calling its grandparent back.
+    let deep = [
+        (
+            "a",
+            "src/a/mod.rs",
+            "mod b;\nfn run() { self::b::c::go(); }\npub(crate) fn help() {}",
+        ),
+        ("a::b", "src/a/b/mod.rs", "pub mod c;"),
+        (
+            "a::b::c",
+            "src/a/b/c.rs",
+            "pub fn go() { super::super::help(); }",
+        ),
+    ];
+    assert_eq!(
+        cycles(&deep),
+        [vec!["src/a/b/c.rs".to_string(), "src/a/mod.rs".into()]]
+    );
+    // Types and constants of the parent, and a module path, are no calls back.
+    let shared = [
+        (
+            "a",
+            "src/a/mod.rs",
+            "mod b;\npub struct Shared;\nconst N: u8 = 1;\nfn run() { b::go(); }",
+        ),
+        (
+            "a::b",
+            "src/a/b.rs",
+            "use super::{Shared, N};\nuse super::c;\npub fn go() -> Shared { c::f(); Shared }",
+        ),
+        ("a::c", "src/a/c.rs", "pub fn f() {}"),
+    ];
+    assert!(cycles(&shared).is_empty());
+    // A parent that only re-exports its child's function calls nothing.
+    let front = [
+        (
+            "a",
+            "src/a/mod.rs",
+            "mod b;\npub use b::go;\npub(crate) fn help() {}",
+        ),
+        ("a::b", "src/a/b.rs", "pub fn go() { super::help(); }"),
+    ];
+    assert!(cycles(&front).is_empty());
 }
 
 #[test]

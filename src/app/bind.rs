@@ -12,8 +12,7 @@ use serde::Serialize;
 
 use super::input::{PlanMachine, load_subject};
 use super::memory::without_refused_policies;
-use super::node::{environment, node_facts};
-use super::{emit, json};
+use super::write::{emit, json};
 use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
 use crate::error::Error;
@@ -23,6 +22,8 @@ use crate::plan::{Plan, RankBinding};
 use crate::plan_file;
 use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 use crate::shell::quote as sh;
+use crate::sys::node::environment;
+use crate::topology::pci_gpus;
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let env = environment();
@@ -43,7 +44,8 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         true => plan.warnings.clone(),
         false => visible::warnings(&plan, std::slice::from_ref(rank), &env),
     };
-    let facts = launcher_binding_replaced(node_facts()?, &env, &local, rank, &mut shown);
+    let node = exec::NodeFacts::read(pci_gpus::count())?;
+    let facts = launcher_binding_replaced(node, &env, &local, rank, &mut shown);
     warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
     // What is this rank's own is said by every rank it is true of, whichever speaks for the
     // node: a memory policy this node refuses (an error, or not required: none), numbering.
@@ -77,10 +79,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         .into_iter()
         .collect();
     warnings.plan_warnings_as(Voice::Speaks, &subject.input, &own, allowed)?;
-    let argv: Vec<OsString> = match args.command.is_empty() {
-        true => plan.command.iter().map(OsString::from).collect(),
-        false => args.command.clone(),
-    };
+    let argv = program(args, &plan);
     let report = Report::new(&rank, &plan, &plan_id, &local, &set, &env, &argv);
     if args.dry_run {
         let text = match args.format {
@@ -102,6 +101,14 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         warnings.info(&report.verbose_line());
     }
     Err(bind_and_exec(&rank, &argv, &set, stdout))
+}
+
+/// The program the rank runs: the command line's, else the plan's `command`.
+fn program(args: &BindArgs, plan: &Plan) -> Vec<OsString> {
+    match args.command.is_empty() {
+        true => plan.command.iter().map(OsString::from).collect(),
+        false => args.command.clone(),
+    }
 }
 
 /// Binds this process as `rank` (all or nothing) and replaces it with `argv`; returns only on

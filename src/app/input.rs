@@ -4,16 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::groups::plan_groups;
-use super::node::{environment, machine_shape};
-use super::{Compiled, compile_loaded};
+use super::planned::{Compiled, compile_loaded, plan_groups};
 use crate::error::Error;
 use crate::plan::Plan;
 use crate::plan_file;
 use crate::rank::group::{GroupShape, ThisNode, find_group};
 use crate::resolve::on_machine::check_on_machine;
 use crate::spec::load::load_with;
+use crate::sys::node::environment;
 use crate::text::TextError;
+use crate::topology::pci_gpus;
 use crate::topology::{Source, Topology, fixture};
 use crate::yaml::Override;
 
@@ -104,7 +104,7 @@ fn this_nodes_group(subjects: &[Subject], flag: Option<&str>) -> Result<usize, E
         flag,
         env: &env,
         host: &host,
-        shape: &machine_shape,
+        shape: &|| crate::exec::machine_shape(pci_gpus::count()),
     };
     Ok(find_group(&groups, &node)?)
 }

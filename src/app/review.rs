@@ -3,9 +3,9 @@
 
 use std::io::{IsTerminal as _, Write};
 
-use super::emit;
 use super::input::{PlanMachine, Subject, group_shapes, load_subjects};
-use super::json;
+use super::write::emit;
+use super::write::json;
 use crate::cli::{ColourChoice, DiffArgs, ExplainArgs, ExplainFormat, ReportFormat};
 use crate::error::Error;
 use crate::rank::RankError;

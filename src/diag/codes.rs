@@ -49,7 +49,7 @@ codes! {
         "A job spec, topology file or plan is not UTF-8 text: the message gives the offset of \
          the first byte that is not part of a UTF-8 character. Save the file as UTF-8. An \
          error in the input: exit code 1.";
-    E0105_WRONG_KIND = "E0105":
+    E0106_WRONG_KIND = "E0106" formerly "E0105":
         "A numaplan file of another kind than the command takes: a plan given to `compile` \
          (which takes the job spec a plan is made from; `exec`, `bind`, `verify`, `explain` and \
          `diff` take the plan), a topology (fixture or hwloc XML) given as a job spec or plan \
@@ -134,11 +134,10 @@ codes! {
          hybrid cores. mpibind adds CPU -1 to such a task (a corrupt CPU set); numaplan \
          refuses and names the slot. Ask for fewer threads per core, or restrict to whole \
          cores.";
-    E0221_GROUPS_NOT_PLANNED = "E0221":
+    E0221_GROUPS_NOT_ONE_NODE = "E0221":
         "A job spec with `groups:` (nodes of different shapes) was given where only a job of \
-         one group can go: `--emit bash`, which starts one node's ranks with numactl, or a \
-         caller that plans one machine (`numaplan.plan()` in Python). Nothing starts rather \
-         than a job that leaves groups out. Emit `sbatch`, `sbatch-exec`, `torchrun` or \
+         one group can go: `--emit bash`, which starts one node's ranks with numactl. Nothing \
+         starts rather than a job that leaves groups out. Emit `sbatch`, `sbatch-exec`, `torchrun` or \
          `mpirun`, or run `numaplan exec` on each node (it finds the node's group, or takes \
          `--group NAME`).";
     E0300_TOPOLOGY_READ = "E0300":

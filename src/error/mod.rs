@@ -170,7 +170,7 @@ impl Error {
             )
             .help("add the program each rank runs, e.g. `command: [python, train.py]`"),
             Error::Emit(e @ EmitError::GroupsNotOneNode { .. }) => Diagnostic::error(
-                E0221_GROUPS_NOT_PLANNED,
+                E0221_GROUPS_NOT_ONE_NODE,
                 e.to_string(),
             )
             .help("emit `sbatch`, `sbatch-exec`, `torchrun` or `mpirun`, or run `numaplan exec` on each node (it finds the node's group)"),
@@ -264,13 +264,13 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         ResolveErrorKind::HelpersTakeAllCores { .. } => E0216_HELPERS_TAKE_ALL,
         ResolveErrorKind::VariableTooLong { .. } => E0217_VARIABLE_TOO_LONG,
         ResolveErrorKind::MpibindSmt { .. } => E0218_MPIBIND_SMT,
-        ResolveErrorKind::MpibindRestriction { .. } => E0219_MPIBIND_RESTRICTION,
+        ResolveErrorKind::MpibindRestriction(_) => E0219_MPIBIND_RESTRICTION,
         ResolveErrorKind::MpibindSlotTooSmall { .. } => E0220_MPIBIND_SLOT,
-        ResolveErrorKind::GroupsNotPlanned => E0221_GROUPS_NOT_PLANNED,
     };
-    let spot = map.exact(&e.path);
+    let path = e.path.to_string();
+    let spot = map.exact(&path);
     let label = if spot.is_some() {
-        format!("`{}`", e.path)
+        format!("`{path}`")
     } else {
         String::new()
     };

@@ -227,7 +227,7 @@ pub(super) fn not_utf8(
 
 /// A numaplan file of another kind than the command takes, and the command that takes it.
 pub(super) fn wrong_kind(e: &crate::yaml::WrongKind) -> Diagnostic {
-    Diagnostic::error(E0105_WRONG_KIND, e.to_string())
+    Diagnostic::error(E0106_WRONG_KIND, e.to_string())
         .in_file(&e.file)
         .help(e.help())
 }

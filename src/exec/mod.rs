@@ -17,7 +17,7 @@ use std::os::fd::OwnedFd;
 pub use error::{ExecError, Input, NodeMismatch, Refusal, refusal_cause};
 pub use job::Job;
 pub use launch::{Check, ExecOptions, Launch, NodePlace, OutputMode, launches};
-pub use node::{Force, NodeFacts, check_node};
+pub use node::{Force, NodeFacts, check_node, machine_shape};
 pub use start::{binding, memory_probe};
 use start::{prepare, start_all};
 pub use status::{describe, exit_code, short_status};

@@ -4,8 +4,9 @@
 use super::{ExecError, NodeMismatch};
 use crate::cpuset::CpuSet;
 use crate::plan::{MachineShape, Plan, RankBinding};
+use crate::sys::{affinity, node, proc};
 
-/// What `exec` knows of the node it runs on, read by `app` from `/proc` and `/sys`.
+/// What `exec` knows of the node it runs on, read from `/proc` and `/sys` (`NodeFacts::read`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeFacts {
     pub host: String,
@@ -20,6 +21,37 @@ pub struct NodeFacts {
     /// The memory nodes this process may use (`Mems_allowed_list`: a cgroup's `cpuset.mems`);
     /// `None` where unread.
     pub mems_allowed: Option<CpuSet>,
+}
+
+impl NodeFacts {
+    /// This node and this process, with `gpus` the GPUs counted on its PCI bus
+    /// (`topology::pci_gpus::count`).
+    pub fn read(gpus: usize) -> Result<NodeFacts, ExecError> {
+        let shape = machine_shape(gpus);
+        Ok(NodeFacts {
+            host: proc::hostname(),
+            allowed: affinity::own_affinity().map_err(|source| ExecError::Syscall {
+                what: "read this process's CPU affinity",
+                source,
+            })?,
+            online_cpus: node::online_cpus()
+                .unwrap_or_else(|| CpuSet::range(0, shape.cpus.max(1) as u32 - 1)),
+            shape,
+            online_nodes: node::online_nodes().unwrap_or_else(|| [0].into_iter().collect()),
+            mems_allowed: node::mems_allowed(),
+        })
+    }
+}
+
+/// This machine counted as the generated launchers count it (`check_node` in the templates):
+/// `/sys` CPU and NUMA node directories, and `gpus`.
+pub fn machine_shape(gpus: usize) -> MachineShape {
+    let (cpus, numa_nodes) = node::cpus_and_nodes();
+    MachineShape {
+        cpus,
+        numa_nodes,
+        gpus,
+    }
 }
 
 /// Refuses a plan this node cannot run: a machine of another shape than the plan's topology

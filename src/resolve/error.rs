@@ -2,12 +2,15 @@
 //! E02xx code; `path` is the spec key it concerns (mapped to a line by the diagnostics), `notes`
 //! the topology facts behind it.
 
+use crate::cpuset::CpuSet;
+use crate::ids::{NodeId, node_list};
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{kind}")]
 pub struct ResolveError {
     pub kind: ResolveErrorKind,
     /// The spec key the problem is about, e.g. `ranks_per_node` or `cpu.min_cores`.
-    pub path: String,
+    pub path: SpecKey,
     pub notes: Vec<String>,
     pub help: String,
 }
@@ -72,28 +75,69 @@ pub enum ResolveErrorKind {
     VisibleDevices { detail: String },
     #[error("`cpu.smt: {smt}` is more hardware threads per core than the machine's {level}")]
     MpibindSmt { smt: u32, level: u32 },
-    #[error("{what}")]
-    MpibindRestriction { what: String },
+    #[error("{0}")]
+    MpibindRestriction(MpibindRestriction),
     #[error("mpibind would give each task {wanted} CPU(s) of slot `{cpus}`, which has {has}")]
     MpibindSlotTooSmall {
-        cpus: String,
+        cpus: CpuSet,
         has: usize,
         wanted: usize,
     },
-    #[error(
-        "a job of several groups (`groups:`) is planned by `compile` alone: launching it, or emitting a script for it, is not done yet"
-    )]
-    GroupsNotPlanned,
     /// `asked`: `gpus: all`, `gpus: visible`, `gpus_per_rank: 2`.
     #[error("`{asked}` asks for GPUs, and topology `{topology}` has none")]
     NoGpus { asked: Box<str>, topology: Box<str> },
+}
+
+/// The spec key a problem is about: the top level's (`cpu.min_cores`), or in a job of several
+/// groups the key of a group's entry where the group wrote it (`groups[1].cpu.min_cores`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecKey {
+    /// The group's index in `groups:`, where the key is the group's own.
+    pub group: Option<u32>,
+    pub key: Box<str>,
+}
+
+impl SpecKey {
+    /// The same key in group `index`'s entry.
+    pub fn in_group(&self, index: usize) -> SpecKey {
+        SpecKey {
+            group: u32::try_from(index).ok(),
+            key: self.key.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for SpecKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.group {
+            Some(i) => write!(f, "groups[{i}].{}", self.key),
+            None => f.write_str(&self.key),
+        }
+    }
+}
+
+/// What a restriction of `policy: mpibind` leaves that mpibind cannot map (§3).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MpibindRestriction {
+    /// `cpu.allowed_nodes` names none of the machine's NUMA nodes (within the allowed CPUs).
+    #[error("`cpu.allowed_nodes: {}` names no NUMA node of `{topology}`", node_list(.named))]
+    NoNamedNode {
+        named: Vec<NodeId>,
+        topology: Box<str>,
+    },
+    /// Nothing with CPUs is left.
+    #[error("the restriction leaves no NUMA node with CPUs")]
+    NoNodeWithCpus,
 }
 
 impl ResolveError {
     pub fn new(kind: ResolveErrorKind, path: &str, help: impl Into<String>) -> Self {
         ResolveError {
             kind,
-            path: path.to_string(),
+            path: SpecKey {
+                group: None,
+                key: path.into(),
+            },
             notes: Vec::new(),
             help: help.into(),
         }

@@ -74,17 +74,3 @@ fn one_world(plan: &mut Plan, spec: &Spec, world: u64, nodes: u64) {
         }
     }
 }
-
-/// A spec of several groups is planned by `resolve_groups`, group by group; `resolve` refuses
-/// it rather than plan without its groups.
-pub(super) fn one_group(spec: &Spec) -> Result<(), ResolveError> {
-    match spec.groups.is_empty() {
-        true => Ok(()),
-        false => Err(ResolveError::new(
-            ResolveErrorKind::GroupsNotPlanned,
-            "groups",
-            "`numaplan compile` plans every group; `numaplan exec` and `bind` find their node's \
-             group (or take `--group NAME`)",
-        )),
-    }
-}

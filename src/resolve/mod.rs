@@ -19,7 +19,7 @@ pub mod pytorch;
 use std::collections::BTreeMap;
 
 use context::{Ctx, Mapped, Placement, Unit, visibility_variable};
-pub use error::{ResolveError, ResolveErrorKind};
+pub use error::{ResolveError, ResolveErrorKind, SpecKey};
 
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
@@ -30,7 +30,6 @@ use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
 
 pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
-    groups::one_group(spec)?;
     // Facts the topology's source found (NVML disagreeing with hwloc), then the spec's own.
     let mut warnings: Vec<Warning> = topo
         .notes()

@@ -12,6 +12,7 @@ pub mod cgroup;
 pub mod confinement;
 pub mod env;
 pub mod group;
+pub mod node;
 pub mod numa_maps;
 pub mod perf;
 pub mod pipe;

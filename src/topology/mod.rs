@@ -13,6 +13,7 @@ pub mod kfd;
 pub mod matrix;
 pub mod model;
 pub mod nvml;
+pub mod pci_gpus;
 mod source;
 pub mod summary;
 pub mod tree;

@@ -16,17 +16,20 @@ use serde::Serialize;
 use super::bind::Memory;
 use super::input::{PlanMachine, load_subject};
 use super::memory::without_refused_policies;
-use super::node::{environment, node_facts};
-use super::{emit, json};
+use super::write::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
 use crate::error::Error;
-use crate::exec::{self, Check, ExecError, ExecOptions, Force, Input, NodePlace, OutputMode};
+use crate::exec::{
+    self, Check, ExecError, ExecOptions, Force, Input, NodeFacts, NodePlace, OutputMode,
+};
 use crate::plan::Plan;
 use crate::plan_file;
 use crate::rank::{hostlist, visible};
 use crate::resolve::ResolveErrorKind;
 use crate::shell::quote as sh;
+use crate::sys::node::environment;
+use crate::topology::pci_gpus;
 use crate::yaml::Override;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
@@ -61,7 +64,12 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let checks = Checks::of(args)?;
     let opts = options(args, &plan, &checks)?;
     let force = if args.force { Force::Yes } else { Force::No };
-    let checked = exec::check_node(&plan, &plan.ranks, &node_facts()?, force);
+    let checked = exec::check_node(
+        &plan,
+        &plan.ranks,
+        &NodeFacts::read(pci_gpus::count())?,
+        force,
+    );
     if args.dry_run {
         let text = match args.format {
             ReportFormat::Text => dry_run(&plan, &opts)?,

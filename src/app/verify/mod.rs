@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use super::input::{PlanMachine, load_subject};
-use super::{emit, json};
+use super::write::{emit, json};
 use crate::cli::{ReportFormat, VerifyArgs, WatchArgs};
 use crate::error::Error;
 use crate::ids::RankPid;

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{Machine, Task, fill_in_buckets};
+use super::buckets::fill_in_buckets;
+use super::{Machine, Task};
 
 /// 1. The domains (NUMA order) split into `ntasks` runs, task i taking run i;
 /// 2. a task's CPUs: all CPUs of its domains' parents;

@@ -1,7 +1,8 @@
 //! §7, the memory-hierarchy path: tasks shared out over the NUMA domains in proportion to their
 //! GPUs (or CPUs), then each domain's tasks matched to a level of its parent's subtree.
 
-use super::{Machine, Task, fill_in_buckets, split};
+use super::buckets::{fill_in_buckets, split};
+use super::{Machine, Task};
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
 use crate::resolve::error::{ResolveError, ResolveErrorKind};
@@ -160,7 +161,7 @@ fn pus_per_slot(machine: &Machine, slots: &Slots, workers: usize) -> Result<usiz
         let cpus = &view.objects[short].cpus;
         return Err(ResolveError::new(
             ResolveErrorKind::MpibindSlotTooSmall {
-                cpus: cpus.to_string(),
+                cpus: cpus.clone(),
                 has: cpus.len(),
                 wanted: p,
             },

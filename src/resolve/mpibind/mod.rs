@@ -7,13 +7,14 @@
 //! 5. the path (§5): `greedy.rs` (§6) or `hierarchy.rs` (§7);
 //! 6. `rank_parts` (§8): each task as a rank, with OMP_* and the GPU variables.
 
+mod buckets;
 mod greedy;
 mod hierarchy;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::context::{Mapped, Placement, Unit, visibility_variable};
-use super::error::{ResolveError, ResolveErrorKind};
+use super::error::{MpibindRestriction, ResolveError, ResolveErrorKind};
 use super::inside::Inside;
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
@@ -156,11 +157,10 @@ fn restrict(
             return Err(restriction_error(
                 spec,
                 topo,
-                format!(
-                    "`cpu.allowed_nodes: {}` names no NUMA node of `{}`",
-                    crate::ids::node_list(keep),
-                    topo.name()
-                ),
+                MpibindRestriction::NoNamedNode {
+                    named: keep.clone(),
+                    topology: topo.name().into(),
+                },
                 format!(
                     "its NUMA nodes (within the allowed CPUs) are {}",
                     crate::ids::node_list(&present.into_iter().collect::<Vec<_>>())
@@ -181,20 +181,25 @@ fn restrict(
         return Err(restriction_error(
             spec,
             topo,
-            "the restriction leaves no NUMA node with CPUs".into(),
+            MpibindRestriction::NoNodeWithCpus,
             format!("the allowed CPUs are {allowed}"),
         ));
     }
     Ok(view)
 }
 
-fn restriction_error(spec: &Spec, topo: &Topology, what: String, note: String) -> ResolveError {
+fn restriction_error(
+    spec: &Spec,
+    topo: &Topology,
+    what: MpibindRestriction,
+    note: String,
+) -> ResolveError {
     let key = match spec.cpu.allowed_nodes {
         Some(_) => "cpu.allowed_nodes",
         None => "cpu.allowed",
     };
     ResolveError::new(
-        ResolveErrorKind::MpibindRestriction { what },
+        ResolveErrorKind::MpibindRestriction(what),
         key,
         "name NUMA nodes (and CPUs) of this machine; mpibind would warn and map the whole machine",
     )
@@ -235,32 +240,6 @@ fn gpus(view: &TreeView, selected: &[&Gpu]) -> Vec<(PciAddr, usize)> {
         .iter()
         .filter(|(pci, _)| selected.iter().any(|g| g.pci == *pci))
         .copied()
-        .collect()
-}
-
-/// Split `n` things into `k` runs (§0.6): consecutive, the first `n mod k` one longer.
-pub(crate) fn split(n: usize, k: usize) -> Vec<usize> {
-    (0..k).map(|i| n / k + usize::from(i < n % k)).collect()
-}
-
-/// mpibind's `fill_in_buckets` (internals.c:107-215): `elems` over `k` buckets. With as many
-/// elements as buckets or more, consecutive runs (§0.6); with fewer, the buckets split into runs
-/// and run j holds element j alone (its buckets share it). No element: every bucket empty.
-pub(crate) fn fill_in_buckets<T: Clone>(elems: &[T], k: usize) -> Vec<Vec<T>> {
-    if elems.is_empty() {
-        return vec![Vec::new(); k];
-    }
-    if elems.len() >= k {
-        let mut it = elems.iter();
-        return split(elems.len(), k)
-            .into_iter()
-            .map(|n| it.by_ref().take(n).cloned().collect())
-            .collect();
-    }
-    elems
-        .iter()
-        .zip(split(k, elems.len()))
-        .flat_map(|(e, n)| std::iter::repeat_n(vec![e.clone()], n))
         .collect()
 }
 

@@ -6,7 +6,8 @@
 
 use serde_json::Value;
 
-use super::{Problems, validate};
+use super::Problems;
+use super::one_group::validate_one_group;
 use crate::spec::GroupSpec;
 use crate::spec::raw::{GroupOptions, JobSpec};
 
@@ -38,7 +39,7 @@ pub(super) fn groups(
     for (i, group) in list.iter().enumerate() {
         names(list, i, p);
         let (merged, written) = merged(raw, group);
-        match validate(&merged) {
+        match validate_one_group(&merged) {
             Ok(spec) => out.push(GroupSpec {
                 name: group.name.clone(),
                 topology: group

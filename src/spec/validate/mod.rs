@@ -7,12 +7,12 @@ mod cpu;
 mod groups;
 mod launch;
 mod memory;
+mod one_group;
 
+use super::Spec;
 use super::error::SpecProblem;
-use super::raw::{self, JobSpec};
-use super::{GpuChoice, NicPolicy, Spec, Visibility};
+use super::raw::JobSpec;
 use crate::cpuset::{CpuSet, MAX_CPU};
-use crate::ids::GpuIndex;
 use crate::topology::fixture::CpuList;
 
 /// torchrun's default MASTER_PORT.
@@ -27,7 +27,7 @@ pub const MAX_ARG_LEN: usize = 32 * 4096 - 1;
 
 pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
     let Some(list) = &raw.groups else {
-        return validate_one(raw);
+        return one_group::validate_one_group(raw);
     };
     // The top level alone, then each group laid over it.
     let base = JobSpec {
@@ -35,7 +35,7 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         nodes: None,
         ..raw.clone()
     };
-    let top = validate_one(&base);
+    let top = one_group::validate_one_group(&base);
     let mut p = Problems(top.as_ref().err().cloned().unwrap_or_default());
     let top_problems = p.0.clone();
     let groups = groups::groups(raw, list, &top_problems, &mut p);
@@ -43,56 +43,6 @@ pub fn validate(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
         Ok(spec) if p.0.is_empty() => Ok(Spec { groups, ..spec }),
         _ => Err(p.0),
     }
-}
-
-/// A spec of one group (nodes all alike).
-fn validate_one(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
-    let mut p = Problems::default();
-    let counts = counts(raw, &mut p);
-    let gpus = gpu_choice(raw, &mut p);
-    let mut warnings = Vec::new();
-    let cpu = cpu::cpu_spec(raw, &mut p, &mut warnings);
-    let memory = memory::memory_spec(raw, &mut p);
-    let command = command(raw, &mut p);
-    environment(raw, &mut p);
-    let openmp = cpu::openmp_spec(raw, &mut p);
-    cpu::mpibind_refusals(raw, &mut p);
-    let (port, master_addr) = launch::rendezvous(raw, &mut p);
-    let slurm = launch::slurm(raw, &mut p);
-    let mpirun = launch::mpirun(raw, &mut p);
-    let allowed_warnings = launch::allowed_warnings(raw, &mut p);
-    if !p.0.is_empty() {
-        return Err(p.0);
-    }
-    Ok(Spec {
-        name: raw.name.clone(),
-        command,
-        topology: raw.topology.as_deref().map(crate::topology::Source::named),
-        nodes: counts.nodes,
-        ranks_per_node: raw.ranks_per_node,
-        gpus_asked: gpus_asked(raw),
-        gpus,
-        gpus_per_rank: counts.gpus_per_rank,
-        visible: match raw.gpu.as_ref().and_then(|g| g.visible) {
-            Some(raw::VisibleName::Own) => Visibility::Own,
-            _ => Visibility::All,
-        },
-        cpu,
-        memory,
-        nic: match raw.nic.as_ref().and_then(|n| n.policy) {
-            Some(raw::NicPolicyName::None) => NicPolicy::None,
-            _ => NicPolicy::Closest,
-        },
-        env: raw.env.clone(),
-        openmp,
-        port,
-        master_addr,
-        slurm,
-        mpirun,
-        warnings,
-        allowed_warnings,
-        groups: Vec::new(),
-    })
 }
 
 /// Every problem found, in the order found.
@@ -122,207 +72,6 @@ impl Problems {
                 );
                 None
             }
-        }
-    }
-}
-
-struct Counts {
-    nodes: u32,
-    gpus_per_rank: u32,
-}
-
-/// `nodes`, `ranks_per_node`, `gpus_per_rank`: at least 1, and small enough that every count
-/// numaplan derives from them (`WORLD_SIZE`, GPUs needed) stays exact.
-fn counts(raw: &JobSpec, p: &mut Problems) -> Counts {
-    let nodes = raw.nodes.unwrap_or(1);
-    let gpus_per_rank = raw.gpus_per_rank.unwrap_or(1);
-    for (path, value, what, help) in [
-        ("nodes", Some(nodes), "nodes", "set `nodes: 1` or more"),
-        (
-            "ranks_per_node",
-            raw.ranks_per_node,
-            "ranks",
-            "remove the key to get one rank per GPU",
-        ),
-        (
-            "gpus_per_rank",
-            Some(gpus_per_rank),
-            "GPUs",
-            "for CPU-only ranks write `gpus: none` instead",
-        ),
-    ] {
-        if value == Some(0) {
-            p.add(
-                path,
-                format!("`{path}` must be at least 1"),
-                &format!("zero {what}"),
-                help,
-            );
-        }
-    }
-    for (path, value, what, help) in [
-        (
-            "ranks_per_node",
-            raw.ranks_per_node,
-            "ranks",
-            "a node runs at most one rank per CPU",
-        ),
-        (
-            "gpus_per_rank",
-            Some(gpus_per_rank),
-            "GPUs",
-            "a rank takes at most the GPUs of its node",
-        ),
-    ] {
-        if value.is_some_and(|v| v > MAX_PER_NODE) {
-            p.add(
-                path,
-                format!("`{path}` is larger than {MAX_PER_NODE}: more {what} than a node can have"),
-                "too large",
-                help,
-            );
-        }
-    }
-    let world = u64::from(nodes) * u64::from(raw.ranks_per_node.unwrap_or(1));
-    if world > u64::from(u32::MAX) {
-        p.add(
-            "nodes",
-            format!("{world} ranks in all (`nodes` x `ranks_per_node`) do not fit `WORLD_SIZE`"),
-            "too many nodes",
-            "run fewer nodes or fewer ranks per node",
-        );
-    }
-    Counts {
-        nodes,
-        gpus_per_rank,
-    }
-}
-
-/// The key that asks for GPUs outright: `gpus: all` or `gpus: visible` written out, or
-/// `gpus_per_rank` (a count or a list asks for its own GPUs, and fails on its own).
-fn gpus_asked(raw: &JobSpec) -> Option<&'static str> {
-    use raw::{GpuKeyword, GpuSelection};
-    match &raw.gpus {
-        Some(GpuSelection::Keyword(GpuKeyword::All | GpuKeyword::Visible)) => Some("gpus"),
-        Some(GpuSelection::Keyword(GpuKeyword::None)) | Some(GpuSelection::Count(0)) => None,
-        _ => raw.gpus_per_rank.map(|_| "gpus_per_rank"),
-    }
-}
-
-fn gpu_choice(raw: &JobSpec, p: &mut Problems) -> GpuChoice {
-    match &raw.gpus {
-        None | Some(raw::GpuSelection::Keyword(raw::GpuKeyword::All)) => GpuChoice::All,
-        Some(raw::GpuSelection::Keyword(raw::GpuKeyword::None)) => GpuChoice::None,
-        Some(raw::GpuSelection::Keyword(raw::GpuKeyword::Visible)) => GpuChoice::Visible(None),
-        Some(raw::GpuSelection::Count(0)) => GpuChoice::None,
-        Some(raw::GpuSelection::Count(n)) => GpuChoice::Count(*n),
-        Some(raw::GpuSelection::List(list)) => {
-            let mut seen = std::collections::BTreeSet::new();
-            for (i, g) in list.iter().enumerate() {
-                if !seen.insert(*g) {
-                    p.add(
-                        &format!("gpus[{i}]"),
-                        format!("GPU {g} is listed twice"),
-                        "listed before",
-                        "list each GPU once",
-                    );
-                }
-            }
-            if list.is_empty() {
-                p.add(
-                    "gpus",
-                    "the GPU list is empty".into(),
-                    "no GPUs",
-                    "write `gpus: none` for CPU-only ranks",
-                );
-            }
-            GpuChoice::List(list.iter().map(|g| GpuIndex(*g)).collect())
-        }
-    }
-}
-
-fn command(raw: &JobSpec, p: &mut Problems) -> Vec<String> {
-    let command = match &raw.command {
-        None => Vec::new(),
-        Some(raw::CommandLine::Words(words)) => words.clone(),
-        Some(raw::CommandLine::Line(line)) => match super::words::split(line) {
-            Ok(words) => words,
-            Err(e) => {
-                p.add(
-                    "command",
-                    format!("cannot split the command line into words: {e}"),
-                    "not a command line",
-                    "close the quote, or write the command as a list: [python, train.py]",
-                );
-                return Vec::new();
-            }
-        },
-    };
-    if let Some(i) = command.iter().position(|w| w.len() > MAX_ARG_LEN) {
-        p.add(
-            &format!("command[{i}]"),
-            format!(
-                "`command[{i}]` is {} bytes long; the kernel starts no program with an argument \
-                 over 128 KiB ({MAX_ARG_LEN} bytes, MAX_ARG_STRLEN)",
-                command[i].len()
-            ),
-            "too long",
-            "pass the data in a file and its path as the argument",
-        );
-    }
-    if let Some(i) = command.iter().position(|w| w.contains('\0')) {
-        p.add(
-            &format!("command[{i}]"),
-            "the command contains a NUL byte, which no program argument can carry".into(),
-            "NUL byte",
-            "remove the NUL byte (`\\0`)",
-        );
-    }
-    if raw.command.is_some() && command.is_empty() {
-        p.add(
-            "command",
-            "`command` is empty".into(),
-            "no program",
-            "write the program and its arguments, e.g. [python, train.py]",
-        );
-    }
-    command
-}
-
-fn environment(raw: &JobSpec, p: &mut Problems) {
-    for (key, value) in &raw.env {
-        let len = key.len() + 1 + value.len();
-        if len > MAX_ARG_LEN {
-            p.add(
-                &format!("env.{key}"),
-                format!(
-                    "`{key}={{value}}` is {len} bytes long; the kernel starts no program with a \
-                     variable over 128 KiB ({MAX_ARG_LEN} bytes, MAX_ARG_STRLEN)"
-                ),
-                "too long",
-                "pass the data in a file and its path in the variable",
-            );
-        }
-        if value.contains('\0') {
-            p.add(
-                &format!("env.{key}"),
-                format!("the value of `{key}` contains a NUL byte, which no environment variable can carry"),
-                "NUL byte",
-                "remove the NUL byte (`\\0`)",
-            );
-        }
-    }
-    for key in raw.env.keys() {
-        let valid = !key.is_empty()
-            && !key.starts_with(|c: char| c.is_ascii_digit())
-            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
-            p.add(
-                &format!("env.{key}"),
-                format!("`{key}` is not a valid environment variable name"),
-                "invalid name",
-                "use letters, digits and `_`, not starting with a digit",
-            );
         }
     }
 }

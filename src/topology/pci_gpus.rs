@@ -1,70 +1,18 @@
-//! This node's facts for the node check of `exec` and `bind` (`NodeFacts`): its hostname, its
-//! shape counted from `/sys` as the generated launchers count it, this process's affinity and the
-//! online CPUs and NUMA nodes; and this process's environment, as the launcher code reads it.
+//! This node's GPUs counted as the generated launchers count them (`check_node` in the
+//! templates): the PCI functions of `/sys/bus/pci/devices` that `devices::is_gpu` calls GPUs, an
+//! AMD display device where a KFD compute node names it. The node check of `exec` and `bind`
+//! compares the count with a plan's machine.
 
-use crate::cpuset::CpuSet;
-use crate::error::Error;
-use crate::exec::{ExecError, NodeFacts};
 use crate::pci_addr::PciAddr;
-use crate::plan::MachineShape;
-use crate::rank::Env;
-use crate::sys::{affinity, proc};
+use crate::sys::proc;
 use crate::topology::devices::{self, Vendor};
 use crate::topology::kfd;
-
-/// This process's environment as `exec/launcher.rs` takes it: the variables whose name and value
-/// are UTF-8 (`std::env::vars` panics on any other; a launcher's variables are all ASCII).
-pub(super) fn environment() -> Env {
-    std::env::vars_os()
-        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-        .collect()
-}
-
-/// What `exec` (and `bind`) check a plan against: this machine and this process.
-pub(super) fn node_facts() -> Result<NodeFacts, Error> {
-    let shape = machine_shape();
-    Ok(NodeFacts {
-        host: proc::hostname(),
-        allowed: affinity::own_affinity().map_err(|source| ExecError::Syscall {
-            what: "read this process's CPU affinity",
-            source,
-        })?,
-        online_cpus: proc::list("/sys/devices/system/cpu/online")
-            .unwrap_or_else(|| CpuSet::range(0, shape.cpus.max(1) as u32 - 1)),
-        shape,
-        online_nodes: proc::list("/sys/devices/system/node/online")
-            .unwrap_or_else(|| [0].into_iter().collect()),
-        mems_allowed: proc::status_field("Mems_allowed_list").and_then(|v| v.parse().ok()),
-    })
-}
-
-/// This machine counted as the generated launchers count it (`check_node` in the templates):
-/// `/sys` CPU and NUMA node directories, and PCI functions that `devices::is_gpu` counts.
-pub(super) fn machine_shape() -> MachineShape {
-    let count = |dir: &str, prefix: &str| {
-        std::fs::read_dir(dir).map_or(0, |entries| {
-            entries
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|name| {
-                    name.strip_prefix(prefix)
-                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-                })
-                .count()
-        })
-    };
-    MachineShape {
-        cpus: count("/sys/devices/system/cpu", "cpu"),
-        // A kernel without NUMA support has no node directories: one node.
-        numa_nodes: count("/sys/devices/system/node", "node").max(1),
-        gpus: count_gpus(),
-    }
-}
 
 /// PCI functions that are GPUs by `devices::is_gpu` (an AMD device computes where a KFD node
 /// names it). A node has hundreds of PCI functions and each `/sys` file costs microseconds to
 /// read, so where `/proc/bus/pci/devices` lists them all in one read, only those at a GPU
 /// vendor's slot are read.
-fn count_gpus() -> usize {
+pub fn count() -> usize {
     count_gpus_in(
         std::path::Path::new("/sys/bus/pci/devices"),
         std::path::Path::new("/proc/bus/pci/devices"),
@@ -157,18 +105,6 @@ impl PciListing {
             self.gpu_vendor_slots
                 .contains(&(a.bus, a.device << 3 | a.function))
         })
-    }
-}
-
-/// `gpus: visible` takes its GPUs from this process's visibility variable (CUDA's, else
-/// ROCm's), where one is set: filled in here, at the edge, so that the resolver stays pure.
-pub(super) fn fill_visible_gpus(spec: &mut crate::spec::Spec) {
-    use crate::spec::GpuChoice;
-    use crate::variables::{CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES};
-    if let GpuChoice::Visible(visible) = &mut spec.gpus {
-        *visible = [CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES]
-            .into_iter()
-            .find_map(|var| Some((var.to_string(), std::env::var(var).ok()?)));
     }
 }
 
