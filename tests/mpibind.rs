@@ -284,16 +284,21 @@ fn the_structure_rule_merges_levels_that_add_nothing() {
     );
 }
 
-/// The tree an XML import's child sends back reads back whole (its PUs left implicit).
+/// The tree an XML import's child sends back reads back whole (its PUs left implicit); loaded
+/// for a policy that never reads it, the child walks and sends none.
 #[test]
 fn the_tree_reads_back_as_sent() {
-    use numaplan::topology::tree::CpuTree;
+    use numaplan::topology::tree::{CpuTree, HwlocTree};
+    use numaplan::topology::{Reading, load_file_for};
     for file in ["coral-lassen.xml", "eas-tioga.xml", "cts1-quartz-smt1.xml"] {
-        let topo = load_file(&repo().join("tests/data/mpibind").join(file)).unwrap();
-        let tree = topo
-            .hwloc_tree()
-            .expect("an hwloc source keeps hwloc's tree")
-            .clone();
+        let path = repo().join("tests/data/mpibind").join(file);
+        let topo = load_file(&path).unwrap();
+        let HwlocTree::Read(tree) = topo.hwloc_tree().clone() else {
+            panic!("{file}: an hwloc source read for mpibind keeps hwloc's tree");
+        };
+        let model = load_file_for(&path, Reading::Model).unwrap();
+        assert_eq!(model.hwloc_tree(), &HwlocTree::NotRead, "{file}");
+        assert!(model.cpu_tree().is_none(), "{file}");
         let text = tree.encode();
         assert_eq!(CpuTree::decode(&text), Some(tree), "{file}");
         assert!(!text.contains(" U "), "{file}: PUs are implicit");
@@ -634,4 +639,120 @@ proptest! {
             prop_assert!(p.ranks.iter().any(|r| node.is_subset(&r.cpus)));
         }
     }
+}
+
+/// mpibind's `random-gpu-under-l3` machine with GPU 1's bridge (`0000:18`) moved from under its
+/// L3 cache to beside GPU 0's, under the NUMA node's group: the same machine to the model every
+/// other policy reads, another to mpibind, which takes GPUs in hwloc's order of the tree.
+fn gpu_beside_the_l3() -> String {
+    let text =
+        std::fs::read_to_string(repo().join("tests/data/mpibind/random-gpu-under-l3.xml")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let object = |lines: &[&str], id: &str| {
+        let at = lines
+            .iter()
+            .position(|l| l.contains(&format!("gp_index=\"{id}\"")))
+            .unwrap();
+        let indent = &lines[at][..lines[at].len() - lines[at].trim_start().len()];
+        let end = (at..lines.len())
+            .find(|&k| lines[k] == format!("{indent}</object>"))
+            .unwrap();
+        (at, end)
+    };
+    let (at, end) = object(&lines, "13");
+    let bridge: Vec<&str> = lines[at..=end].to_vec();
+    let mut rest: Vec<&str> = [&lines[..at], &lines[end + 1..]].concat();
+    let (_, after) = object(&rest, "19");
+    rest.splice(after + 1..after + 1, bridge);
+    rest.join("\n") + "\n"
+}
+
+/// The fingerprint covers what a plan may depend on: two machines that differ only in where a
+/// GPU's bridge hangs (under an L3 cache, or beside it) get two fingerprints for mpibind, which
+/// plans them differently, and one for `policy: auto`, which plans them alike. A plan whose
+/// fingerprint was made without the tree (numaplan before the change) is refused by `explain`.
+#[test]
+fn a_fingerprint_tells_apart_machines_that_mpibind_plans_differently() {
+    let dir = tempfile::tempdir().unwrap();
+    let under = dir.path().join("under.xml");
+    let beside = dir.path().join("beside.xml");
+    std::fs::copy(
+        repo().join("tests/data/mpibind/random-gpu-under-l3.xml"),
+        &under,
+    )
+    .unwrap();
+    std::fs::write(&beside, gpu_beside_the_l3()).unwrap();
+    std::fs::write(dir.path().join("mpibind.yaml"), "cpu:\n  policy: mpibind\n").unwrap();
+    std::fs::write(
+        dir.path().join("auto.yaml"),
+        "gpus: all\ncpu:\n  policy: auto\n",
+    )
+    .unwrap();
+    let compile = |spec: &str, machine: &str, out: &str| {
+        let run = common::numaplan_in(
+            dir.path(),
+            &["compile", spec, "--topology", machine, "-o", out],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        std::fs::read_to_string(dir.path().join(out)).unwrap()
+    };
+    let fingerprint = |plan: &str| {
+        plan.lines()
+            .find_map(|l| l.trim().strip_prefix("fingerprint: "))
+            .unwrap()
+            .to_string()
+    };
+    let first_gpus = |plan: &str| {
+        plan.lines()
+            .find(|l| l.trim_start().starts_with("gpus: ["))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let mpibind_under = compile("mpibind.yaml", "under.xml", "mu.yaml");
+    let mpibind_beside = compile("mpibind.yaml", "beside.xml", "mb.yaml");
+    assert_eq!(first_gpus(&mpibind_under), "gpus: [1, 0, 2, 3]");
+    assert_eq!(first_gpus(&mpibind_beside), "gpus: [0, 1, 2, 3]");
+    assert_ne!(fingerprint(&mpibind_under), fingerprint(&mpibind_beside));
+    let auto_under = compile("auto.yaml", "under.xml", "au.yaml");
+    let auto_beside = compile("auto.yaml", "beside.xml", "ab.yaml");
+    assert_eq!(fingerprint(&auto_under), fingerprint(&auto_beside));
+    let ranks = |plan: &str| plan.split("\nranks:").nth(1).unwrap().to_string();
+    assert_eq!(ranks(&auto_under), ranks(&auto_beside));
+    // The mpibind plan as numaplan wrote it before: its fingerprint of the model alone.
+    let old = mpibind_under.replace(&fingerprint(&mpibind_under), &fingerprint(&auto_under));
+    std::fs::write(dir.path().join("old.yaml"), old).unwrap();
+    let run = common::numaplan_in(dir.path(), &["explain", "old.yaml"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stderr.starts_with(&format!(
+            "error[E0418]: `old.yaml` was made for topology fingerprint {}, and `under.xml` has {}",
+            fingerprint(&auto_under),
+            fingerprint(&mpibind_under)
+        )),
+        "{}",
+        run.stderr
+    );
+    let run = common::numaplan_in(dir.path(), &["explain", "mu.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+}
+
+/// An hwloc machine read without its tree never plans `policy: mpibind` from the model's own
+/// levels instead: the resolver refuses (E0403, a bug were a caller to do it).
+#[test]
+fn mpibind_refuses_a_machine_read_without_its_tree() {
+    use numaplan::resolve::ResolveErrorKind;
+    use numaplan::topology::{Reading, load_file_for};
+    let path = repo().join("tests/data/mpibind/coral-lassen.xml");
+    let model = load_file_for(&path, Reading::Model).unwrap();
+    let spec = load_str("spec.yaml", "cpu:\n  policy: mpibind\n")
+        .unwrap()
+        .spec;
+    let error = resolve(&spec, &model).unwrap_err();
+    assert!(
+        matches!(error.kind, ResolveErrorKind::TreeNotRead { .. }),
+        "{error}"
+    );
+    // The same machine read for mpibind plans.
+    plan(&load_file(&path).unwrap(), "cpu:\n  policy: mpibind\n");
 }

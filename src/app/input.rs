@@ -261,7 +261,7 @@ fn plan_topology(
     machine: PlanMachine,
     notes: &mut Vec<String>,
 ) -> Result<Topology, Error> {
-    let t = source.load()?;
+    let t = source.load_for(loaded.plan.policy.reading())?;
     let fp = fixture::fingerprint(&t);
     if fp == loaded.fingerprint {
         // The plan's own machine: what only the machine knows must agree with the plan.

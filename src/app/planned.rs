@@ -36,7 +36,7 @@ pub(crate) fn compile_loaded(
         (None, Some(t)) => t.relative_to(spec_dir),
         (None, None) => Source::Discover,
     };
-    let t = source.load()?;
+    let t = source.load_for(loaded.spec.cpu.policy.reading())?;
     let mut spec = loaded.spec.clone();
     fill_visible_gpus(&mut spec);
     let plan = resolve(&spec, &t).map_err(|error| Error::Resolve {
@@ -78,7 +78,7 @@ pub(crate) fn plan_groups(
             (None, None, Some(top)) => top.relative_to(spec_dir),
             (None, None, None) => Source::Discover,
         };
-        machines.push(source.load()?);
+        machines.push(source.load_for(group.spec.cpu.policy.reading())?);
         files.push(source.file().map(Path::to_path_buf));
     }
     // Each group's `gpus: visible` from this process's variables, as for a job of one group.

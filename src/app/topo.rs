@@ -6,10 +6,11 @@ use std::io::Write;
 use super::write::emit;
 use crate::cli::{TopoArgs, TopoFormat};
 use crate::error::Error;
-use crate::topology::{self, fixture, summary};
+use crate::topology::{self, Reading, fixture, summary};
 
 pub(super) fn topo(args: &TopoArgs, stdout: &mut dyn Write) -> Result<(), Error> {
-    let t = args.topology.load()?;
+    // The tree is none of what `topo` shows.
+    let t = args.topology.load_for(Reading::Model)?;
     let text = match args.format {
         _ if args.matrix => topology::matrix::render(&t),
         TopoFormat::Text => summary::render(&t),

@@ -182,8 +182,9 @@ codes! {
         "A launch script (`--emit`) runs the spec's `command` in every rank; the spec has none. \
          Plans (`compile` without `--emit`) do not need it.";
     E0403_INTERNAL = "E0403":
-        "An embedded template failed to render. This is a bug in numaplan: please report it with \
-         the job spec and topology.";
+        "numaplan broke a rule of its own: an embedded template failed to render, or a machine \
+         read without hwloc's object tree reached `policy: mpibind`. This is a bug in numaplan: \
+         please report it with the job spec and topology.";
     E0404_STALE = "E0404":
         "`compile --check` found that the file on disk is not what the spec and topology compile \
          to now (or that it does not exist). The unified diff on standard output shows the \

@@ -266,6 +266,7 @@ fn resolve(e: &ResolveError, map: &SourceMap) -> Diagnostic {
         ResolveErrorKind::MpibindSmt { .. } => E0218_MPIBIND_SMT,
         ResolveErrorKind::MpibindRestriction(_) => E0219_MPIBIND_RESTRICTION,
         ResolveErrorKind::MpibindSlotTooSmall { .. } => E0220_MPIBIND_SLOT,
+        ResolveErrorKind::TreeNotRead { .. } => E0403_INTERNAL,
     };
     let path = e.path.to_string();
     let spot = map.exact(&path);

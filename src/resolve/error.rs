@@ -83,6 +83,9 @@ pub enum ResolveErrorKind {
         has: usize,
         wanted: usize,
     },
+    /// An hwloc machine loaded without its object tree reached `policy: mpibind`: a bug.
+    #[error("`policy: mpibind` was given topology `{topology}` without hwloc's object tree")]
+    TreeNotRead { topology: Box<str> },
     /// `asked`: `gpus: all`, `gpus: visible`, `gpus_per_rank: 2`.
     #[error("`{asked}` asks for GPUs, and topology `{topology}` has none")]
     NoGpus { asked: Box<str>, topology: Box<str> },

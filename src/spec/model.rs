@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
+use crate::topology::Reading;
 
 /// A validated job spec.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -284,6 +285,14 @@ impl Policy {
         ),
         (Policy::Mpibind, "mpibind"),
     ];
+
+    /// What the policy reads of a machine: only mpibind walks hwloc's object tree.
+    pub fn reading(self) -> Reading {
+        match self {
+            Policy::Mpibind => Reading::ModelAndTree,
+            Policy::Auto | Policy::Torch(_) | Policy::GpuAffinity(_) => Reading::Model,
+        }
+    }
 
     pub fn family(self) -> Family {
         match self {

@@ -21,4 +21,5 @@ pub mod xml_precheck;
 
 pub use error::TopologyError;
 pub use model::Topology;
-pub use source::{Source, load_file};
+pub use source::{Source, load_file, load_file_for};
+pub use tree::Reading;

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use super::tree::Reading;
 use super::{Topology, TopologyError, fixture, hwloc};
 use crate::text::TextError;
 
@@ -40,10 +41,18 @@ impl Source {
         }
     }
 
+    /// The machine with hwloc's object tree (where the source is hwloc): what every policy
+    /// reads.
     pub fn load(&self) -> Result<Topology, TopologyError> {
+        self.load_for(Reading::ModelAndTree)
+    }
+
+    /// The machine, with hwloc's object tree only where `reading` asks for it: a policy that
+    /// never reads the tree spares its walk, and its plan's fingerprint does not cover it.
+    pub fn load_for(&self, reading: Reading) -> Result<Topology, TopologyError> {
         match self {
-            Source::Discover => hwloc::discover(),
-            Source::File(path) => load_file(path),
+            Source::Discover => hwloc::discover(reading),
+            Source::File(path) => load_file_for(path, reading),
         }
     }
 }
@@ -65,8 +74,14 @@ impl fmt::Display for Source {
     }
 }
 
-/// Loads a topology file, telling hwloc XML from a YAML fixture by its content.
+/// Loads a topology file, telling hwloc XML from a YAML fixture by its content; with hwloc's
+/// object tree (`Source::load`).
 pub fn load_file(path: &Path) -> Result<Topology, TopologyError> {
+    load_file_for(path, Reading::ModelAndTree)
+}
+
+/// Loads a topology file, with hwloc's object tree only where `reading` asks for it.
+pub fn load_file_for(path: &Path, reading: Reading) -> Result<Topology, TopologyError> {
     let text = crate::text::read(path).map_err(|e| match e {
         TextError::Io(source) => TopologyError::Read {
             path: path.to_path_buf(),
@@ -87,7 +102,7 @@ pub fn load_file(path: &Path) -> Result<Topology, TopologyError> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| file.clone());
-        hwloc::load_xml(&file, &name, &text)
+        hwloc::load_xml(&file, &name, &text, reading)
     } else {
         fixture::load(&file, &text)
     }

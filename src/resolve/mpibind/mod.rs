@@ -11,6 +11,7 @@ mod buckets;
 mod greedy;
 mod hierarchy;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::context::{Mapped, Placement, Unit, visibility_variable};
@@ -65,7 +66,15 @@ pub fn map<'t>(
     allowed: &CpuSet,
     warnings: &mut Vec<Warning>,
 ) -> Result<Mapped<'t>, ResolveError> {
-    let tree = topo.cpu_tree();
+    let Some(tree) = topo.cpu_tree() else {
+        return Err(ResolveError::new(
+            ResolveErrorKind::TreeNotRead {
+                topology: topo.name().into(),
+            },
+            "cpu.policy",
+            "this is a bug in numaplan; please file an issue with the job spec and topology",
+        ));
+    };
     let whole = TreeView::new(&tree);
     let smt = smt_level_check(spec, topo, &whole)?;
     let view = restrict(spec, topo, tree, whole, allowed)?;
@@ -133,14 +142,14 @@ fn smt_level_check(spec: &Spec, topo: &Topology, whole: &TreeView) -> Result<u32
 fn restrict(
     spec: &Spec,
     topo: &Topology,
-    mut tree: CpuTree,
+    mut tree: Cow<'_, CpuTree>,
     whole: TreeView,
     allowed: &CpuSet,
 ) -> Result<TreeView, ResolveError> {
     let memory_only = |n: NodeId| topo.node(n).is_some_and(|n| n.kind.is_memory_only());
     let by_cpus = *allowed != tree.root.cpus;
     if by_cpus {
-        tree.restrict_cpus(allowed, &memory_only);
+        tree.to_mut().restrict_cpus(allowed, &memory_only);
     }
     if let Some(keep) = &spec.cpu.allowed_nodes {
         let present: BTreeSet<NodeId> = TreeView::new(&tree)
@@ -167,7 +176,7 @@ fn restrict(
                 ),
             ));
         }
-        tree.restrict_nodes(&named);
+        tree.to_mut().restrict_nodes(&named);
     }
     let view = match by_cpus || spec.cpu.allowed_nodes.is_some() {
         true => TreeView::new(&tree),

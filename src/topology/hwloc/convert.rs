@@ -15,6 +15,7 @@ use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
 use crate::topology::model::{Core, CpuKind, NodeKind, NumaNode, TopologyParts};
+use crate::topology::tree::{HwlocTree, Reading};
 
 fn memory_kind(node: &TopologyObject) -> Option<NodeKind> {
     let subtype = text(node.subtype())?;
@@ -63,6 +64,7 @@ pub fn convert(
     name: &str,
     provenance: &str,
     kfd: &[PciAddr],
+    reading: Reading,
 ) -> TopologyParts {
     let found = cores(topo);
     let mut notes = found.notes();
@@ -100,7 +102,11 @@ pub fn convert(
         gpus,
         left_out_gpus: Vec::new(),
         nics,
-        tree: Some(tree(topo, &addresses)),
+        // Only `policy: mpibind` reads it: walked only when asked for.
+        tree: match reading {
+            Reading::ModelAndTree => HwlocTree::Read(tree(topo, &addresses)),
+            Reading::Model => HwlocTree::NotRead,
+        },
     }
 }
 

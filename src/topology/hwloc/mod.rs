@@ -21,6 +21,7 @@ use hwlocality::topology::builder::{BuildFlags, TypeFilter};
 
 use super::error::TopologyError;
 use super::model::{Topology, Vendor};
+use super::tree::Reading;
 use crate::cpuset::CpuSet;
 use crate::variables::{NVIDIA_VISIBLE_DEVICES, NVML_WITH_FSROOT};
 
@@ -45,7 +46,7 @@ pub use xml::load_xml;
 /// With `HWLOC_FSROOT` set, hwloc reads a sysfs snapshot (`hwloc-gather-topology`) instead; the
 /// machine is then named after the snapshot's folder, and neither this process's affinity nor
 /// NVML (which would describe this machine, not the snapshot's) is consulted.
-pub fn discover() -> Result<Topology, TopologyError> {
+pub fn discover(reading: Reading) -> Result<Topology, TopologyError> {
     let failed = |detail: String| TopologyError::Discover { detail };
     let build = || {
         hwlocality::Topology::builder()
@@ -80,7 +81,7 @@ pub fn discover() -> Result<Topology, TopologyError> {
     // ROCm's compute nodes: they say which AMD devices compute, and in which order ROCm
     // numbers them.
     let kfd = super::kfd::gpu_order(&super::kfd::read(&root.join(super::kfd::NODES)));
-    let mut parts = convert(&topo, &name, &provenance, &kfd);
+    let mut parts = convert(&topo, &name, &provenance, &kfd, reading);
     // A snapshot is another machine, whose NVML is not this one's: asked only where the
     // caller says an NVML answers for it (a stand-in, in the tests).
     let ask_nvml = snapshot.is_none() || std::env::var_os(NVML_WITH_FSROOT).is_some();

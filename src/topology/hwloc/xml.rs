@@ -9,13 +9,18 @@ use super::settings::{Check, with_hwloc_settings};
 use crate::sys::sandbox::Outcome;
 use crate::topology::error::TopologyError;
 use crate::topology::model::{self, Topology};
-use crate::topology::tree::CpuTree;
+use crate::topology::tree::{CpuTree, HwlocTree, Reading};
 use crate::topology::{fixture, hwloc_v3, xml_precheck};
 
 /// Loads an hwloc XML export given as text (already read from `file`). hwloc imports it in a
 /// child process (`sandbox`): libhwloc segfaults on some malformed files, and numaplan must not
 /// die of a signal on any input.
-pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, TopologyError> {
+pub fn load_xml(
+    file: &str,
+    name: &str,
+    text: &str,
+    reading: Reading,
+) -> Result<Topology, TopologyError> {
     let translated;
     let checked = xml_precheck::precheck_xml(file, text)?;
     let text = match checked.major {
@@ -39,7 +44,7 @@ pub fn load_xml(file: &str, name: &str, text: &str) -> Result<Topology, Topology
     };
     // The variables are set here, before the fork: the child must take no lock.
     let ended = with_hwloc_settings(check, || {
-        crate::sys::sandbox::in_child(|| encode(import_xml(file, name, text)))
+        crate::sys::sandbox::in_child(|| encode(import_xml(file, name, text, reading)))
     })
     .map_err(|e| rejected(format!("cannot start the importing process: {e}")))?;
     // What hwloc said (a failed assertion, an out-of-order object), in one line.
@@ -88,16 +93,23 @@ fn hwloc_said(stderr: &str) -> Option<String> {
         .map(|l| l.trim_start_matches("numaplan: ").to_string())
 }
 
+/// What the importing child sends in the tree's place when it was not asked for it.
+const NOT_READ: &str = "-";
+
 /// What the importing child sends back: the topology as fixture JSON, or its error.
 fn encode(result: Result<Topology, TopologyError>) -> Vec<u8> {
     let (tag, body) = match result {
-        // The fixture, then hwloc's tree after a NUL (which JSON text never holds).
+        // The fixture, then hwloc's tree after a NUL (which JSON text never holds), or
+        // `-` where it was not asked for.
         Ok(t) => (
             b'T',
             format!(
                 "{}\0{}",
                 fixture::dump_json(&t),
-                t.hwloc_tree().map(|tree| tree.encode()).unwrap_or_default()
+                match t.hwloc_tree() {
+                    HwlocTree::Read(tree) => tree.encode(),
+                    _ => NOT_READ.to_string(),
+                }
             ),
         ),
         Err(TopologyError::Inconsistent { error, .. }) => (b'I', error.message),
@@ -120,8 +132,12 @@ fn decode(file: &str, bytes: &[u8]) -> Result<Topology, TopologyError> {
             let (fixture, tree) = text.split_once('\0').unwrap_or((&text, ""));
             let mut topo =
                 fixture::load(file, fixture).map_err(|e| cannot_read_back(e.to_string()))?;
-            let tree =
-                CpuTree::decode(tree).ok_or_else(|| cannot_read_back("hwloc's tree".into()))?;
+            let tree = match tree {
+                NOT_READ => HwlocTree::NotRead,
+                text => HwlocTree::Read(
+                    CpuTree::decode(text).ok_or_else(|| cannot_read_back("hwloc's tree".into()))?,
+                ),
+            };
             topo.set_hwloc_tree(tree);
             Ok(topo)
         }
@@ -137,7 +153,12 @@ fn decode(file: &str, bytes: &[u8]) -> Result<Topology, TopologyError> {
 }
 
 /// hwloc's import and numaplan's conversion, in the importing child.
-fn import_xml(file: &str, name: &str, text: &str) -> Result<Topology, TopologyError> {
+fn import_xml(
+    file: &str,
+    name: &str,
+    text: &str,
+    reading: Reading,
+) -> Result<Topology, TopologyError> {
     let rejected = |detail: String| TopologyError::XmlRejected {
         file: file.to_string(),
         detail,
@@ -162,6 +183,7 @@ fn import_xml(file: &str, name: &str, text: &str) -> Result<Topology, TopologyEr
         host.as_deref().unwrap_or(name),
         &format!("imported from the hwloc XML export `{file}`"),
         &[],
+        reading,
     );
     Topology::build(parts).map_err(|error| TopologyError::Inconsistent {
         file: file.to_string(),

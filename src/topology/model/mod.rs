@@ -17,7 +17,9 @@ pub use super::devices::{Gpu, LeftOutGpu, Nic, NicKind, Vendor};
 use crate::cpuset::CpuSet;
 use crate::ids::{L3Id, NodeId, PackageId};
 use crate::pci_addr::PciAddr;
-use crate::topology::tree::CpuTree;
+use std::borrow::Cow;
+
+use crate::topology::tree::{CpuTree, HwlocTree};
 pub(in crate::topology) use error::model_error;
 pub use error::{ModelError, Subject};
 
@@ -44,8 +46,8 @@ pub struct Topology {
     /// GPUs on the PCI bus this process cannot use (a container's), by PCI address.
     left_out_gpus: Vec<LeftOutGpu>,
     nics: Vec<Nic>,
-    /// hwloc's object tree, from an hwloc source; `None`: made from the model when asked for.
-    tree: Option<CpuTree>,
+    /// hwloc's object tree, from an hwloc source that was asked for it.
+    tree: HwlocTree,
     /// Derived: the CPUs of each node (empty for memory-only nodes).
     node_cpus: BTreeMap<NodeId, CpuSet>,
     /// Derived: each CPU's core, as an index into `cores`.
@@ -141,7 +143,7 @@ pub struct TopologyParts {
     pub left_out_gpus: Vec<LeftOutGpu>,
     pub nics: Vec<Nic>,
     /// hwloc's object tree, where the source is hwloc (`policy: mpibind` reads it).
-    pub tree: Option<CpuTree>,
+    pub tree: HwlocTree,
 }
 
 impl Topology {
@@ -175,23 +177,29 @@ impl Topology {
         &self.notes
     }
 
-    /// The machine's object tree (`policy: mpibind`): hwloc's where the source is hwloc, else
-    /// one made of the model's own levels.
-    pub fn cpu_tree(&self) -> CpuTree {
+    /// The machine's object tree (`policy: mpibind`): hwloc's where the source is hwloc,
+    /// borrowed; else one made of the model's own levels. `None` where an hwloc source was
+    /// loaded without it (`Reading::Model`).
+    pub fn cpu_tree(&self) -> Option<Cow<'_, CpuTree>> {
         match &self.tree {
-            Some(tree) => tree.clone(),
-            None => levels::tree_of_model(&self.nodes, &self.cores, &self.gpus),
+            HwlocTree::Read(tree) => Some(Cow::Borrowed(tree)),
+            HwlocTree::NotHwloc => Some(Cow::Owned(levels::tree_of_model(
+                &self.nodes,
+                &self.cores,
+                &self.gpus,
+            ))),
+            HwlocTree::NotRead => None,
         }
     }
 
-    /// hwloc's object tree, where the source gave one.
-    pub fn hwloc_tree(&self) -> Option<&CpuTree> {
-        self.tree.as_ref()
+    /// hwloc's object tree, as the source gave it.
+    pub fn hwloc_tree(&self) -> &HwlocTree {
+        &self.tree
     }
 
     /// Sets hwloc's object tree (an XML import's, sent back by its child).
-    pub fn set_hwloc_tree(&mut self, tree: CpuTree) {
-        self.tree = Some(tree);
+    pub fn set_hwloc_tree(&mut self, tree: HwlocTree) {
+        self.tree = tree;
     }
 
     pub fn nodes(&self) -> &[NumaNode] {

@@ -16,3 +16,26 @@ mod view;
 
 pub use object::{CpuTree, Kind, TreeObject};
 pub use view::{Domain, TreeView};
+
+/// What a caller reads of a machine. Every policy plans on the model; only `policy: mpibind`
+/// reads hwloc's object tree, which an hwloc source builds (and a plan's fingerprint covers)
+/// only when asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// The model alone.
+    Model,
+    /// The model and, from an hwloc source, hwloc's object tree.
+    ModelAndTree,
+}
+
+/// hwloc's object tree as a topology holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum HwlocTree {
+    /// The source is not hwloc (a numaplan fixture): a tree is made of the model's own levels.
+    #[default]
+    NotHwloc,
+    /// hwloc's tree, read.
+    Read(CpuTree),
+    /// hwloc's tree, not read: the topology was loaded for a policy that never reads it.
+    NotRead,
+}
