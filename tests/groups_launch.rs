@@ -274,6 +274,37 @@ fn diff_names_the_group_of_every_change() {
     assert_eq!(same.code, 0, "{}", same.stdout);
 }
 
+/// A plan without groups diffed against a plan of several names its one group as such (it
+/// once printed ``group ``: removed``), in text and as `"group": null` in JSON.
+#[test]
+fn diff_of_a_plan_without_groups_and_one_with_names_both() {
+    let run = numaplan(&[
+        "diff",
+        "examples/dgx-a100-llama.yaml",
+        EXAMPLE,
+        "--exit-code",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .starts_with("the plan without groups: removed\ngroup `trainers`: added\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("``"), "{}", run.stdout);
+    let json = numaplan(&[
+        "diff",
+        "examples/dgx-a100-llama.yaml",
+        EXAMPLE,
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v["groups"][0]["group"], serde_json::Value::Null);
+    assert_eq!(v["groups"][0]["status"], "removed");
+    assert_eq!(v["groups"][1]["group"], "trainers");
+}
+
 /// A plan of several groups read back checks its numbering: a group's first rank that is not
 /// the ranks before it, or a world size that is not their sum, is an error at its key.
 #[test]

@@ -40,19 +40,22 @@ pub struct GroupedReport {
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct GroupDiff {
-    pub group: String,
+    /// The group's name; `null` for the one group of a plan without groups (a job whose nodes
+    /// are all alike), compared with a plan of several.
+    pub group: Option<String>,
     pub status: GroupStatus,
     /// The group's diff, where both plans have it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<Report>,
 }
 
-fn name<'a>(side: &Side<'a>) -> &'a str {
-    side.plan.group.as_ref().map_or("", |g| g.name.as_str())
+/// A side's group name; `None` for the one group of a plan without groups.
+fn name<'a>(side: &Side<'a>) -> Option<&'a str> {
+    side.plan.group.as_ref().map(|g| g.name.as_str())
 }
 
-/// The groups of two plans paired by name (a plan of one group is a group named ""), each
-/// pair diffed.
+/// The groups of two plans paired by name (the one group of a plan without groups pairs with
+/// its like alone), each pair diffed.
 pub fn diff_groups(old: &[Side], new: &[Side]) -> GroupedReport {
     let mut groups = Vec::new();
     for o in old {
@@ -68,7 +71,7 @@ pub fn diff_groups(old: &[Side], new: &[Side]) -> GroupedReport {
             None => (GroupStatus::Removed, None),
         };
         groups.push(GroupDiff {
-            group: name(o).to_string(),
+            group: name(o).map(String::from),
             status: entry.0,
             diff: entry.1,
         });
@@ -78,7 +81,7 @@ pub fn diff_groups(old: &[Side], new: &[Side]) -> GroupedReport {
         .filter(|n| !old.iter().any(|o| name(o) == name(n)))
     {
         groups.push(GroupDiff {
-            group: name(n).to_string(),
+            group: name(n).map(String::from),
             status: GroupStatus::Added,
             diff: None,
         });
@@ -97,16 +100,16 @@ impl GroupedReport {
     pub fn render_text(&self) -> String {
         let mut out = String::new();
         for g in &self.groups {
+            let group = match &g.group {
+                Some(name) => format!("group `{name}`"),
+                None => "the plan without groups".to_string(),
+            };
             match (&g.status, &g.diff) {
-                (GroupStatus::Same, _) => {
-                    out.push_str(&format!("group `{}`: no change\n", g.group))
-                }
-                (GroupStatus::Added, _) => out.push_str(&format!("group `{}`: added\n", g.group)),
-                (GroupStatus::Removed, _) => {
-                    out.push_str(&format!("group `{}`: removed\n", g.group))
-                }
+                (GroupStatus::Same, _) => out.push_str(&format!("{group}: no change\n")),
+                (GroupStatus::Added, _) => out.push_str(&format!("{group}: added\n")),
+                (GroupStatus::Removed, _) => out.push_str(&format!("{group}: removed\n")),
                 (_, Some(report)) => {
-                    out.push_str(&format!("group `{}`:\n", g.group));
+                    out.push_str(&format!("{group}:\n"));
                     out.push_str(&report.render_text());
                 }
                 (_, None) => {}
