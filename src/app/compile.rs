@@ -1,26 +1,29 @@
 //! `numaplan compile`: a job spec planned (`planned.rs`) and written as its plan (YAML or
 //! JSON) or launch script (`--emit`), to standard output or a file (`-o`), or compared with the
-//! file on disk (`--check`). A spec with `groups:` is written as a plan of several groups.
+//! file on disk (`--check`). A job of one group and one of several take the same path; the
+//! plan file and the emitters write each in its shape.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::planned::{Compiled, PlannedGroups, compile_loaded, plan_groups};
+use super::planned::{PlannedJob, plan_job};
 use super::shown::{plan_dir, regenerate_words, relative_to, spec_shown};
 use super::write::emit_as;
 use crate::cli::{CompileArgs, PlanFormat};
+use crate::diag::Warning;
 use crate::diag::report::Reporter;
 use crate::emit::{self, EmitKind};
 use crate::error::Error;
 use crate::output::FileMode;
-use crate::plan_file::groups::{GroupProvenance, render_grouped_json, render_grouped_yaml};
-use crate::plan_file::{self, Provenance};
+use crate::plan::job::JobPlan;
+use crate::plan_file;
+use crate::plan_file::job::{GroupProvenance, JobProvenance, render_job_json, render_job_yaml};
 use crate::provenance;
 use crate::shell;
 use crate::spec::SpecError;
-use crate::spec::load::{LoadedSpec, load_with};
+use crate::spec::load::load_with;
 use crate::text::TextError;
-use crate::topology::{Source, fixture};
+use crate::topology::fixture;
 
 pub(super) fn compile(
     args: &CompileArgs,
@@ -29,167 +32,99 @@ pub(super) fn compile(
 ) -> Result<(), Error> {
     let (spec_file, text, spec_dir) = read_spec(&args.spec)?;
     let loaded = load_with(&spec_file, &text, &args.overrides.set)?;
-    if !loaded.spec.groups.is_empty() {
-        return compile_grouped(args, &loaded, &spec_file, &spec_dir, stdout, warnings);
-    }
-    let Compiled {
-        plan,
-        fingerprint,
-        topology_file,
-        ..
-    } = compile_loaded(&loaded, &spec_dir, args.topology.as_ref())?;
-    warnings.plan_warnings(&spec_file, &plan.warnings, &plan.allowed_warnings)?;
+    let PlannedJob {
+        job,
+        machines,
+        files,
+    } = plan_job(&loaded, &spec_dir, args.topology.as_ref())?;
+    show_warnings(&job, &spec_file, warnings)?;
     let plan_dir = plan_dir(args);
     let regenerate = regenerate_words(args, plan_dir);
     let spec_shown = spec_shown(args, &spec_file, plan_dir);
-    let spec_file = &spec_shown;
-    let topology_file = topology_file.map(|t| relative_to(&t, plan_dir.unwrap_or(Path::new(""))));
-    let header = provenance::Header {
-        regenerate: &regenerate,
-        spec_file,
-        topology: &plan.topology,
-        fingerprint: &fingerprint,
-    };
-    let provenance = Provenance {
-        header,
-        topology_file: topology_file.as_deref(),
+    let fingerprints: Vec<String> = machines.iter().map(fixture::fingerprint).collect();
+    let topology_files: Vec<Option<String>> = files
+        .iter()
+        .map(|f| {
+            let f = f.as_deref()?;
+            Some(relative_to(f, plan_dir.unwrap_or(Path::new(""))))
+        })
+        .collect();
+    // One topology and fingerprint per group, in the header's one line each.
+    let topologies = job
+        .groups
+        .iter()
+        .map(|g| g.topology.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let fingerprint_line = fingerprints.join(", ");
+    let provenance = JobProvenance {
+        header: provenance::Header {
+            regenerate: &regenerate,
+            spec_file: &spec_shown,
+            topology: &topologies,
+            fingerprint: &fingerprint_line,
+        },
         schema_ref: args.schema_ref.as_deref(),
+        groups: fingerprints
+            .iter()
+            .zip(&topology_files)
+            .map(|(fingerprint, file)| GroupProvenance {
+                topology_file: file.as_deref(),
+                fingerprint,
+            })
+            .collect(),
     };
-    let plan_yaml = || plan_file::render_yaml(&plan, &provenance);
     let text = match (args.emit, args.format) {
-        (Some(kind), _) => {
-            let plan_file = plan_yaml();
-            let script = match &args.output {
-                Some(o) if o != Path::new("-") => o.file_name().and_then(|n| n.to_str()),
-                _ => None,
-            };
-            let plan_id = plan_file::id(&plan).to_string();
-            let origin = emit::Origin {
-                header,
-                plan_file: &plan_file,
-                script,
-                plan_id: &plan_id,
-            };
-            emit::render(&plan, kind, &origin)?
-        }
-        (None, PlanFormat::Json) => plan_file::render_json(&plan, &provenance),
-        (None, PlanFormat::Yaml) => plan_yaml(),
+        (Some(kind), _) => launch_script(args, &job, kind, &provenance)?,
+        (None, PlanFormat::Json) => render_job_json(&job, &provenance),
+        (None, PlanFormat::Yaml) => render_job_yaml(&job, &provenance),
     };
-    write_compiled(args, stdout, &text, topology_file.is_some())
+    write_compiled(args, stdout, &text, files.iter().all(Option::is_some))
 }
 
-/// `compile` of a spec with `groups:`.
-fn compile_grouped(
+/// The plan's warnings on standard error (or an error, `--deny-warnings`), each of a job of
+/// several groups with its group's name; the plan keeps them in the group's entry.
+fn show_warnings(job: &JobPlan, spec_file: &str, warnings: &mut Reporter) -> Result<(), Error> {
+    for plan in &job.groups {
+        let named: Vec<Warning> = match &plan.group {
+            None => plan.warnings.clone(),
+            Some(place) => plan
+                .warnings
+                .iter()
+                .map(|w| Warning::new(w.code, format!("group `{}`: {}", place.name, w.message)))
+                .collect(),
+        };
+        warnings.plan_warnings(spec_file, &named, &plan.allowed_warnings)?;
+    }
+    Ok(())
+}
+
+/// `--emit KIND`: the job's launch script, the plan file embedded.
+fn launch_script(
     args: &CompileArgs,
-    loaded: &LoadedSpec,
-    spec_file: &str,
-    spec_dir: &Path,
-    stdout: &mut dyn Write,
-    warnings: &mut Reporter,
-) -> Result<(), Error> {
-    let plan_dir = plan_dir(args);
-    let regenerate = regenerate_words(args, plan_dir);
-    let spec_file = spec_shown(args, spec_file, plan_dir);
-    let relative = |t: &Path| relative_to(t, plan_dir.unwrap_or(Path::new("")));
+    job: &JobPlan,
+    kind: EmitKind,
+    provenance: &JobProvenance,
+) -> Result<String, Error> {
+    let plan_file = render_job_yaml(job, provenance);
+    let plan_ids: Vec<String> = job
+        .groups
+        .iter()
+        .map(|g| plan_file::id(g).to_string())
+        .collect();
     let script = match &args.output {
         Some(o) if o != Path::new("-") => o.file_name().and_then(|n| n.to_str()),
         _ => None,
     };
-    let shown = Shown {
-        regenerate: &regenerate,
-        spec_file: &spec_file,
-        relative: &relative,
-        emit: args.emit,
-        format: args.format,
+    let origin = emit::Origin {
+        header: provenance.header,
+        plan_file: &plan_file,
         script,
+        plan_id: "",
     };
-    let (text, from_files) =
-        compile_groups(loaded, spec_dir, args.topology.as_ref(), &shown, warnings)?;
-    write_compiled(args, stdout, &text, from_files)
+    Ok(emit::render_job(job, kind, &origin, &plan_ids)?)
 }
 
-/// What `compile` says of the plan's header and files.
-struct Shown<'a> {
-    pub regenerate: &'a [String],
-    pub spec_file: &'a str,
-    /// Each group's topology file as the plan names it (relative to the plan), from its path.
-    pub relative: &'a dyn Fn(&Path) -> String,
-    /// What to write: a launch script (`--emit`), else the plan in `format`.
-    pub emit: Option<EmitKind>,
-    pub format: PlanFormat,
-    /// The script's file name (`-o`), for its usage line.
-    pub script: Option<&'a str>,
-}
-
-/// The plan of several groups, as text; the second value says whether every machine was read
-/// from a file (else one was discovered).
-fn compile_groups(
-    loaded: &LoadedSpec,
-    spec_dir: &Path,
-    topology: Option<&Source>,
-    shown: &Shown,
-    warnings: &mut Reporter,
-) -> Result<(String, bool), Error> {
-    let PlannedGroups {
-        plan,
-        machines,
-        files,
-    } = plan_groups(loaded, spec_dir, topology)?;
-    for (place, g) in plan.places() {
-        // Printed with the group's name; the plan keeps them in the group's entry.
-        let named: Vec<_> = g
-            .warnings
-            .iter()
-            .map(|w| {
-                crate::diag::Warning::new(w.code, format!("group `{}`: {}", place.name, w.message))
-            })
-            .collect();
-        warnings.plan_warnings(shown.spec_file, &named, &g.allowed_warnings)?;
-    }
-    let fingerprints: Vec<String> = machines.iter().map(fixture::fingerprint).collect();
-    let relative: Vec<Option<String>> = files
-        .iter()
-        .map(|f| f.as_deref().map(shown.relative))
-        .collect();
-    let provenances: Vec<GroupProvenance> = fingerprints
-        .iter()
-        .zip(&relative)
-        .map(|(fingerprint, file)| GroupProvenance {
-            topology_file: file.as_deref(),
-            fingerprint,
-        })
-        .collect();
-    let names: Vec<String> = plan.groups.iter().map(|g| g.topology.clone()).collect();
-    let topology_line = names.join(", ");
-    let fingerprint_line = fingerprints.join(", ");
-    let header = provenance::Header {
-        regenerate: shown.regenerate,
-        spec_file: shown.spec_file,
-        topology: &topology_line,
-        fingerprint: &fingerprint_line,
-    };
-    let plan_yaml = || render_grouped_yaml(&plan, &header, &provenances);
-    let text = match (shown.emit, shown.format) {
-        (Some(kind), _) => {
-            let plan_file = plan_yaml();
-            let plan_ids: Vec<String> = plan
-                .groups
-                .iter()
-                .map(|g| plan_file::id(g).to_string())
-                .collect();
-            let origin = emit::Origin {
-                header,
-                plan_file: &plan_file,
-                script: shown.script,
-                plan_id: "",
-            };
-            emit::render_groups(&plan, kind, &origin, &plan_ids)?
-        }
-        (None, PlanFormat::Json) => render_grouped_json(&plan, &provenances),
-        (None, PlanFormat::Yaml) => plan_yaml(),
-    };
-    Ok((text, files.iter().all(Option::is_some)))
-}
 /// A compiled file written (`-o`, or standard output), or compared with the file on disk
 /// (`--check`): a machine read from a file by its name, a discovered one by its shape.
 fn write_compiled(

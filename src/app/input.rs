@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::planned::{Compiled, compile_loaded, plan_groups};
+use super::planned::{PlannedJob, plan_job};
 use crate::error::Error;
 use crate::plan::Plan;
 use crate::plan_file;
@@ -142,18 +142,13 @@ pub(crate) fn load_subjects(
     };
     if !plan_file::looks_like_plan(&text) {
         let loaded = load_with(arg, &text, overrides)?;
-        if !loaded.spec.groups.is_empty() {
-            let planned = plan_groups(&loaded, &input_dir, topology)?;
-            return Ok(planned
-                .plan
-                .groups
-                .into_iter()
-                .zip(planned.machines)
-                .map(|(plan, topology)| compiled_subject(arg, plan, topology))
-                .collect());
-        }
-        let Compiled { plan, topology, .. } = compile_loaded(&loaded, &input_dir, topology)?;
-        return Ok(vec![compiled_subject(arg, plan, topology)]);
+        let PlannedJob { job, machines, .. } = plan_job(&loaded, &input_dir, topology)?;
+        return Ok(job
+            .groups
+            .into_iter()
+            .zip(machines)
+            .map(|(plan, topology)| compiled_subject(arg, plan, topology))
+            .collect());
     }
     if let Some(o) = overrides.first() {
         return Err(Error::SetOnPlan {
@@ -161,10 +156,7 @@ pub(crate) fn load_subjects(
             set: o.typed(),
         });
     }
-    let loaded = match plan_file::groups::is_grouped(&text) {
-        true => plan_file::groups::load_grouped(arg, &text)?.groups,
-        false => vec![plan_file::load(arg, &text)?],
-    };
+    let loaded = plan_file::job::load_job(arg, &text)?.groups;
     let plan_file = PlanText { arg, text: &text };
     loaded
         .into_iter()

@@ -11,7 +11,7 @@ pub fn schema(which: SchemaKind) -> String {
     let schema = match which {
         SchemaKind::Topology => schemars::schema_for!(fixture::FixtureFile),
         SchemaKind::Job => schemars::schema_for!(crate::spec::raw::JobSpec),
-        SchemaKind::Plan => schemars::schema_for!(plan_file::groups::AnyPlanFile),
+        SchemaKind::Plan => schemars::schema_for!(plan_file::job::AnyPlanFile),
         SchemaKind::Explain => schemars::schema_for!(crate::review::groups::AnyExplain),
         SchemaKind::Diff => schemars::schema_for!(crate::review::groups::AnyDiff),
         SchemaKind::Bind => schemars::schema_for!(bind::Report),

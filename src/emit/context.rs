@@ -8,6 +8,7 @@ use crate::provenance;
 use crate::spec::MemPolicy;
 
 /// What the header of a generated file records, and the plan it embeds.
+#[derive(Clone, Copy)]
 pub struct Origin<'a> {
     pub header: provenance::Header<'a>,
     /// The plan file (YAML), which `sbatch-exec` embeds for `numaplan exec` on every node.

@@ -9,7 +9,7 @@ use super::sbatch::{
     Allocation, GroupCheck, RankFunction, Step, allocation, job_name, rank_function, step,
 };
 use crate::plan::Plan;
-use crate::plan::groups::GroupedPlan;
+use crate::plan::job::JobPlan;
 use crate::plan::place::GroupPlace;
 
 /// A plan of several groups, for the templates.
@@ -52,7 +52,7 @@ pub struct GroupView {
 }
 
 /// `plan_ids`: each group's plan id (`plan_file::id`), which its ranks' marks carry.
-pub fn groups(plan: &GroupedPlan, origin: &Origin, plan_ids: &[String]) -> GroupsContext {
+pub fn groups(plan: &JobPlan, origin: &Origin, plan_ids: &[String]) -> GroupsContext {
     let first = &plan.groups[0];
     let mut head = header(first, origin);
     head.by_group = true;

@@ -7,7 +7,7 @@ pub mod sbatch;
 pub mod templates;
 
 use crate::plan::Plan;
-use crate::plan::groups::GroupedPlan;
+use crate::plan::job::{JobPlan, Shape};
 pub use context::Origin;
 
 /// What to emit.
@@ -53,9 +53,31 @@ pub enum EmitError {
     Template { name: &'static str, detail: String },
 }
 
-/// A plan of several groups as `kind`; `plan_ids`: each group's plan id (`plan_file::id`).
-pub fn render_groups(
-    plan: &GroupedPlan,
+/// A job as `kind`: a job of one group as its plan always was, a job of several groups as one
+/// launch of them all; `plan_ids`: each group's plan id (`plan_file::id`), which its ranks'
+/// marks carry.
+pub fn render_job(
+    job: &JobPlan,
+    kind: EmitKind,
+    origin: &Origin,
+    plan_ids: &[String],
+) -> Result<String, EmitError> {
+    match (job.shape, job.groups.as_slice(), plan_ids) {
+        (Shape::OneGroup, [plan], [id]) => render(
+            plan,
+            kind,
+            &Origin {
+                plan_id: id,
+                ..*origin
+            },
+        ),
+        _ => render_groups(job, kind, origin, plan_ids),
+    }
+}
+
+/// A job of several groups as `kind`.
+fn render_groups(
+    plan: &JobPlan,
     kind: EmitKind,
     origin: &Origin,
     plan_ids: &[String],

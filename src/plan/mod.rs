@@ -3,7 +3,7 @@
 //! must hold, every field against the others.
 
 pub mod check;
-pub mod groups;
+pub mod job;
 pub mod place;
 
 use std::collections::BTreeMap;

@@ -10,7 +10,7 @@ use crate::provenance;
 use crate::yaml::{self, FileError};
 
 mod format;
-pub mod groups;
+pub mod job;
 mod read;
 
 pub use format::*;
@@ -145,7 +145,7 @@ pub struct LoadedPlan {
 pub fn located(file: &str, text: &str, plan: &Plan, path: &str, message: String) -> PlanFileError {
     let map = match &plan.group {
         None => yaml::parse::<PlanFile>(file, text).map(|(_, map)| map),
-        Some(_) => yaml::parse::<groups::GroupedPlanFile>(file, text).map(|(_, map)| map),
+        Some(_) => yaml::parse::<job::GroupedPlanFile>(file, text).map(|(_, map)| map),
     };
     let path = match &plan.group {
         None => path.to_string(),

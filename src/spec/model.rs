@@ -42,6 +42,40 @@ pub struct Spec {
     pub groups: Vec<GroupSpec>,
 }
 
+impl Spec {
+    /// The job's groups: a spec without `groups:` is a job of one group, itself, unnamed and
+    /// without a topology of its own (so `--topology`, else the spec's `topology:`, is its
+    /// machine, as for a named group that names none). The one place that says so.
+    pub fn job_groups(&self) -> Vec<JobGroup<'_>> {
+        match self.groups.is_empty() {
+            true => vec![JobGroup {
+                name: None,
+                topology: None,
+                spec: self,
+            }],
+            false => self
+                .groups
+                .iter()
+                .map(|g| JobGroup {
+                    name: Some(&g.name),
+                    topology: g.topology.as_ref(),
+                    spec: &g.spec,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One group of a job as the stages after validation see it (`Spec::job_groups`).
+#[derive(Clone, Copy, Debug)]
+pub struct JobGroup<'a> {
+    /// `None`: the one group of a spec without `groups:`.
+    pub name: Option<&'a str>,
+    /// The group's own `topology:`.
+    pub topology: Option<&'a crate::topology::Source>,
+    pub spec: &'a Spec,
+}
+
 /// One group of a heterogeneous job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupSpec {

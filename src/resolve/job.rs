@@ -1,25 +1,44 @@
-//! A job of several groups (`groups:`): each group resolved on its own machine as a job of its
-//! own, then numbered as one world: group by group, node by node, local rank by local rank.
-//! `WORLD_SIZE` is the sum over the groups; the variables of a one-node job (`RANK`,
-//! `NODE_RANK`, `GROUP_RANK`, `MASTER_ADDR`) are the launcher's when the job has more nodes.
+//! A job: each of its groups (`Spec::job_groups`; a spec without `groups:` is a job of one)
+//! resolved on its own machine, then, of a job of several groups, numbered as one world: group
+//! by group, node by node, local rank by local rank. `WORLD_SIZE` is the sum over the groups;
+//! the variables of a one-node job (`RANK`, `NODE_RANK`, `GROUP_RANK`, `MASTER_ADDR`) are the
+//! launcher's when the job has more nodes.
 
 use super::error::{ResolveError, ResolveErrorKind};
+use super::resolve;
 use crate::plan::Plan;
-use crate::plan::groups::GroupedPlan;
+use crate::plan::job::{JobPlan, Shape};
 use crate::plan::place::GroupPlace;
 use crate::spec::Spec;
 use crate::topology::Topology;
 
-/// Resolves every group of `spec` on its machine (`topologies`, in group order). An error is
-/// the group's index and its resolve error.
-pub fn resolve_groups(
+/// Resolves every group of `spec` on its machine (`machines`, one per group of
+/// `spec.job_groups()`, in order). An error is the group's index and its resolve error.
+pub fn resolve_job(
     spec: &Spec,
-    topologies: &[Topology],
-) -> Result<GroupedPlan, (usize, Box<ResolveError>)> {
+    machines: &[Topology],
+) -> Result<JobPlan, (usize, Box<ResolveError>)> {
     let mut plans = Vec::new();
-    for (i, (group, topo)) in spec.groups.iter().zip(topologies).enumerate() {
-        plans.push(super::resolve(&group.spec, topo).map_err(|e| (i, Box::new(e)))?);
+    for (i, (group, topo)) in spec.job_groups().iter().zip(machines).enumerate() {
+        plans.push(resolve(group.spec, topo).map_err(|e| (i, Box::new(e)))?);
     }
+    let ranks = |p: &Plan| u64::from(p.nodes) * u64::from(p.ranks_per_node);
+    if spec.groups.is_empty() {
+        return Ok(JobPlan {
+            name: spec.name.clone(),
+            shape: Shape::OneGroup,
+            world_size: plans.iter().map(ranks).sum(),
+            groups: plans,
+        });
+    }
+    number_as_one_world(spec, plans)
+}
+
+/// The groups' plans numbered as one world, each with its place.
+fn number_as_one_world(
+    spec: &Spec,
+    mut plans: Vec<Plan>,
+) -> Result<JobPlan, (usize, Box<ResolveError>)> {
     let ranks = |p: &Plan| u64::from(p.nodes) * u64::from(p.ranks_per_node);
     let world_size: u64 = plans.iter().map(ranks).sum();
     if world_size > u64::from(u32::MAX) {
@@ -51,8 +70,9 @@ pub fn resolve_groups(
         first_rank += ranks(plan);
         first_node += u64::from(plan.nodes);
     }
-    Ok(GroupedPlan {
+    Ok(JobPlan {
         name: spec.name.clone(),
+        shape: Shape::Groups,
         world_size,
         groups: plans,
     })

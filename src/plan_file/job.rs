@@ -1,13 +1,14 @@
-//! A plan of several groups on disk (`groups:` in the job spec): the job's name and world size,
-//! then one entry per group, in spec order, each a plan of its own (its machine and
-//! fingerprint, policy, nodes, ranks, warnings) with the group's name and first global rank.
-//! A plan of one group is written as it always was.
+//! A job's plan on disk, its one writer (`render_job_yaml`, `render_job_json`) and reader
+//! (`load_job`). A job of one group (a spec without `groups:`) is written as a plan of one group
+//! always was (`PlanFile`); a job of several groups as the job's name and world size, then one
+//! entry per group, in spec order, each a plan of its own (its machine and fingerprint, policy,
+//! nodes, ranks, warnings) with the group's name and first global rank.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{FORMAT_VERSION, LoadedPlan, PlanFile, Provenance, to_file};
-use crate::plan::groups::GroupedPlan;
+use crate::plan::job::{JobPlan, Shape};
 use crate::plan::place::GroupPlace;
 use crate::provenance;
 use crate::yaml::{self, FileError};
@@ -56,7 +57,7 @@ pub struct GroupProvenance<'a> {
     pub fingerprint: &'a str,
 }
 
-pub fn to_grouped_file(plan: &GroupedPlan, groups: &[GroupProvenance]) -> GroupedPlanFile {
+pub fn to_grouped_file(plan: &JobPlan, groups: &[GroupProvenance]) -> GroupedPlanFile {
     GroupedPlanFile {
         numaplan_plan: FORMAT_VERSION,
         name: plan.name.clone(),
@@ -94,36 +95,81 @@ pub fn to_grouped_file(plan: &GroupedPlan, groups: &[GroupProvenance]) -> Groupe
     }
 }
 
-/// The plan of several groups as YAML: the header (one topology line per group), then the
-/// plan.
-pub fn render_grouped_yaml(
-    plan: &GroupedPlan,
-    header: &provenance::Header,
-    groups: &[GroupProvenance],
-) -> String {
-    let mut out = header.comment_lines(provenance::File::Plan);
-    out.push_str(&yaml::emit(&to_grouped_file(plan, groups)));
-    out
+/// What a job's plan file records about its inputs: the header (the topology and fingerprint
+/// lines name every group's, joined), the schema an editor's modeline points at, and each
+/// group's machine.
+pub struct JobProvenance<'a> {
+    pub header: provenance::Header<'a>,
+    /// `--schema-ref`.
+    pub schema_ref: Option<&'a str>,
+    /// One per group, in order.
+    pub groups: Vec<GroupProvenance<'a>>,
 }
 
-pub fn render_grouped_json(plan: &GroupedPlan, groups: &[GroupProvenance]) -> String {
-    let mut s = serde_json::to_string_pretty(&to_grouped_file(plan, groups))
-        .expect("invariant: plan types always serialize");
-    s.push('\n');
-    s
+impl JobProvenance<'_> {
+    /// Of a job of one group: the plan file's provenance as it always was.
+    fn of_one_group(&self) -> Provenance<'_> {
+        Provenance {
+            header: self.header,
+            topology_file: self.groups.first().and_then(|g| g.topology_file),
+            schema_ref: self.schema_ref,
+        }
+    }
 }
 
-/// A plan of several groups read back: each group's plan (with its place in the job), its
-/// topology's fingerprint and file.
-pub struct LoadedGroups {
-    pub name: Option<String>,
-    pub world_size: u64,
+/// A job's plan as YAML: the header, then the plan of its one group, or its groups.
+pub fn render_job_yaml(job: &JobPlan, p: &JobProvenance) -> String {
+    match (job.shape, job.groups.as_slice()) {
+        (Shape::OneGroup, [plan]) => super::render_yaml(plan, &p.of_one_group()),
+        _ => {
+            let mut out = String::new();
+            if let Some(schema) = p.schema_ref {
+                out.push_str(&format!("# yaml-language-server: $schema={schema}\n"));
+            }
+            out.push_str(&p.header.comment_lines(provenance::File::Plan));
+            out.push_str(&yaml::emit(&to_grouped_file(job, &p.groups)));
+            out
+        }
+    }
+}
+
+/// A job's plan as JSON (`--format json`).
+pub fn render_job_json(job: &JobPlan, p: &JobProvenance) -> String {
+    match (job.shape, job.groups.as_slice()) {
+        (Shape::OneGroup, [plan]) => super::render_json(plan, &p.of_one_group()),
+        _ => {
+            let mut s = serde_json::to_string_pretty(&to_grouped_file(job, &p.groups))
+                .expect("invariant: plan types always serialize");
+            s.push('\n');
+            s
+        }
+    }
+}
+
+/// A job's plan read back: each group's plan (of a job of several, with its place in the job),
+/// its topology's fingerprint and file.
+pub struct LoadedJob {
+    pub shape: Shape,
     pub groups: Vec<LoadedPlan>,
+}
+
+/// Reads a job's plan file back, of one group or several.
+pub fn load_job(file: &str, text: &str) -> Result<LoadedJob, FileError> {
+    match is_grouped(text) {
+        true => Ok(LoadedJob {
+            shape: Shape::Groups,
+            groups: load_grouped(file, text)?,
+        }),
+        false => Ok(LoadedJob {
+            shape: Shape::OneGroup,
+            groups: vec![super::load(file, text)?],
+        }),
+    }
 }
 
 /// Whether a plan file is a plan of several groups: it has the top-level key `groups` (parsed
 /// only where the text names both of its keys: `bind` reads a plan at every rank's start).
-pub fn is_grouped(text: &str) -> bool {
+fn is_grouped(text: &str) -> bool {
     text.contains("world_size")
         && text.contains("groups")
         && yaml::has_top_level_key(text, "groups") == Some(true)
@@ -131,7 +177,7 @@ pub fn is_grouped(text: &str) -> bool {
 
 /// Reads a plan of several groups back: every group's plan, numbered as the file says and
 /// checked against it (first ranks in order, the world size their sum, names unique).
-pub fn load_grouped(file: &str, text: &str) -> Result<LoadedGroups, FileError> {
+fn load_grouped(file: &str, text: &str) -> Result<Vec<LoadedPlan>, FileError> {
     let (f, map) = yaml::parse::<GroupedPlanFile>(file, text).map_err(FileError::from)?;
     let at = |path: String, message: String| FileError::invalid(&map, &path, message, None);
     if f.groups.is_empty() {
@@ -194,9 +240,5 @@ pub fn load_grouped(file: &str, text: &str) -> Result<LoadedGroups, FileError> {
             topology_file: g.plan.topology.file.clone(),
         });
     }
-    Ok(LoadedGroups {
-        name: f.name,
-        world_size: f.world_size,
-        groups,
-    })
+    Ok(groups)
 }
