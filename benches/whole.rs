@@ -10,7 +10,7 @@
 //! 2.x XML and as numaplan fixtures into a scratch directory.
 //!
 //! Usage: cargo bench --bench whole -- [--runs N] [--sizes 256,1024]
-//! [--only compile|topo|mpibind|groups|exec|bind|verify]
+//! [--only compile|topo|mpibind|groups|exec|readback|bind|verify]
 //! [--dir DIR] (keeps the machines and plans there, for profiling one command)
 
 use std::fmt::Write as _;
@@ -804,11 +804,47 @@ fn main() {
     mpibind(&o, &dir, &mut out);
     groups(&o, &dir, &mut out);
     launches(&o, &dir, &mut out);
+    read_back(&o, &mut out);
     verifies(&o, &dir, &mut out);
     if o.dir.is_none() {
         let _ = std::fs::remove_dir_all(&scratch);
     }
     print!("{out}");
+}
+
+/// What `exec --verify`'s read-back costs each rank's child before `execve`: the binding read
+/// back (`sched_getaffinity`, `get_mempolicy`) and compared with the one applied, timed here in
+/// this process on all of its CPUs with memory bound to node 0, as a child makes the calls.
+fn read_back(o: &Options, out: &mut String) {
+    if !wants(o, "readback") {
+        return;
+    }
+    use numaplan::sys::affinity::{Binding, Memory, MemoryMode};
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let all = numaplan::cpuset::CpuSet::range(0, cpus - 1);
+    let binding = Binding::new(
+        &all,
+        Memory {
+            mode: Some(MemoryMode::Bind),
+            nodes: &[numaplan::ids::NodeId(0)],
+        },
+    )
+    .unwrap();
+    let calls = 20_000;
+    let mut per_call = Vec::new();
+    for _ in 0..o.runs {
+        let start = Instant::now();
+        for _ in 0..calls {
+            std::hint::black_box(binding.read_back());
+        }
+        per_call.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(calls));
+    }
+    per_call.sort_by(f64::total_cmp);
+    out.push_str(&format!(
+        "\n### exec's read-back in the child\n\n`exec --verify` reads each rank's binding back in its child before `execve`: {:.2} us a rank (median of {} runs of {calls} read-backs; the CPUs and memory policy read and compared).\n",
+        per_call[per_call.len() / 2],
+        o.runs
+    ));
 }
 
 /// `--hold MIB MAPS`: a stand-in for a running rank. Maps MIB MiB of anonymous memory and

@@ -3,7 +3,7 @@
 # numactl loops, alternating in one run, on synthetic machines of 256 to 4096 CPUs and on this
 # machine. Prints the machine, the command and Markdown tables for BENCHMARKS.md. Run by hand
 # on an idle machine; arguments go to the harness (--runs N, --sizes 256,1024, --only
-# compile|topo|mpibind|groups|exec|bind|verify). Needs hwloc (hwloc-distrib, lstopo-no-graphics) and numactl (numastat).
+# compile|topo|mpibind|groups|exec|readback|bind|verify). Needs hwloc (hwloc-distrib, lstopo-no-graphics) and numactl (numastat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh >&2
