@@ -756,3 +756,26 @@ fn mpibind_refuses_a_machine_read_without_its_tree() {
     // The same machine read for mpibind plans.
     plan(&load_file(&path).unwrap(), "cpu:\n  policy: mpibind\n");
 }
+
+/// `cpu.smt: 0` is mpibind's automatic choice (docs/mpibind.md), as mpibind users write it: the
+/// plan of leaving the key out, with no warning that the greedy path ignores it. Under another
+/// policy 0 threads per core stays an error.
+#[test]
+fn smt_zero_is_mpibinds_automatic_choice() {
+    let lassen = load_file(&repo().join("tests/data/mpibind/coral-lassen.xml")).unwrap();
+    for (tasks, greedy) in [(8, false), (1, true)] {
+        let base = format!("ranks_per_node: {tasks}\ncpu:\n  policy: mpibind\n");
+        let automatic = plan(&lassen, &base);
+        let zero = plan(&lassen, &format!("{base}  smt: 0\n"));
+        assert_eq!(zero, automatic, "{tasks} task(s)");
+        assert!(
+            zero.warnings
+                .iter()
+                .all(|w| w.code != numaplan::diag::codes::W0204_OPTION_IGNORED),
+            "greedy {greedy}: {:?}",
+            zero.warnings
+        );
+    }
+    let other = load_str("spec.yaml", "cpu:\n  policy: auto\n  smt: 0\n");
+    assert!(other.is_err());
+}

@@ -12,8 +12,12 @@ use crate::spec::{
 };
 
 pub(super) fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<Warning>) -> CpuSpec {
-    let cpu = raw.cpu.clone().unwrap_or_default();
+    let mut cpu = raw.cpu.clone().unwrap_or_default();
     let policy = policy(cpu.policy.unwrap_or(raw::PolicyName::Auto));
+    // mpibind's `smt` 0 is its automatic choice (docs/mpibind.md), as if the key were absent.
+    if policy == Policy::Mpibind && matches!(cpu.smt, Some(raw::SmtValue::Count(0))) {
+        cpu.smt = None;
+    }
     // `reserve` is the deprecated spelling of `reserve_cpus`.
     let reserve_cpus = match (&cpu.reserve_cpus, &cpu.reserve) {
         (Some(_), Some(_)) => {
@@ -96,8 +100,8 @@ fn smt(value: Option<raw::SmtValue>, p: &mut Problems) -> Smt {
                 "cpu.smt",
                 "`cpu.smt` must be at least 1 hardware thread per core".into(),
                 "zero threads per core",
-                "write `all`, `one` or a number of threads per core; under mpibind, leave it out \
-                 for mpibind's own choice",
+                "write `all`, `one` or a number of threads per core (under mpibind, 0 or no \
+                 `smt` is mpibind's own choice)",
             );
             Smt::All
         }
