@@ -760,3 +760,47 @@ fn exec_writes_the_watch_as_json_lines() {
     assert_eq!(mixed.code, 2, "{}", mixed.stderr);
     assert!(mixed.stderr.contains("--log-dir"), "{}", mixed.stderr);
 }
+
+/// `exec --format json` refused says only what is missing: with `--watch` and no `--log-dir`,
+/// the log directory (it once also said "add --verify or --watch"); with `--log-dir` and no
+/// check, the check; with `--tee`, to leave it out. Nothing starts.
+#[test]
+fn exec_format_json_says_only_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = |extra: &[&str]| {
+        let args = [
+            &["-q", "exec", "--nproc-per-node", "2", "--format", "json"][..],
+            extra,
+            &["--", "touch", "started"],
+        ]
+        .concat();
+        let run = common::numaplan_in(dir.path(), &args);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert!(
+            !dir.path().join("started").exists(),
+            "{extra:?} started a rank"
+        );
+        run.stderr
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("= help: "))
+            .unwrap_or_else(|| panic!("{}", run.stderr))
+            .to_string()
+    };
+    assert_eq!(
+        help(&["--watch"]),
+        "send the ranks' output to files with `--log-dir DIR`; or use `--dry-run --format json`"
+    );
+    assert_eq!(
+        help(&["--log-dir", "logs"]),
+        "add `--verify` or `--watch`; or use `--dry-run --format json`"
+    );
+    assert_eq!(
+        help(&["--verify", "--log-dir", "logs", "--tee"]),
+        "leave out `--tee`, which copies the ranks' output there; or use `--dry-run --format json`"
+    );
+    assert_eq!(
+        help(&[]),
+        "add `--verify` or `--watch`, and send the ranks' output to files with `--log-dir DIR`; \
+         or use `--dry-run --format json`"
+    );
+}

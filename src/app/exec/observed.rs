@@ -65,9 +65,7 @@ impl Checks {
                 message: "`exec --format json` writes the verification and the watch as JSON \
                           Lines on stdout, where the ranks' output would be mixed in"
                     .into(),
-                help: "add `--verify` or `--watch`, and send the ranks' output to files with \
-                       `--log-dir DIR` (without `--tee`); or use `--dry-run --format json`"
-                    .into(),
+                help: json_lines_help(checks.verify, args),
             });
         }
         Ok(checks)
@@ -80,6 +78,25 @@ impl Checks {
             ReportFormat::Json => (Box::new(std::io::stdout()), libc::STDOUT_FILENO),
         }
     }
+}
+
+/// What `exec --format json` lacks, and only that: a check to write (`--verify` or `--watch`),
+/// the ranks' output sent to files (`--log-dir DIR`), or that output kept off the terminal
+/// (`--tee`); or a dry run instead.
+fn json_lines_help(verifying: bool, args: &ExecArgs) -> String {
+    let mut needed = Vec::new();
+    if !verifying {
+        needed.push("add `--verify` or `--watch`");
+    }
+    match (&args.log_dir, args.tee) {
+        (None, _) => needed.push("send the ranks' output to files with `--log-dir DIR`"),
+        (Some(_), true) => needed.push("leave out `--tee`, which copies the ranks' output there"),
+        (Some(_), false) => {}
+    }
+    format!(
+        "{}; or use `--dry-run --format json`",
+        needed.join(", and ")
+    )
 }
 
 /// The job's ranks observed as `checks` say (the table of the bindings read back, then the
