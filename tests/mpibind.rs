@@ -231,7 +231,7 @@ fn a_restriction_to_one_core_leaves_no_core_level() {
     assert!(
         error
             .to_string()
-            .contains("2 CPU(s) of slot `8`, which has 1"),
+            .contains("2 PU(s) of the slot of CPUs 8, which has 1 (8)"),
         "{error}"
     );
     let p = plan(&lassen, &job(""));
@@ -378,7 +378,7 @@ fn cores_of_different_thread_counts_are_refused_only_where_a_core_falls_short() 
     assert!(
         error
             .to_string()
-            .contains("2 CPU(s) of slot `4`, which has 1"),
+            .contains("2 PU(s) of the core of CPU 4, which has 1 (4)"),
         "{error}"
     );
     let p = plan(

@@ -293,3 +293,33 @@ fn the_guide_index_lists_every_chapter() {
         }
     }
 }
+
+/// No paragraph of the README or the guide starts with stray punctuation (an edit once cut the
+/// first words of five paragraphs, leaving `, for any vendor's GPUs, ...`).
+#[test]
+fn no_paragraph_starts_with_punctuation() {
+    let mut files = vec![repo().join("README.md")];
+    for e in std::fs::read_dir(repo().join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            files.push(p);
+        }
+    }
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let (mut code, mut previous) = (false, "");
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                code = !code;
+            }
+            let starts_cut = line.starts_with([',', ';', ':', '.', ')']);
+            assert!(
+                code || !previous.trim().is_empty() || !starts_cut,
+                "{}:{}: a paragraph starts with `{line}`",
+                file.display(),
+                i + 1
+            );
+            previous = line;
+        }
+    }
+}

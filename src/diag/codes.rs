@@ -132,8 +132,8 @@ codes! {
         "`policy: mpibind`: the mapping would take more PUs of a core (or other slot) than it \
          has: `cpu.smt` above the PUs of some core, cores left uneven by a restriction, or \
          hybrid cores. mpibind adds CPU -1 to such a task (a corrupt CPU set); numaplan \
-         refuses and names the slot. Ask for fewer threads per core, or restrict to whole \
-         cores.";
+         refuses and names the slot (the core of its first CPU, where it is a core). Ask for \
+         fewer threads per core, or restrict to whole cores.";
     E0221_GROUPS_NOT_ONE_NODE = "E0221":
         "A job spec with `groups:` (nodes of different shapes) was given where only a job of \
          one group can go: `--emit bash`, which starts one node's ranks with numactl. Nothing \

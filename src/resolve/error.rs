@@ -77,9 +77,16 @@ pub enum ResolveErrorKind {
     MpibindSmt { smt: u32, level: u32 },
     #[error("{0}")]
     MpibindRestriction(MpibindRestriction),
-    #[error("mpibind would give each task {wanted} CPU(s) of slot `{cpus}`, which has {has}")]
+    #[error(
+        "mpibind would give each task {wanted} PU(s) of {}, which has {has} ({cpus}) within the \
+         allowed CPUs",
+        slot(*.core_of, .cpus)
+    )]
     MpibindSlotTooSmall {
+        /// The slot's allowed CPUs.
         cpus: CpuSet,
+        /// The slot's first CPU where it is a core (else another level of the tree).
+        core_of: Option<u32>,
         has: usize,
         wanted: usize,
     },
@@ -89,6 +96,14 @@ pub enum ResolveErrorKind {
     /// `asked`: `gpus: all`, `gpus: visible`, `gpus_per_rank: 2`.
     #[error("`{asked}` asks for GPUs, and topology `{topology}` has none")]
     NoGpus { asked: Box<str>, topology: Box<str> },
+}
+
+/// A slot of mpibind's mapping as a user finds it: `the core of CPU 8`, else its CPUs.
+fn slot(core_of: Option<u32>, cpus: &CpuSet) -> String {
+    match core_of {
+        Some(cpu) => format!("the core of CPU {cpu}"),
+        None => format!("the slot of CPUs {cpus}"),
+    }
 }
 
 /// The spec key a problem is about: the top level's (`cpu.min_cores`), or in a job of several

@@ -6,6 +6,7 @@ use super::{Machine, Task};
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
 use crate::resolve::error::{ResolveError, ResolveErrorKind};
+use crate::topology::tree::Kind;
 
 pub fn map(
     machine: &Machine,
@@ -162,6 +163,9 @@ fn pus_per_slot(machine: &Machine, slots: &Slots, workers: usize) -> Result<usiz
         return Err(ResolveError::new(
             ResolveErrorKind::MpibindSlotTooSmall {
                 cpus: cpus.clone(),
+                core_of: (view.objects[short].kind == Kind::Core)
+                    .then(|| cpus.first())
+                    .flatten(),
                 has: cpus.len(),
                 wanted: p,
             },
