@@ -78,16 +78,16 @@ pub enum ResolveErrorKind {
     #[error("{0}")]
     MpibindRestriction(MpibindRestriction),
     #[error(
-        "mpibind would give each task {wanted} PU(s) of {}, which has {has} ({cpus}) within the \
+        "mpibind would give each task {wanted} PU(s) of {}, which has {} ({cpus}) within the \
          allowed CPUs",
-        slot(*.core_of, .cpus)
+        slot(*.core_of, .cpus),
+        .cpus.len()
     )]
     MpibindSlotTooSmall {
         /// The slot's allowed CPUs.
         cpus: CpuSet,
         /// The slot's first CPU where it is a core (else another level of the tree).
         core_of: Option<u32>,
-        has: usize,
         wanted: usize,
     },
     /// An hwloc machine loaded without its object tree reached `policy: mpibind`: a bug.

@@ -166,7 +166,6 @@ fn pus_per_slot(machine: &Machine, slots: &Slots, workers: usize) -> Result<usiz
                 core_of: (view.objects[short].kind == Kind::Core)
                     .then(|| cpus.first())
                     .flatten(),
-                has: cpus.len(),
                 wanted: p,
             },
             "cpu.smt",
