@@ -822,3 +822,44 @@ fn cpus_outside_the_affinity_are_named_without_force() {
     );
     assert!(!err.contains("--force"), "{err}");
 }
+
+/// `verify --match NAME` never takes its own ancestors for ranks: the shell that started it names
+/// NAME on its command line and has `LOCAL_RANK` (it was once reported as rank 0, MISMATCH,
+/// E0416); with no rank running, no process matches (E0417).
+#[test]
+fn verify_match_skips_its_own_ancestors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "command: [sleep, '1']\nranks_per_node: 2\ngpus: none\n",
+    )
+    .unwrap();
+    let compiled = numaplan_in(dir.path(), &["-q", "compile", "job.yaml", "-o", "two.yaml"]);
+    assert_eq!(compiled.code, 0, "{}", compiled.stderr);
+    let marker = format!("zzz-unique-{}", std::process::id());
+    // A second command keeps the shell alive (bash runs a lone command in its own place).
+    let line = format!(
+        "{} verify two.yaml --match {marker}; exit $?",
+        env!("CARGO_BIN_EXE_numaplan")
+    );
+    let out = Command::new("bash")
+        .args(["-c", &line])
+        .current_dir(dir.path())
+        .env("LOCAL_RANK", "0")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "error[E0417]: no running process matches `{marker}`"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

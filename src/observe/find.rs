@@ -111,13 +111,16 @@ fn mark_file(pid: u32) -> Option<Mark> {
 }
 
 /// Processes whose command line contains `name`, other than numaplan's own (this `verify`, an
-/// `exec` supervisor whose arguments name the program): those are not ranks. Each with its
-/// parent, owner, command line (shortened) and what it says of its rank.
+/// `exec` supervisor whose arguments name the program) and this process's ancestors (the shell
+/// or `srun` that started `verify`, whose command line names the match too): those are not
+/// ranks. Each with its parent, owner, command line (shortened) and what it says of its rank.
 pub fn matching(name: &str) -> Vec<Candidate> {
     let numaplan = proc::exe("self");
     let is_numaplan = |pid: u32| numaplan.is_some() && proc::exe(&pid.to_string()) == numaplan;
+    let ancestors = ancestors();
     let mut found: Vec<Candidate> = proc::pids()
         .into_iter()
+        .filter(|pid| !ancestors.contains(pid))
         .filter(|&pid| !is_numaplan(pid))
         .filter_map(|pid| {
             let command = proc::command_line(pid)?;
@@ -135,6 +138,19 @@ pub fn matching(name: &str) -> Vec<Candidate> {
         })
         .collect();
     found.sort_by_key(|c| c.pid);
+    found
+}
+
+/// This process's ancestors, from its parent up (a loop in what `/proc` says ends the walk).
+fn ancestors() -> std::collections::BTreeSet<u32> {
+    let mut found = std::collections::BTreeSet::new();
+    let mut pid = std::process::id();
+    while let Some((_, parent)) = proc::stat(pid) {
+        if parent == 0 || !found.insert(parent) {
+            break;
+        }
+        pid = parent;
+    }
     found
 }
 
