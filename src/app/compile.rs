@@ -116,6 +116,7 @@ fn launch_script(
         Some(o) if o != Path::new("-") => o.file_name().and_then(|n| n.to_str()),
         _ => None,
     };
+    // Each group's id is in `plan_ids`; `render_job` gives a job of one group its own.
     let origin = emit::Origin {
         header: provenance.header,
         plan_file: &plan_file,

@@ -18,11 +18,16 @@ pub fn resolve_job(
     spec: &Spec,
     machines: &[Topology],
 ) -> Result<JobPlan, (usize, Box<ResolveError>)> {
+    let groups = spec.job_groups();
+    debug_assert_eq!(
+        groups.len(),
+        machines.len(),
+        "invariant: a machine per group"
+    );
     let mut plans = Vec::new();
-    for (i, (group, topo)) in spec.job_groups().iter().zip(machines).enumerate() {
+    for (i, (group, topo)) in groups.iter().zip(machines).enumerate() {
         plans.push(resolve(group.spec, topo).map_err(|e| (i, Box::new(e)))?);
     }
-    let ranks = |p: &Plan| u64::from(p.nodes) * u64::from(p.ranks_per_node);
     if spec.groups.is_empty() {
         return Ok(JobPlan {
             name: spec.name.clone(),
@@ -34,12 +39,16 @@ pub fn resolve_job(
     number_as_one_world(spec, plans)
 }
 
+/// A plan's ranks: its nodes times its ranks per node.
+fn ranks(p: &Plan) -> u64 {
+    u64::from(p.nodes) * u64::from(p.ranks_per_node)
+}
+
 /// The groups' plans numbered as one world, each with its place.
 fn number_as_one_world(
     spec: &Spec,
     mut plans: Vec<Plan>,
 ) -> Result<JobPlan, (usize, Box<ResolveError>)> {
-    let ranks = |p: &Plan| u64::from(p.nodes) * u64::from(p.ranks_per_node);
     let world_size: u64 = plans.iter().map(ranks).sum();
     if world_size > u64::from(u32::MAX) {
         return Err((
