@@ -539,3 +539,49 @@ fn a_group_that_contradicts_its_machine_is_refused_at_its_key() {
         run.stderr
     );
 }
+
+/// A group's node place is counted one way in every message: E0410 gives the group's own node
+/// count (what `--nodes` takes) beside the job's, and E0424 the same count; the job's node
+/// count given as `--nodes` is the mistake E0424 names (issue 50, 6).
+#[test]
+fn a_groups_node_count_is_said_alike_in_every_message() {
+    let plan = numaplan(&["compile", EXAMPLE, "-q"]).ok();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rl.plan.yaml");
+    std::fs::write(&file, plan).unwrap();
+    let file = file.to_str().unwrap();
+    let exec = |extra: &[&str]| {
+        let args = [
+            &["exec", file, "--group", "rollout", "--dry-run"][..],
+            extra,
+        ]
+        .concat();
+        numaplan(&args)
+    };
+    let unplaced = exec(&[]);
+    assert_eq!(unplaced.code, 1, "{}", unplaced.stderr);
+    assert!(
+        unplaced.stderr.starts_with(
+            "error[E0410]: group `rollout` is for 1 node(s) of a job of 4, and needs this \
+             node's place in the group"
+        ),
+        "{}",
+        unplaced.stderr
+    );
+    let whole_job = exec(&["--node-rank", "0", "--nodes", "4", "--master-addr", "h"]);
+    assert!(
+        whole_job
+            .stderr
+            .starts_with("error[E0424]: group `rollout` is for 1 node(s), but this job has 4"),
+        "{}",
+        whole_job.stderr
+    );
+    // Placed as E0410 says, the node is past the place check (this runner is no GH200: the
+    // node check, E0411, is what stops it then).
+    let placed = exec(&["--node-rank", "0", "--nodes", "1", "--master-addr", "h"]);
+    assert!(
+        placed.stderr.starts_with("error[E0411]"),
+        "{}",
+        placed.stderr
+    );
+}

@@ -13,8 +13,8 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
             .help("add the program each rank runs to the job spec, e.g. `command: [python, train.py]`, or give it after `--`"),
         ExecError::NoCommand { input: Input::None } => Diagnostic::error(E0402_MISSING_COMMAND, message)
             .help("give the program each rank runs after `--`, e.g. `numaplan exec --nproc-per-node 2 -- python train.py`"),
-        ExecError::NoNodePlace { .. } => Diagnostic::error(E0410_NODE_PLACE, message).help(NODE_PLACE_HELP),
-        ExecError::NodeCount { .. } => Diagnostic::error(E0424_NODE_COUNT, message).help(NODE_PLACE_HELP),
+        ExecError::NoNodePlace { group, .. } => Diagnostic::error(E0410_NODE_PLACE, message).help(node_place_help(group.as_deref())),
+        ExecError::NodeCount { group, .. } => Diagnostic::error(E0424_NODE_COUNT, message).help(node_place_help(group.as_deref())),
         ExecError::NodeRank { .. } => Diagnostic::error(E0425_NODE_RANK, message).help(NODE_PLACE_HELP),
         ExecError::NotThisNode { why, .. } => Diagnostic::error(E0411_NOT_THIS_NODE, message)
             .note("nothing was started")
@@ -52,3 +52,13 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
 
 /// How to tell `exec` its node's place in a multi-node job.
 const NODE_PLACE_HELP: &str = "run one `numaplan exec` per node under Slurm (`srun --ntasks-per-node=1`), or pass `--node-rank K --nodes N --master-addr HOST`";
+
+/// The node place's help; of a group, what its `--nodes` and `--node-rank` count.
+fn node_place_help(group: Option<&str>) -> String {
+    match group {
+        None => NODE_PLACE_HELP.to_string(),
+        Some(name) => format!(
+            "{NODE_PLACE_HELP}: N the nodes of group `{name}`, K this node's index among them"
+        ),
+    }
+}

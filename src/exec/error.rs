@@ -18,12 +18,23 @@ pub enum ExecError {
     })]
     /// `input`: whether a job spec or plan was given (where the command could go).
     NoCommand { input: Input },
-    #[error("the plan is for {plan} node(s), but this job has {job}")]
-    NodeCount { plan: u32, job: u32 },
+    #[error("{} is for {plan} node(s), but this job has {job}", planned(group.as_deref()))]
+    NodeCount {
+        plan: u32,
+        job: u32,
+        /// Of a job of several groups: the group's name (whose nodes `plan` counts).
+        group: Option<String>,
+    },
     #[error("node rank {node_rank} is not below the node count {nodes}")]
     NodeRank { node_rank: u32, nodes: u32 },
-    #[error("a plan for {nodes} nodes needs this node's place in the job")]
-    NoNodePlace { nodes: u32 },
+    #[error("{}", no_node_place(*nodes, *world, group.as_deref()))]
+    NoNodePlace {
+        /// The plan's nodes (of a group: the group's), which `--nodes` counts.
+        nodes: u32,
+        /// The whole job's nodes.
+        world: u64,
+        group: Option<String>,
+    },
     #[error("this node ({host}) cannot run the plan: {why}")]
     NotThisNode { host: String, why: NodeMismatch },
     #[error("{}", bind_failure(*rank, cpus, memory, *call, source))]
@@ -75,6 +86,25 @@ pub enum ExecError {
         program: String,
         source: std::io::Error,
     },
+}
+
+/// E0410's message: of a group, its own node count (what `--nodes` says) beside the job's.
+fn no_node_place(nodes: u32, world: u64, group: Option<&str>) -> String {
+    match group {
+        None => format!("a plan for {nodes} nodes needs this node's place in the job"),
+        Some(name) => format!(
+            "group `{name}` is for {nodes} node(s) of a job of {world}, and needs this node's \
+             place in the group"
+        ),
+    }
+}
+
+/// What a node count is of: `the plan`, or `group `rollout``.
+fn planned(group: Option<&str>) -> String {
+    match group {
+        Some(name) => format!("group `{name}`"),
+        None => "the plan".to_string(),
+    }
 }
 
 /// `cannot bind rank 3 to CPUs 8-15 (sched_setaffinity): ...`, or for the memory policy

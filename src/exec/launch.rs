@@ -73,6 +73,7 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
         return Err(ExecError::NodeCount {
             plan: plan.nodes,
             job: opts.place.nodes,
+            group: plan.group.as_ref().map(|g| g.name.clone()),
         });
     }
     if opts.place.node_rank >= opts.place.nodes {

@@ -187,7 +187,9 @@ fn node_place(args: &ExecArgs, plan: &Plan) -> Result<NodePlace, ExecError> {
     });
     if plan.world_nodes() > 1 && (node_rank.is_none() || master.is_none()) {
         return Err(ExecError::NoNodePlace {
-            nodes: plan.world_nodes() as u32,
+            nodes: plan.nodes,
+            world: plan.world_nodes(),
+            group: plan.group.as_ref().map(|g| g.name.clone()),
         });
     }
     let single_node_master = plan
