@@ -241,6 +241,16 @@ fn split_top(list: &str) -> Vec<&str> {
     items.into_iter().filter(|s| !s.is_empty()).collect()
 }
 
+/// The path written at `at` (`crate::a::b`, up to the first character no path holds); `None`
+/// where it ends in `::`, a use tree's head (`crate::a::{b, c}`), which `use_paths` reads.
+fn path_written_at(code: &str, at: usize) -> Option<&str> {
+    let written = code[at..]
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .next()
+        .unwrap_or("");
+    (!written.ends_with("::")).then_some(written)
+}
+
 /// Paths written out in code: `crate::a::b`, `super::a`, outside `use` declarations too.
 fn inline_paths(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
@@ -254,14 +264,10 @@ fn inline_paths(code: &str) -> Vec<Vec<String>> {
             if code[..at].ends_with("(in ") {
                 continue;
             }
-            let written = code[at..]
-                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-                .next()
-                .unwrap_or("");
             // `crate::a::{b, c}` is a use tree: `use_paths` reads it.
-            if written.ends_with("::") {
+            let Some(written) = path_written_at(code, at) else {
                 continue;
-            }
+            };
             let path: Vec<String> = written
                 .split("::")
                 .filter(|s| !s.is_empty())
@@ -622,13 +628,9 @@ fn child_paths(
             if prev.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
                 continue;
             }
-            let text = code[i..]
-                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
-                .next()
-                .unwrap_or("");
-            if text.ends_with("::") {
+            let Some(text) = path_written_at(code, i) else {
                 continue;
-            }
+            };
             out.push(text.split("::").map(String::from).collect());
         }
     }
