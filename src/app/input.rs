@@ -156,7 +156,7 @@ pub(crate) fn load_subjects(
             set: o.typed(),
         });
     }
-    let loaded = plan_file::job::load_job(arg, &text)?.groups;
+    let loaded = plan_file::job::load_job(arg, &text)?;
     let plan_file = PlanText { arg, text: &text };
     loaded
         .into_iter()

@@ -146,24 +146,12 @@ pub fn render_job_json(job: &JobPlan, p: &JobProvenance) -> String {
     }
 }
 
-/// A job's plan read back: each group's plan (of a job of several, with its place in the job),
-/// its topology's fingerprint and file.
-pub struct LoadedJob {
-    pub shape: Shape,
-    pub groups: Vec<LoadedPlan>,
-}
-
-/// Reads a job's plan file back, of one group or several.
-pub fn load_job(file: &str, text: &str) -> Result<LoadedJob, FileError> {
+/// Reads a job's plan file back, of one group or several: each group's plan (of a job of
+/// several, with its place in the job), its topology's fingerprint and file.
+pub fn load_job(file: &str, text: &str) -> Result<Vec<LoadedPlan>, FileError> {
     match is_grouped(text) {
-        true => Ok(LoadedJob {
-            shape: Shape::Groups,
-            groups: load_grouped(file, text)?,
-        }),
-        false => Ok(LoadedJob {
-            shape: Shape::OneGroup,
-            groups: vec![super::load(file, text)?],
-        }),
+        true => load_grouped(file, text),
+        false => Ok(vec![super::load(file, text)?]),
     }
 }
 
