@@ -237,7 +237,7 @@ fn repin_puts_a_thread_back_on_its_ranks_cpus() {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let report: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
-    assert_eq!(report["numaplan_verify"], 1);
+    assert_eq!(report["numaplan_verify"], 2);
     assert_eq!(report["ok"], true, "{report}");
     let mut repinned = 0;
     let mut events = Vec::new();
@@ -584,6 +584,68 @@ fn match_flags_duplicate_and_missing_ranks() {
     );
 }
 
+/// `verify --format json` reports each problem as an object a program can read without
+/// parsing English: its `kind` and fields beside the text line. An unbound process claiming
+/// rank 1 runs outside its CPUs and without the planned `bind` policy.
+#[test]
+fn verify_json_reports_problems_by_kind() {
+    if !needs_two_cpus() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 2\nmemory: {policy: bind}\n",
+    )
+    .unwrap();
+    let marker = format!("numaplan-kinds-{}", std::process::id());
+    let mut rank = Command::new("sh")
+        .args(["-c", "sleep 30 & wait", &marker])
+        .env("LOCAL_RANK", "1")
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let run = common::numaplan_in(
+        dir.path(),
+        &["verify", "job.yaml", "--match", &marker, "--format", "json"],
+    );
+    let _ = rank.kill();
+    let _ = rank.wait();
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["numaplan_verify"], 2);
+    let row = &report["ranks"][0];
+    assert_eq!(row["pid"], rank.id(), "{report}");
+    let problems = row["problems"].as_array().unwrap();
+    let of = |kind: &str| {
+        problems
+            .iter()
+            .find(|p| p["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind}: {report}"))
+    };
+    let outside = of("thread-outside");
+    assert_eq!(outside["tid"], rank.id());
+    assert_eq!(outside["thread"], "sh");
+    let planned: numaplan::cpuset::CpuSet = row["planned_cpus"].as_str().unwrap().parse().unwrap();
+    let all: numaplan::cpuset::CpuSet = all_cpus().parse().unwrap();
+    assert_eq!(
+        outside["outside_cpus"],
+        all.difference(&planned).to_string()
+    );
+    let memory = of("memory-policy");
+    assert_eq!(
+        memory["actual"],
+        serde_json::json!({"mode": "default", "nodes": []})
+    );
+    assert_eq!(memory["planned"]["mode"], "bind");
+    assert_eq!(memory["planned"]["nodes"], serde_json::json!([0]));
+    // Beside the fields, the line the text output prints.
+    assert_eq!(
+        memory["text"], "memory policy is default, planned bind:0",
+        "{report}"
+    );
+}
+
 /// `--repin` alone (no `--watch`) puts back what one reading finds and, everything put back,
 /// succeeds; the next `verify` finds the rank as planned.
 #[test]
@@ -744,7 +806,7 @@ fn exec_writes_the_watch_as_json_lines() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(objects[0]["numaplan_verify"], 1, "{}", run.stdout);
+    assert_eq!(objects[0]["numaplan_verify"], 2, "{}", run.stdout);
     assert_eq!(objects[0]["ok"], true, "{}", run.stdout);
     let events: Vec<&str> = objects[1..]
         .iter()

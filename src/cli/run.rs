@@ -206,7 +206,7 @@ pub struct VerifyArgs {
     #[arg(long = "match", value_name = "NAME")]
     pub match_name: Option<String>,
 
-    /// Text for people, or JSON (`"numaplan_verify": 1`, schemas/verify.schema.json); with
+    /// Text for people, or JSON (`"numaplan_verify": 2`, schemas/verify.schema.json); with
     /// `--watch`, JSON Lines: the report on one line, then one `"numaplan_watch": 2` object per
     /// change and a summary (schemas/watch.schema.json).
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]

@@ -7,6 +7,7 @@ use std::fmt;
 use crate::cpuset::CpuSet;
 use crate::ids::{NodeId, node_list};
 use crate::phrase::size;
+use crate::plan::ShownPolicy;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Problem {
@@ -32,8 +33,11 @@ pub enum Problem {
     NoMappings,
     /// A file of the process's that `verify` may not read: another user's process.
     Unreadable { file: String },
-    /// Its memory policy (as numa_maps spells it) is not the plan's.
-    MemoryPolicy { actual: String, planned: String },
+    /// Its memory policy (as numa_maps shows it) is not the plan's.
+    MemoryPolicy {
+        actual: ShownPolicy,
+        planned: ShownPolicy,
+    },
     /// Less than `min` of its memory is on its planned nodes.
     MemoryShort {
         share: f64,

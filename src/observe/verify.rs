@@ -9,7 +9,7 @@ use crate::cpuset::CpuSet;
 use crate::ids::NodeId;
 use crate::ids::RankPid;
 use crate::phrase::size;
-use crate::plan::{MemoryBinding, Plan, RankBinding};
+use crate::plan::{MemoryBinding, Plan, RankBinding, ShownPolicy};
 use crate::spec::MemPolicy;
 use crate::sys::numa_maps::{self, Residence};
 use crate::sys::proc::{thread_cpus, thread_name};
@@ -212,8 +212,8 @@ fn read_memory(row: &mut Row) {
         }
     } else if row.actual_memory != row.planned_memory {
         row.problems.push(Problem::MemoryPolicy {
-            actual: row.actual_memory.clone(),
-            planned: row.planned_memory.clone(),
+            actual: ShownPolicy::parse(&row.actual_memory),
+            planned: ShownPolicy::parse(&row.planned_memory),
         });
     }
     row.problems.extend(memory_short(

@@ -5,6 +5,9 @@
 pub mod check;
 pub mod job;
 pub mod place;
+mod shown_policy;
+
+pub use shown_policy::ShownPolicy;
 
 use std::collections::BTreeMap;
 
@@ -161,12 +164,23 @@ impl MemoryBinding {
     /// The policy as `/proc/PID/numa_maps` spells it: `default`, `prefer:1`, `bind:0`,
     /// `interleave:0-3`.
     pub fn numa_maps(&self) -> String {
-        let nodes = crate::ids::node_list(&self.nodes);
-        match self.policy {
-            MemPolicy::None => "default".into(),
-            MemPolicy::Preferred => format!("prefer:{nodes}"),
-            MemPolicy::Bind => format!("bind:{nodes}"),
-            MemPolicy::Interleave => format!("interleave:{nodes}"),
+        self.shown().to_string()
+    }
+
+    /// The policy as numa_maps shows it, typed.
+    pub fn shown(&self) -> ShownPolicy {
+        let mode = match self.policy {
+            MemPolicy::None => "default",
+            MemPolicy::Preferred => "prefer",
+            MemPolicy::Bind => "bind",
+            MemPolicy::Interleave => "interleave",
+        };
+        ShownPolicy {
+            mode: mode.into(),
+            nodes: match self.policy {
+                MemPolicy::None => Vec::new(),
+                _ => self.nodes.clone(),
+            },
         }
     }
 }

@@ -110,7 +110,7 @@ def test_the_reports_validate(tmp_path: Path):
     verify = run_json("verify", str(plan.path), "--pids", str(os.getpid()), "--format", "json",
                       ok=False)
     validate("verify", verify)
-    assert verify["numaplan_verify"] == 1 and verify["ranks"][0]["pid"] == os.getpid()
+    assert verify["numaplan_verify"] == 2 and verify["ranks"][0]["pid"] == os.getpid()
     # --watch: JSON Lines, the report first, then the events and the summary (this process is
     # bound otherwise, so its memory and CPUs are reported at once).
     out = subprocess.run([numaplan.executable(), "verify", str(plan.path), "--pids",

@@ -10,10 +10,12 @@ use serde::Serialize;
 use super::counted::CountersReport;
 use crate::observe::counters::Counted;
 use crate::observe::matching::Found;
-use crate::observe::{verify, watch};
+use crate::observe::{Problem, verify, watch};
+use crate::plan::ShownPolicy;
 
-/// `verify --format json` (`"numaplan_verify": 1`, schemas/verify.schema.json): per rank what
-/// was planned and what /proc shows.
+/// `verify --format json` (`"numaplan_verify": 2`, schemas/verify.schema.json): per rank what
+/// was planned and what /proc shows. Version 2 reports each problem as an object with its
+/// `kind` and fields (version 1 had only the text).
 #[derive(Serialize, JsonSchema)]
 pub(crate) struct VerifyReport {
     numaplan_verify: u32,
@@ -57,9 +59,134 @@ struct VerifyRank {
     local_share: Option<f64>,
     /// The share under which the rank is a mismatch (`--min-local`; 0.9 under `bind`).
     min_local: Option<f64>,
-    problems: Vec<String>,
+    /// What differs from the plan, each with its `kind` and the line the text output prints.
+    problems: Vec<ProblemReport>,
     /// How the rank ended, when it had exited before it was read.
     exited: Option<String>,
+}
+
+/// One way a rank differs from its plan.
+#[derive(Serialize, JsonSchema)]
+struct ProblemReport {
+    /// The problem as the text output says it.
+    text: String,
+    #[serde(flatten)]
+    kind: ProblemKind,
+}
+
+/// What the problem is, by `kind`; CPU sets in cpulist syntax (`0-3,8`).
+#[derive(Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+enum ProblemKind {
+    /// The process claims a local rank the plan does not have.
+    NotInPlan { local_rank: u32 },
+    /// The process has no thread left.
+    Gone { pid: u32 },
+    /// A thread may run on CPUs outside the rank's.
+    ThreadOutside {
+        tid: u32,
+        /// The thread's name (`/proc/PID/task/TID/comm`).
+        thread: String,
+        /// The CPUs outside the rank's that it may run on.
+        outside_cpus: String,
+    },
+    /// A thread narrowed to CPUs across the rank's compute CPUs and its helper pool.
+    AcrossPlaces {
+        tid: u32,
+        thread: String,
+        cpus: String,
+        compute_cpus: String,
+        helper_cpus: String,
+    },
+    /// The process shows no memory mappings (it is exiting).
+    NoMappings,
+    /// A file of the process's that verify may not read (another user's process).
+    Unreadable { file: String },
+    /// Its memory policy is not the plan's.
+    MemoryPolicy {
+        actual: PolicyReport,
+        planned: PolicyReport,
+    },
+    /// Less than `min_local` of its memory is on its planned nodes.
+    MemoryShort {
+        /// The share on `memory_nodes` (0 to 1).
+        local_share: f64,
+        memory_bytes: u64,
+        memory_nodes: Vec<u32>,
+        min_local: f64,
+    },
+    /// Several processes claim the rank.
+    ClaimedTwice { local_rank: u32, pids: Vec<u32> },
+}
+
+/// A memory policy as numa_maps shows it: `bind:0-1` is mode `bind`, nodes `[0, 1]`.
+#[derive(Serialize, JsonSchema)]
+struct PolicyReport {
+    /// The kernel's word, with its flags (`default`, `prefer`, `bind`, `interleave`,
+    /// `bind=static`, ...).
+    mode: String,
+    nodes: Vec<u32>,
+}
+
+impl PolicyReport {
+    fn of(shown: &ShownPolicy) -> PolicyReport {
+        PolicyReport {
+            mode: shown.mode.clone(),
+            nodes: shown.nodes.iter().map(|n| n.0).collect(),
+        }
+    }
+}
+
+impl ProblemReport {
+    fn of(problem: &Problem) -> ProblemReport {
+        let kind = match problem {
+            Problem::NotInPlan { rank } => ProblemKind::NotInPlan { local_rank: *rank },
+            Problem::Gone { pid } => ProblemKind::Gone { pid: *pid },
+            Problem::ThreadOutside { tid, name, outside } => ProblemKind::ThreadOutside {
+                tid: *tid,
+                thread: name.clone(),
+                outside_cpus: outside.to_string(),
+            },
+            Problem::AcrossPlaces {
+                tid,
+                name,
+                cpus,
+                compute,
+                helpers,
+            } => ProblemKind::AcrossPlaces {
+                tid: *tid,
+                thread: name.clone(),
+                cpus: cpus.to_string(),
+                compute_cpus: compute.to_string(),
+                helper_cpus: helpers.to_string(),
+            },
+            Problem::NoMappings => ProblemKind::NoMappings,
+            Problem::Unreadable { file } => ProblemKind::Unreadable { file: file.clone() },
+            Problem::MemoryPolicy { actual, planned } => ProblemKind::MemoryPolicy {
+                actual: PolicyReport::of(actual),
+                planned: PolicyReport::of(planned),
+            },
+            Problem::MemoryShort {
+                share,
+                bytes,
+                nodes,
+                min,
+            } => ProblemKind::MemoryShort {
+                local_share: *share,
+                memory_bytes: *bytes,
+                memory_nodes: nodes.iter().map(|n| n.0).collect(),
+                min_local: *min,
+            },
+            Problem::ClaimedTwice { rank, pids } => ProblemKind::ClaimedTwice {
+                local_rank: *rank,
+                pids: pids.clone(),
+            },
+        };
+        ProblemReport {
+            text: problem.to_string(),
+            kind,
+        }
+    }
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -78,7 +205,7 @@ impl VerifyReport {
     ) -> VerifyReport {
         let counters = counted.map(|counted| CountersReport::new(&found.ranks, counted));
         VerifyReport {
-            numaplan_verify: 1,
+            numaplan_verify: 2,
             ok: table.ok(),
             mismatches: table.mismatches(),
             ranks: table
@@ -106,7 +233,7 @@ impl VerifyReport {
                         .share_on(&r.memory_nodes)
                         .filter(|_| !r.memory_nodes.is_empty()),
                     min_local: r.min_local,
-                    problems: r.problems.iter().map(ToString::to_string).collect(),
+                    problems: r.problems.iter().map(ProblemReport::of).collect(),
                     exited: r.exited.clone(),
                 })
                 .collect(),
