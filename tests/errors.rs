@@ -33,6 +33,46 @@ fn missing_topology_file_is_an_environment_error() {
     ");
 }
 
+/// A topology file the spec names that is missing: the error points at the key that names it
+/// and, in a group, names the group.
+#[test]
+fn a_missing_topology_named_by_the_spec_points_at_its_key() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("groups.yaml"),
+        "gpus: none\ngroups:\n  - name: a\n  - name: b\n    topology: gone.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("flat.yaml"),
+        "gpus: none\ntopology: gone.yaml\n",
+    )
+    .unwrap();
+    let run = numaplan_in(dir.path(), &["compile", "groups.yaml"]);
+    assert_eq!(run.code, 3);
+    insta::assert_snapshot!(run.stderr, @"
+    error[E0300]: cannot read topology file `gone.yaml`: No such file or directory (os error 2)
+     --> groups.yaml:5:15
+      |
+    5 |     topology: gone.yaml
+      |               ^^^^^^^^^ this file, relative to the spec
+      |
+      = note: the topology of group `b`, named by `groups[1].topology`
+      = help: check the path given to `--topology` or the spec's `topology:` key
+    ");
+    let run = numaplan_in(dir.path(), &["compile", "flat.yaml"]);
+    assert_eq!(run.code, 3);
+    insta::assert_snapshot!(run.stderr, @"
+    error[E0300]: cannot read topology file `gone.yaml`: No such file or directory (os error 2)
+     --> flat.yaml:2:11
+      |
+    2 | topology: gone.yaml
+      |           ^^^^^^^^^ this file, relative to the spec
+      |
+      = help: check the path given to `--topology` or the spec's `topology:` key
+    ");
+}
+
 #[test]
 fn nccl_topology_file_is_not_hwloc() {
     let run = numaplan(&[

@@ -31,15 +31,28 @@ pub(crate) fn plan_job(
     let spec = &loaded.spec;
     let mut machines: Vec<Topology> = Vec::new();
     let mut files: Vec<Option<PathBuf>> = Vec::new();
-    for group in spec.job_groups() {
-        // Relative to the spec file, as users write it next to their job.
-        let source = match (group.topology, topology, &spec.topology) {
-            (Some(own), _, _) => own.relative_to(spec_dir),
-            (None, Some(t), _) => t.clone(),
-            (None, None, Some(top)) => top.relative_to(spec_dir),
-            (None, None, None) => Source::Discover,
+    for (i, group) in spec.job_groups().into_iter().enumerate() {
+        // Relative to the spec file, as users write it next to their job; `key`: the spec's
+        // key that names it.
+        let (source, key) = match (group.topology, topology, &spec.topology) {
+            (Some(own), _, _) => (
+                own.relative_to(spec_dir),
+                Some(format!("groups[{i}].topology")),
+            ),
+            (None, Some(t), _) => (t.clone(), None),
+            (None, None, Some(top)) => (top.relative_to(spec_dir), Some("topology".to_string())),
+            (None, None, None) => (Source::Discover, None),
         };
-        machines.push(source.load_for(group.spec.cpu.policy.reading())?);
+        let machine = source.load_for(group.spec.cpu.policy.reading());
+        machines.push(machine.map_err(|error| match key {
+            Some(key) => Error::SpecTopology {
+                error: Box::new(error),
+                map: Box::new(loaded.map.for_path(&key).clone()),
+                key,
+                group: group.name.map(str::to_string),
+            },
+            None => Error::Topology(error),
+        })?);
         files.push(source.file().map(Path::to_path_buf));
     }
     let mut spec = spec.clone();

@@ -34,6 +34,15 @@ pub enum Error {
     Emit(#[from] EmitError),
     #[error(transparent)]
     Topology(#[from] TopologyError),
+    /// A topology the spec names (`topology:`, a group's `topology:`) that cannot be loaded;
+    /// `key` is where the spec names it (`groups[1].topology`), in `map`.
+    #[error("{error}")]
+    SpecTopology {
+        error: Box<TopologyError>,
+        map: Box<SourceMap>,
+        key: String,
+        group: Option<String>,
+    },
     /// The plan cannot be met; `map` locates the spec keys involved.
     #[error("{error}")]
     Resolve {
@@ -121,8 +130,9 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Exec(e) => e.exit_code(),
+            Error::Topology(e) => topology_exit_code(e),
+            Error::SpecTopology { error, .. } => topology_exit_code(error),
             Error::Spec(SpecError::Read { .. })
-            | Error::Topology(TopologyError::Read { .. } | TopologyError::Discover { .. })
             | Error::Output { .. }
             | Error::InputRead { .. }
             | Error::Stdout(_) => 3,
@@ -180,6 +190,12 @@ impl Error {
             )
             .help("this is a bug in numaplan; please file an issue with the job spec and topology"),
             Error::Topology(e) => topology(e),
+            Error::SpecTopology {
+                error,
+                map,
+                key,
+                group,
+            } => spec_topology(topology(error), map, key, group.as_deref()),
             Error::Output { path, source } => Diagnostic::error(
                 E0400_OUTPUT_WRITE,
                 format!("cannot write `{}`: {source}", path.display()),
@@ -226,6 +242,29 @@ impl Error {
                 Diagnostic::error(E0423_USAGE, self.to_string()).help(help.clone())
             }
         }
+    }
+}
+
+/// 3 for a topology that cannot be read or discovered (the environment), else 1.
+fn topology_exit_code(e: &TopologyError) -> i32 {
+    match e {
+        TopologyError::Read { .. } | TopologyError::Discover { .. } => 3,
+        _ => 1,
+    }
+}
+
+/// A topology the spec names that cannot be loaded: the diagnostic points at the spec's key
+/// unless it points inside the topology file, and names the group.
+fn spec_topology(d: Diagnostic, map: &SourceMap, key: &str, group: Option<&str>) -> Diagnostic {
+    let inside = d.location.as_ref().is_some_and(|l| l.spot.is_some());
+    let d = match group {
+        Some(name) => d.note(format!("the topology of group `{name}`, named by `{key}`")),
+        None if inside => d.note(format!("named by the spec's `{key}`")),
+        None => d,
+    };
+    match inside {
+        true => d,
+        false => d.at(map, map.value(key), "this file, relative to the spec"),
     }
 }
 
