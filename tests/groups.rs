@@ -161,3 +161,55 @@ fn a_group_is_placed_as_its_own_job() {
     };
     assert_eq!(placed(&plan["groups"][1]["ranks"]), placed(&own["ranks"]));
 }
+
+/// `--set` reaches a group's key by the group's name or its index, as a group's key in the file
+/// would; a group that is not there is an error about the `--set`, not about the spec.
+#[test]
+fn set_reaches_a_group_by_name_or_index() {
+    let with = |set: &str| -> Value {
+        let out = numaplan(&[
+            "compile",
+            RL,
+            "--topology",
+            A100,
+            "--format",
+            "json",
+            "-q",
+            "--set",
+            set,
+        ]);
+        serde_json::from_str(&out.ok()).unwrap()
+    };
+    let rollout_ranks = |plan: &Value| plan["groups"][1]["ranks"].as_array().unwrap().len();
+    assert_eq!(rollout_ranks(&grouped_plan()), 4);
+    let by_index = with("groups[1].ranks_per_node=2");
+    let by_name = with("groups.rollout.ranks_per_node=2");
+    assert_eq!(rollout_ranks(&by_index), 2);
+    assert_eq!(by_index["groups"], by_name["groups"]);
+    assert_eq!(by_index["world_size"], 19);
+    // A group's key that only the command line wrote: its error points at that `--set`.
+    let run = numaplan(&[
+        "compile",
+        RL,
+        "--topology",
+        A100,
+        "--set",
+        "groups.head.cpu.min_cores=999",
+    ]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr.contains("--> command line:1:")
+            && run.stderr.contains("`groups[2].cpu.min_cores`")
+            && run.stderr.contains("in group `head`"),
+        "{}",
+        run.stderr
+    );
+    let refused = |set: &str| {
+        let run = numaplan(&["compile", RL, "--topology", A100, "--set", set]);
+        assert_eq!(run.code, 1, "{set}");
+        run.stderr.lines().next().unwrap_or_default().to_string()
+    };
+    insta::assert_snapshot!(refused("groups.nobody.gpus=1"), @"error[E0102]: invalid job spec in `groups.nobody.gpus`: `groups` has no entry named `nobody` (its names: `trainers`, `rollout`, `head`); an entry is also `groups[N]`");
+    insta::assert_snapshot!(refused("groups[3].gpus=1"), @"error[E0102]: invalid job spec in `groups[3].gpus`: `groups` has 3 entries, so it has no entry [3]");
+    insta::assert_snapshot!(refused("groups[one].gpus=1"), @"error[E0102]: invalid job spec in `groups[one].gpus`: `groups[one]` is not a key: an entry of a list is `groups[N]`, N from 0");
+}

@@ -65,7 +65,11 @@ pub(crate) fn plan_job(
         if let Some(name) = spec.job_groups()[i].name {
             let in_group = error.path.in_group(i);
             error = error.note(format!("in group `{name}`"));
-            if loaded.map.file.exact(&in_group.to_string()).is_some() {
+            let written = in_group.to_string();
+            if [&loaded.map.file, &loaded.map.sets]
+                .iter()
+                .any(|m| m.exact(&written).is_some())
+            {
                 error.path = in_group;
             }
         }

@@ -9,7 +9,8 @@ use crate::yaml::Override;
 #[derive(Debug, Default, clap::Args)]
 pub struct SpecOverrides {
     /// Override a key of the job spec (repeatable; dotted keys: `cpu.policy=exclusive`,
-    /// `memory.policy=bind`, `gpus=4`, `env.NCCL_DEBUG=INFO`); the value is YAML.
+    /// `memory.policy=bind`, `gpus=4`, `env.NCCL_DEBUG=INFO`; a group's by name or index:
+    /// `groups.rollout.gpus=4`, `groups[1].gpus=4`); the value is YAML.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = key_value)]
     pub set: Vec<Override>,
 }

@@ -59,7 +59,9 @@ pub fn place(
     for (rank, nodes) in spans {
         let cores: Vec<usize> = nodes.iter().flat_map(|n| pool_of(*n)).collect();
         let limit = ctx.cpu.max_cores.map_or(cores.len(), |m| m as usize);
-        out.insert(rank, threads(ctx, &cores[..limit.min(cores.len())], nodes));
+        let cores = &cores[..limit.min(cores.len())];
+        span_has_min_cores(ctx, rank, &nodes, cores.len())?;
+        out.insert(rank, threads(ctx, cores, nodes));
     }
     Ok(out.into_values().collect())
 }
@@ -244,6 +246,38 @@ fn share<'s>(
         return Err(e);
     }
     Ok(share)
+}
+
+/// A CPU-only rank with whole nodes of its own (fewer ranks than nodes) holds `min_cores` as
+/// a shared node does: fewer cores than it asks are an error, not a smaller rank.
+fn span_has_min_cores(
+    ctx: &Ctx,
+    rank: usize,
+    nodes: &[NodeId],
+    cores: usize,
+) -> Result<(), ResolveError> {
+    let min = ctx.cpu.min_cores.max(1);
+    if cores >= min as usize {
+        return Ok(());
+    }
+    Err(ResolveError::new(
+        ResolveErrorKind::MinCores {
+            who: format!(
+                "CPU-only rank {rank} ({} {})",
+                if nodes.len() == 1 { "node" } else { "nodes" },
+                crate::ids::node_list(nodes)
+            ),
+            got: cores as u32,
+            min,
+        },
+        "cpu.min_cores",
+        match ctx.cpu.max_cores {
+            Some(_) => "ask for fewer cores per rank (`cpu.min_cores`) or raise `cpu.max_cores`",
+            None => {
+                "ask for fewer cores per rank (`cpu.min_cores`); this rank already has whole nodes"
+            }
+        },
+    ))
 }
 
 /// What to do when a node's ranks get too few cores. More ranks than cores: let them share

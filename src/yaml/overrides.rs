@@ -72,13 +72,14 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
     // An empty spec (`exec` without one) is an empty mapping.
     let text_or_empty = if text.trim().is_empty() { "{}" } else { text };
     let (base, map) = parse::<T>(file, text_or_empty).map_err(|(e, m)| (e, m, Culprit::File))?;
-    let sets = overrides_map(overrides);
+    let sets = overrides_map(overrides, &[]);
     if overrides.is_empty() {
         return Ok((base, map, sets));
     }
     let mut doc: serde_yaml::Value =
         serde_yaml::from_str(text_or_empty).expect("invariant: `parse` accepted the text");
     let mut value = None;
+    let mut keys = Vec::new();
     for (i, o) in overrides.iter().enumerate() {
         let fail = |(kind, message)| {
             let spot = sets.value(&o.key);
@@ -92,7 +93,7 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
                 Culprit::Override,
             )
         };
-        apply_override(&mut doc, o).map_err(fail)?;
+        keys.push(apply_override(&mut doc, o).map_err(fail)?);
         // Each override is checked as it is applied, so that an error names the first that
         // does not fit.
         let t = match serde_yaml::from_value::<T>(doc.clone()) {
@@ -106,62 +107,59 @@ pub fn parse_with_overrides<T: DeserializeOwned>(
     Ok((
         value.expect("invariant: the last override was applied"),
         map,
-        sets,
+        overrides_map(overrides, &keys),
     ))
 }
 
 /// The overrides as a source of their own (`command line`, one argument per line, as typed),
-/// for positions in errors.
-fn overrides_map(overrides: &[Override]) -> SourceMap {
+/// for positions in errors; each also under its key with list entries by index (`keys`, where
+/// known: `groups.trainers.cpu` is `groups[0].cpu` too).
+fn overrides_map(overrides: &[Override], keys: &[String]) -> SourceMap {
     let mut positions = Positions::default();
     for (i, o) in overrides.iter().enumerate() {
         let line = i + 1;
         let (key_col, key_width) = o.key_spot();
-        positions.record_key(
-            o.key.clone(),
-            Spot {
-                line,
-                col: key_col,
-                width: key_width,
-            },
-        );
+        let key_spot = Spot {
+            line,
+            col: key_col,
+            width: key_width,
+        };
+        positions.record_key(o.key.clone(), key_spot);
+        let canonical = keys.get(i).filter(|k| **k != o.key);
+        if let Some(k) = canonical {
+            positions.record_key(k.clone(), key_spot);
+        }
         let value_width = match (o.flag, o.typed_value) {
             (Some(_), Some(typed)) => typed.chars().count(),
             _ => o.value.chars().count(),
         };
-        positions.record_value(
-            o.key.clone(),
-            Spot {
-                line,
-                col: o.typed().chars().count() - value_width + 1,
-                width: value_width.max(1),
-            },
-        );
+        let value_spot = Spot {
+            line,
+            col: o.typed().chars().count() - value_width + 1,
+            width: value_width.max(1),
+        };
+        positions.record_value(o.key.clone(), value_spot);
+        if let Some(k) = canonical {
+            positions.record_value(k.clone(), value_spot);
+        }
     }
     let text: Vec<String> = overrides.iter().map(Override::typed).collect();
     SourceMap::new("command line", text.join("\n"), positions)
 }
 
 /// Parses the override's value as YAML and puts it at its key.
+/// Returns the key with list entries by index (`groups[1].cpu`).
 fn apply_override(
     doc: &mut serde_yaml::Value,
     o: &Override,
-) -> Result<(), (YamlErrorKind, String)> {
+) -> Result<String, (YamlErrorKind, String)> {
     let v: serde_yaml::Value = serde_yaml::from_str(&o.value).map_err(|e| {
         (
             YamlErrorKind::Syntax,
             format!("`{}` is not a YAML value: {e}", o.value),
         )
     })?;
-    set_path(doc, &o.key, v).map_err(|parent| {
-        (
-            YamlErrorKind::Shape,
-            format!(
-                "{}: `{parent}` is not a mapping, so it has no key `{}`",
-                o.key, o.key
-            ),
-        )
-    })
+    set_path(doc, &o.key, v).map_err(|why| (YamlErrorKind::Shape, format!("{}: {why}", o.key)))
 }
 
 /// The document read as a file's text is read, where read as a value it did not fit: in a
@@ -209,28 +207,104 @@ fn override_shape_error(o: &Override, e: &serde_yaml::Error) -> (YamlErrorKind, 
     (YamlErrorKind::Shape, message)
 }
 
-/// Puts `value` at the dotted `key` of `doc`, creating mappings on the way; `Err(prefix)` when
-/// the prefix holds something else than a mapping.
+/// Puts `value` at the dotted `key` of `doc`, creating mappings on the way. A part
+/// `groups[1]` is the second entry of the list `groups`, and a part `trainers` inside a list
+/// is its entry named so (`groups.trainers.ranks_per_node`). Returns the key with every entry
+/// by its index (`groups[1].ranks_per_node`), as errors about the document name it; `Err`:
+/// why the key does not fit the document.
 fn set_path(
     doc: &mut serde_yaml::Value,
     key: &str,
     value: serde_yaml::Value,
-) -> Result<(), String> {
+) -> Result<String, String> {
     let mut at = doc;
+    let mut canonical = String::new();
     let parts: Vec<&str> = key.split('.').collect();
     for (i, part) in parts.iter().enumerate() {
-        if at.is_null() {
-            *at = serde_yaml::Value::Mapping(serde_yaml::Mapping::new());
+        let (name, index) = indexed(part)?;
+        if let serde_yaml::Value::Sequence(list) = at {
+            let (j, entry) = named_entry(list, name, &canonical)?;
+            canonical.push_str(&format!("[{j}]"));
+            at = entry;
+        } else {
+            if at.is_null() {
+                *at = serde_yaml::Value::Mapping(serde_yaml::Mapping::new());
+            }
+            let serde_yaml::Value::Mapping(m) = at else {
+                return Err(format!(
+                    "`{canonical}` is not a mapping, so it has no key `{name}`"
+                ));
+            };
+            if !canonical.is_empty() {
+                canonical.push('.');
+            }
+            canonical.push_str(name);
+            let k = serde_yaml::Value::String(name.to_string());
+            if i + 1 == parts.len() && index.is_none() {
+                m.insert(k, value);
+                return Ok(canonical);
+            }
+            at = m.entry(k).or_insert(serde_yaml::Value::Null);
         }
-        let serde_yaml::Value::Mapping(m) = at else {
-            return Err(parts[..i].join("."));
-        };
-        let k = serde_yaml::Value::String(part.to_string());
+        if let Some(j) = index {
+            let serde_yaml::Value::Sequence(list) = at else {
+                return Err(format!(
+                    "`{canonical}` is not a list, so it has no entry [{j}]"
+                ));
+            };
+            let count = list.len();
+            at = list.get_mut(j).ok_or_else(|| {
+                format!("`{canonical}` has {count} entries, so it has no entry [{j}]")
+            })?;
+            canonical.push_str(&format!("[{j}]"));
+        }
         if i + 1 == parts.len() {
-            m.insert(k, value);
-            return Ok(());
+            *at = value;
+            return Ok(canonical);
         }
-        at = m.entry(k).or_insert(serde_yaml::Value::Null);
     }
-    Ok(())
+    Ok(canonical)
+}
+
+/// A part of a key: `groups[1]` is `("groups", Some(1))`, `cpu` is `("cpu", None)`.
+fn indexed(part: &str) -> Result<(&str, Option<usize>), String> {
+    let Some(open) = part.find('[') else {
+        return Ok((part, None));
+    };
+    let (name, rest) = part.split_at(open);
+    rest.strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .and_then(|n| n.parse().ok())
+        .map(|j| (name, Some(j)))
+        .ok_or_else(|| {
+            format!("`{part}` is not a key: an entry of a list is `{name}[N]`, N from 0")
+        })
+}
+
+/// The entry of `list` (at `path`) whose `name:` is `name`, and its index.
+fn named_entry<'a>(
+    list: &'a mut [serde_yaml::Value],
+    name: &str,
+    path: &str,
+) -> Result<(usize, &'a mut serde_yaml::Value), String> {
+    let name_of =
+        |v: &serde_yaml::Value| v.get("name").and_then(|n| n.as_str()).map(str::to_string);
+    let names: Vec<String> = list.iter().filter_map(name_of).collect();
+    match list
+        .iter()
+        .position(|v| name_of(v).as_deref() == Some(name))
+    {
+        Some(j) => Ok((j, &mut list[j])),
+        None => Err(format!(
+            "`{path}` has no entry named `{name}` (its names: {}); an entry is also `{path}[N]`",
+            match names.is_empty() {
+                true => "none".to_string(),
+                false => names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
+        )),
+    }
 }
