@@ -201,6 +201,12 @@ fn a_policy_the_spec_asks_for_is_an_error_before_start_that_names_the_call() {
                 ran.stderr
             );
         }
+        // What is left is said as it is: `bind` is one process, `exec` started ranks.
+        let left = match command.contains("bind") {
+            true => "nothing was bound or started: this process's binding is as it was",
+            false => "no rank was left running, and this process's binding is as it was",
+        };
+        assert!(ran.stderr.contains(left), "{command}: {}", ran.stderr);
         // A memory call failed: nothing blames the CPUs.
         assert!(!ran.stderr.contains("to CPUs"), "{}", ran.stderr);
         assert!(!ran.stderr.contains("the plan's CPUs"), "{}", ran.stderr);

@@ -8,10 +8,9 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import warnings
 from typing import Any, Dict, List, Sequence
 
-from ._errors import Error, NumaplanWarning
+from ._errors import Error, NumaplanWarning, warn
 
 E0421 = "E0421"
 
@@ -106,5 +105,5 @@ def _report(stderr: str) -> List[Error]:
             errors.append(error)
         else:
             where = f"\n --> {error.file}" if error.file else ""
-            warnings.warn(NumaplanWarning(error.message + where, error.code), stacklevel=4)
+            warn(NumaplanWarning(error.message + where, error.code))
     return errors

@@ -12,12 +12,11 @@ import os
 import platform
 import stat
 import sys
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
 
 from ._binary import run_json
-from ._errors import Error, NumaplanWarning
+from ._errors import Error, NumaplanWarning, warn
 
 PlanArg = Union[str, "os.PathLike[str]", None]
 #: A local rank: a number, or `"gpu"`: the rank whose GPUs this process sees.
@@ -96,7 +95,8 @@ def bind(
     - Memory: the memory policy (`set_mempolicy`) is the calling thread's, inherited by the
       threads it starts afterwards; threads started before the call keep theirs. Memory
       allocated before the call is not moved, unless `migrate=True`, which moves this process's
-      pages onto the rank's nodes with `migrate_pages` (where the kernel allows it).
+      pages onto the rank's nodes with `migrate_pages`; where the kernel refuses that, or the
+      memory policy itself (a container without CAP_SYS_NICE), it raises before binding.
     - Environment: the rank's variables are set in `os.environ` as `numaplan bind` sets them:
       the plan's `OMP_*`, NIC, GPU-visibility and `env:` variables replace inherited ones;
       torchrun's numbering (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`, ...) is kept
@@ -126,6 +126,8 @@ def bind(
     entry = resolve(plan, local_rank, topology=topology, group=group, force=force, quiet=quiet)
     if migrate and entry.memory.policy != "none":
         _migrate_allowed(entry.memory)
+    elif migrate and _policy_refused(entry):
+        raise _cannot_migrate(entry)
     started_before = _threads()
     before = _bind_cpus(entry)
     try:
@@ -157,10 +159,9 @@ def _mark(entry: Rank) -> None:
             out.write(f"{mark} {start}\n")
         os.replace(partial, path)
     except OSError as e:
-        warnings.warn(NumaplanWarning(
+        warn(NumaplanWarning(
             f"numaplan.bind: rank {entry.local_rank} is bound, but its mark could not be "
-            f"written ({e}): `numaplan verify --match` will not find it (`--pids` will)"),
-            stacklevel=3)
+            f"written ({e}): `numaplan verify --match` will not find it (`--pids` will)"))
         return
     atexit.register(_unmark, path, os.getpid())
 
@@ -222,11 +223,10 @@ def _runtimes_already_loaded(entry: Rank, threads_before: int, quiet: bool) -> N
                     "policy (a thread's policy is its own): their new memory is not "
                     f"{entry.memory.numa_maps}")
     if late and not quiet and entry.local_rank == 0:
-        warnings.warn(NumaplanWarning(
+        warn(NumaplanWarning(
             "numaplan.bind() ran after runtimes had started: " + "; ".join(late) + ". Bind "
             "first thing, before `import torch` (or use numaplan.spawn, which binds before it "
-            "loads the callable's module, or `numaplan bind` around the program)."),
-            stacklevel=3)
+            "loads the callable's module, or `numaplan bind` around the program)."))
 
 
 def _openmp_runtime_loaded() -> Optional[str]:
@@ -267,10 +267,7 @@ def bind_worker(
     except Error as e:
         if e.code != "E0422":
             raise
-        warnings.warn(
-            NumaplanWarning(f"numaplan.bind_worker: {e.message}; the worker is left unbound"),
-            stacklevel=2,
-        )
+        warn(NumaplanWarning(f"numaplan.bind_worker: {e.message}; the worker is left unbound"))
         return None
 
 
@@ -429,6 +426,31 @@ def _restore_cpus(before: Mapping[int, FrozenSet[int]]) -> None:
     for tid, cpus in before.items():
         with contextlib.suppress(OSError):
             os.sched_setaffinity(tid, cpus)
+
+
+def _policy_refused(entry: Rank) -> bool:
+    """Whether the binary dropped the plan's memory policy, which this node refuses and the
+    plan does not require (W0217): its mark says so."""
+    return entry.env.get("NUMAPLAN_BOUND", "").endswith(":no-memory-policy")
+
+
+def _cannot_migrate(entry: Rank) -> Error:
+    """`migrate=True` where the plan's memory policy is refused: no page can be moved onto the
+    plan's nodes, which is what was asked, so nothing is bound."""
+    status = _status()
+    notes = ["this process's binding is unchanged"]
+    if status.get("Seccomp") == "2":
+        notes.append("this process runs under a seccomp filter: Docker's default profile and "
+                     "containerd's RuntimeDefault allow set_mempolicy only with CAP_SYS_NICE, "
+                     "and never allow migrate_pages")
+    return Error(
+        f"numaplan.bind(migrate=True): rank {entry.local_rank}'s memory policy is refused on "
+        "this node (W0217), so its pages cannot be moved onto the plan's nodes",
+        "E0412",
+        help="bind first thing, before the process allocates (migrate=False: the rank then runs "
+             "with its CPUs bound and no memory policy), or start it bound: `numaplan bind` or "
+             "`exec` around the program",
+        notes=notes)
 
 
 def _migrate_allowed(memory: Memory) -> None:

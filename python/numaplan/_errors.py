@@ -3,6 +3,10 @@ two ways a rank of `numaplan.spawn` can fail, named as `torch.multiprocessing.sp
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+from types import FrameType
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 
@@ -131,3 +135,16 @@ class NumaplanWarning(UserWarning):
     def __init__(self, message: str, code: Optional[str] = None) -> None:
         super().__init__(f"[{code}] {message}" if code else message)
         self.code = code
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def warn(warning: Warning) -> None:
+    """Issues `warning` at the first caller outside numaplan's package: the line of the user's
+    code that called `bind()`, `spawn()` or `resolve()`, however deep inside numaplan it arose."""
+    level = 2
+    frame: Optional[FrameType] = sys._getframe(1)
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _PACKAGE:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(warning, stacklevel=level)

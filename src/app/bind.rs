@@ -64,7 +64,8 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let without_memory = match checked {
         Ok(()) => {
             let refused = std::slice::from_mut(&mut rank);
-            without_refused_policies(refused, &subject.input, allowed, Voice::Speaks, warnings)?
+            without_refused_policies(refused, &subject.input, allowed, Voice::Speaks, warnings)
+                .map_err(alone)?
         }
         Err(_) => false,
     };
@@ -111,6 +112,14 @@ fn program(args: &BindArgs, plan: &Plan) -> Vec<OsString> {
     }
 }
 
+/// A refused binding of this process, which binds itself alone: no other rank was started.
+fn alone(e: Error) -> Error {
+    match e {
+        Error::Exec(e) => Error::Exec(e.alone()),
+        other => other,
+    }
+}
+
 /// Binds this process as `rank` (all or nothing) and replaces it with `argv`; returns only on
 /// failure.
 fn bind_and_exec(
@@ -124,7 +133,7 @@ fn bind_and_exec(
         .map_err(|e| failed(None, e))
         .and_then(|b| b.apply().map_err(|r| failed(Some(r.call), r.error)));
     if let Err(e) = applied {
-        return e.into();
+        return e.alone().into();
     }
     let _ = stdout.flush();
     let source = std::process::Command::new(&argv[0])

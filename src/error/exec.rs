@@ -24,15 +24,18 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
                 NodeMismatch::MemoryNotAllowed { .. } => "run where those nodes are allowed (a wider cgroup cpuset.mems), start from the job spec where it runs (`numaplan bind job.yaml -- CMD` or `exec job.yaml` plans within the allowed nodes), or say `memory: {required: false}` to run without the policy where it cannot be had",
                 NodeMismatch::CpusNotAllowed { .. } => "run with those CPUs allowed (a wider taskset or cgroup, `srun --cpu-bind=none`, `mpirun --bind-to none`), or start from the job spec where it runs: `numaplan bind job.yaml -- CMD` (or `exec job.yaml`) compiles inside this process's CPUs, a container's or pod's cpuset included",
             }),
-        ExecError::Bind { .. } => {
+        ExecError::Bind { among_ranks, .. } => {
             let refusal = e.refusal();
             let d = Diagnostic::error(E0412_BIND, message);
             let d = match refusal.cause {
                 Some(cause) => d.note(cause),
                 None => d,
             };
-            d.note("no rank was left running, and this process's binding is as it was")
-                .help(refusal.help)
+            d.note(match among_ranks {
+                true => "no rank was left running, and this process's binding is as it was",
+                false => "nothing was bound or started: this process's binding is as it was",
+            })
+            .help(refusal.help)
         }
         ExecError::ReadBack { .. } => Diagnostic::error(E0438_READ_BACK, message)
             .note("the rank was not started, and no rank was left running")

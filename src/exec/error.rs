@@ -49,6 +49,9 @@ pub enum ExecError {
         source: std::io::Error,
         /// What confines this process (seccomp, `CAP_SYS_NICE`), for the error's help.
         confinement: Confinement,
+        /// Whether ranks were started beside this one (`exec`, which stops them), or the
+        /// process binds itself alone (`bind`, `numaplan.bind()`).
+        among_ranks: bool,
     },
     #[error(
         "rank {rank}'s binding reads back otherwise than exec applied it: {}",
@@ -269,7 +272,16 @@ impl ExecError {
             call,
             source,
             confinement: Confinement::of_self(),
+            among_ranks: true,
         }
+    }
+
+    /// The error of a process that binds itself alone (`bind`): no other rank was started.
+    pub fn alone(mut self) -> ExecError {
+        if let ExecError::Bind { among_ranks, .. } = &mut self {
+            *among_ranks = false;
+        }
+        self
     }
 
     /// The job's exit status: a failed rank's status (128 + signal for a signal death), 128 +

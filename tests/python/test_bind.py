@@ -124,6 +124,8 @@ def test_the_plans_warnings_are_python_warnings(tmp_path: Path):
     [warning] = [w for w in caught if issubclass(w.category, numaplan.NumaplanWarning)]
     assert str(warning.message).startswith("[W0204] cpu.max_cores is ignored by policy exclusive")
     assert warning.message.code == "W0204"
+    # It points at the caller's line, not at numaplan's own files.
+    assert warning.filename == __file__, warning.filename
     # Python's own filter accepts the kind by its code.
     with warnings.catch_warnings(record=True) as filtered:
         warnings.simplefilter("always")
@@ -168,10 +170,16 @@ def test_a_plan_of_another_machine_is_an_error(tmp_path: Path):
     subprocess.run([numaplan.executable(), "compile", str(REPO / "examples/dgx-a100-llama.yaml"),
                     "-o", str(plan)], check=True, capture_output=True)
     before = os.sched_getaffinity(0)
-    with pytest.raises(numaplan.Error) as error:
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(numaplan.Error) as error:
+        warnings.simplefilter("always")
         numaplan.bind(plan, 0)
     assert error.value.code == "E0411"
     assert os.sched_getaffinity(0) == before
+    # The plan's warning (W0216, nothing numbers this 2-node plan's rank) points at the line
+    # that called bind(), however deep inside numaplan it was issued.
+    [warning] = [w for w in caught if issubclass(w.category, numaplan.NumaplanWarning)]
+    assert warning.message.code == "W0216"
+    assert (warning.filename, warning.lineno) == (__file__, error.tb.tb_lineno), warning
 
 
 def test_a_malformed_plan_is_an_error_with_its_place(tmp_path: Path):

@@ -82,6 +82,18 @@ def test_a_required_policy_raises_and_leaves_the_process_as_it_was(tmp_path: Pat
     assert got["policy"] == "default"
 
 
+def test_migrate_raises_before_binding_where_the_policy_is_dropped(tmp_path: Path) -> None:
+    # Without CAP_SYS_NICE the default policy is dropped (W0217): migrate=True, which asks for
+    # the pages on the plan's nodes, cannot be had, and raises before anything changes.
+    got = in_container(tmp_path, DEFAULT, migrate=True)
+    assert not got["bound"], got
+    assert "migrate=True" in got["error"] and "refused" in got["error"], got["error"]
+    assert "unchanged" in got["error"] and "seccomp" in got["error"], got["error"]
+    assert got["after"] == got["before"] == [0, 1]
+    assert got["LOCAL_RANK"] is None
+    assert got["policy"] == "default"
+
+
 def test_migrate_is_refused_first_even_with_sys_nice(tmp_path: Path) -> None:
     # CAP_SYS_NICE lets the policy be set, but Docker's profile never allows migrate_pages:
     # found before anything is bound, and said.
