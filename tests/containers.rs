@@ -458,3 +458,96 @@ fn a_whole_machine_plan_in_a_smaller_cpuset_names_the_spec_path() {
         ran.stdout
     );
 }
+
+/// A plan's id does not depend on the container's random hostname: two containers of one
+/// cpuset give the spec's plan one id, the plan file compiled in a third has it too, and
+/// `verify --match` of that file finds the job's rank as its own (not "another job's").
+#[test]
+fn a_plan_has_one_id_in_every_container_of_one_shape() {
+    if !containers() {
+        return;
+    }
+    let dir = job("");
+    let id = |input: &str| {
+        let ran = run_in(
+            dir.path(),
+            DEFAULT,
+            &format!("\"$np\" bind {input} --dry-run --format json -q"),
+        );
+        assert_eq!(ran.code, 0, "{}", ran.stderr);
+        let report: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+        report["plan_id"].as_str().unwrap().to_string()
+    };
+    let first = id("job.yaml");
+    assert_eq!(id("job.yaml"), first);
+    let ran = run_in(
+        dir.path(),
+        DEFAULT,
+        "\"$np\" compile job.yaml -q -o ct.plan.yaml",
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(id("ct.plan.yaml"), first);
+    // The job's rank, started from the spec, is the checked-in plan's rank.
+    let ran = run_in(
+        dir.path(),
+        DEFAULT,
+        "\"$np\" bind job.yaml -q -- sleep 5 & sleep 0.5; \"$np\" verify ct.plan.yaml --match sleep; echo \"status $?\"; kill %1",
+    );
+    assert!(
+        ran.stdout.contains("status 0\n"),
+        "{}{}",
+        ran.stdout,
+        ran.stderr
+    );
+    assert!(!ran.stderr.contains("E0417"), "{}", ran.stderr);
+}
+
+/// The cpuset a plan is discovered in is its machine: no W0203 for the CPUs the container
+/// does not have, so `--deny-warnings` runs the default job. What the spec cuts within it still
+/// warns, and a plan made in a wider container is still refused in a narrower one.
+#[test]
+fn a_containers_own_cpuset_is_no_restriction() {
+    if !containers() {
+        return;
+    }
+    let dir = job("");
+    let ran = run_in(
+        dir.path(),
+        WITH_SYS_NICE,
+        "\"$np\" compile job.yaml -o one.plan.yaml && \"$np\" exec one.plan.yaml --deny-warnings",
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(!ran.stderr.contains("W0203"), "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Cpus_allowed_list:\t1\n"),
+        "{}",
+        ran.stdout
+    );
+    // The spec's own restriction, inside a container of two CPUs: a warning, as on a host.
+    let ran = run_in(
+        dir.path(),
+        TWO_CPUS,
+        "\"$np\" compile job.yaml --set cpu.allowed=1 -q --format json -o /dev/null; \"$np\" compile job.yaml --set cpu.allowed=1 -o /dev/null",
+    );
+    assert_eq!(
+        count(
+            &ran.stderr,
+            "warning[W0203]: node 0 has 1 of 2 CPUs allowed"
+        ),
+        1,
+        "{}",
+        ran.stderr
+    );
+    // A plan of the two-CPU container, run in the one-CPU container: refused, as before.
+    let ran = run_in(
+        dir.path(),
+        TWO_CPUS,
+        "\"$np\" compile job.yaml --set ranks_per_node=2 -o two.plan.yaml",
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    std::fs::remove_file(dir.path().join("started")).unwrap();
+    let ran = run_in(dir.path(), WITH_SYS_NICE, "\"$np\" exec two.plan.yaml");
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(ran.stderr.contains("error[E0411]"), "{}", ran.stderr);
+    assert!(!dir.path().join("started").exists());
+}

@@ -401,8 +401,9 @@ codes! {
     W0203_CPUS_RESTRICTED = "W0203":
         "Some CPUs of a NUMA node are not allowed (\"node 0 has 10 of 20 CPUs allowed\"): the \
          spec's `cpu.allowed`, the process's affinity (taskset) or its cgroup cut them, and no \
-         rank uses them. A deliberate restriction (as examples/dgx-spark.yaml's) is accepted \
-         with `allow_warnings: [W0203]` in the spec or `--allow W0203`.";
+         rank uses them. Inside a container, the CPUs it was discovered with are the machine: \
+         its cpuset is no restriction. A deliberate restriction (as examples/dgx-spark.yaml's) \
+         is accepted with `allow_warnings: [W0203]` in the spec or `--allow W0203`.";
     W0204_OPTION_IGNORED = "W0204":
         "The spec sets a `cpu:` option that its policy does not use (docs/policies.md, \"Options a \
          policy ignores\"): the plan is what the policy computes without it. Remove the \

@@ -174,21 +174,7 @@ impl Error {
                 Diagnostic::error(E0103_SPEC_INVALID, self.to_string())
             }
             Error::Resolve { error, map } => resolve(error, map),
-            Error::Emit(EmitError::MissingCommand) => Diagnostic::error(
-                E0402_MISSING_COMMAND,
-                "the job spec has no `command`, which a launch script needs",
-            )
-            .help("add the program each rank runs, e.g. `command: [python, train.py]`"),
-            Error::Emit(e @ EmitError::GroupsNotOneNode { .. }) => Diagnostic::error(
-                E0221_GROUPS_NOT_ONE_NODE,
-                e.to_string(),
-            )
-            .help("emit `sbatch`, `sbatch-exec`, `torchrun` or `mpirun`, or run `numaplan exec` on each node (it finds the node's group)"),
-            Error::Emit(e @ EmitError::Template { .. }) => Diagnostic::error(
-                E0403_INTERNAL,
-                e.to_string(),
-            )
-            .help("this is a bug in numaplan; please file an issue with the job spec and topology"),
+            Error::Emit(e) => emit(e),
             Error::Topology(e) => topology(e),
             Error::SpecTopology {
                 error,
@@ -242,6 +228,27 @@ impl Error {
                 Diagnostic::error(E0423_USAGE, self.to_string()).help(help.clone())
             }
         }
+    }
+}
+
+/// An emitter's error: a script needs a command, a layout it cannot say, a template's bug.
+fn emit(e: &EmitError) -> Diagnostic {
+    match e {
+        EmitError::MissingCommand => Diagnostic::error(
+            E0402_MISSING_COMMAND,
+            "the job spec has no `command`, which a launch script needs",
+        )
+        .help("add the program each rank runs, e.g. `command: [python, train.py]`"),
+        e @ EmitError::GroupsNotOneNode { .. } => Diagnostic::error(
+            E0221_GROUPS_NOT_ONE_NODE,
+            e.to_string(),
+        )
+        .help("emit `sbatch`, `sbatch-exec`, `torchrun` or `mpirun`, or run `numaplan exec` on each node (it finds the node's group)"),
+        e @ EmitError::Template { .. } => Diagnostic::error(
+            E0403_INTERNAL,
+            e.to_string(),
+        )
+        .help("this is a bug in numaplan; please file an issue with the job spec and topology"),
     }
 }
 

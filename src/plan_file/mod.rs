@@ -90,8 +90,10 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
 }
 
 /// The plan's identity (`PlanId`): a hash of what the plan says, without where it came from
-/// (the topology file's path and fingerprint, the header), so that a plan has one id whether
-/// it is read from its file, from `env:NUMAPLAN_PLAN` or compiled from its spec again.
+/// (the topology file's path and fingerprint, the header) or the machine's name (a discovered
+/// machine's is its hostname, random in a container and different on every node of a
+/// cluster), so that a plan has one id whether it is read from its file, from
+/// `env:NUMAPLAN_PLAN` or compiled from its spec again, here or on a node of the same shape.
 pub fn id(plan: &Plan) -> PlanId {
     let neutral = Provenance {
         header: provenance::Header {
@@ -103,8 +105,9 @@ pub fn id(plan: &Plan) -> PlanId {
         topology_file: None,
         schema_ref: None,
     };
-    let mut content = serde_json::to_string(&to_file(plan, &neutral))
-        .expect("invariant: plan types always serialize");
+    let mut file = to_file(plan, &neutral);
+    file.topology.name.clear();
+    let mut content = serde_json::to_string(&file).expect("invariant: plan types always serialize");
     // Two groups of one job may plan alike: their ranks are still told apart.
     if let Some(g) = &plan.group {
         content.push_str(&format!("\ngroup {} from rank {}", g.name, g.first_rank));

@@ -2,6 +2,7 @@
 //! BTreeMaps only). One step per stage of docs/policies.md: the allowed CPUs, the GPUs and the ranks
 //! they form, the family's CPU placement, then memory policy, NIC and environment per rank.
 
+pub mod allowed;
 pub mod auto;
 pub mod context;
 pub mod error;
@@ -18,12 +19,12 @@ pub mod pytorch;
 
 use std::collections::BTreeMap;
 
+use allowed::{allowed_cpus, restriction_warnings};
 use context::{Ctx, Mapped, Placement, Unit, visibility_variable};
 pub use error::{ResolveError, ResolveErrorKind, SpecKey};
 
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
-use crate::ids::{NodeId, node_list};
 use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{GpuChoice, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
@@ -201,85 +202,6 @@ fn world_fits(spec: &Spec, per_node: usize) -> Result<(), ResolveError> {
         "nodes",
         "run fewer nodes, or set `ranks_per_node` lower",
     ))
-}
-
-/// The CPUs the plan may use: the topology's allowed set, narrowed by `cpu.allowed` and (but
-/// under mpibind, which restricts its tree to them) by the CPUs of `cpu.allowed_nodes`.
-fn allowed_cpus(spec: &Spec, topo: &Topology) -> Result<CpuSet, ResolveError> {
-    let mut allowed = match &spec.cpu.allowed {
-        Some(a) => topo.allowed().intersection(a),
-        None => topo.allowed().clone(),
-    };
-    if let (Some(nodes), false) = (&spec.cpu.allowed_nodes, spec.cpu.policy == Policy::Mpibind) {
-        allowed = allowed.intersection(&nodes_cpus(topo, nodes)?);
-    }
-    if allowed.is_empty() {
-        return Err(ResolveError::new(
-            ResolveErrorKind::NothingAllowed {
-                what: "the job".into(),
-            },
-            "cpu.allowed",
-            "list CPUs of this machine in `cpu.allowed`",
-        )
-        .note(format!(
-            "topology `{}` has CPUs `{}`",
-            topo.name(),
-            topo.all_cpus()
-        )));
-    }
-    Ok(allowed)
-}
-
-/// The CPUs of the NUMA nodes `cpu.allowed_nodes` names; an error when they have none.
-fn nodes_cpus(topo: &Topology, nodes: &[NodeId]) -> Result<CpuSet, ResolveError> {
-    let cpus = nodes
-        .iter()
-        .fold(CpuSet::new(), |all, n| all.union(&topo.node_cpus(*n)));
-    if !cpus.is_empty() {
-        return Ok(cpus);
-    }
-    let with_cpus: Vec<NodeId> = topo
-        .nodes()
-        .iter()
-        .filter(|n| !n.kind.is_memory_only())
-        .map(|n| n.id)
-        .collect();
-    Err(ResolveError::new(
-        ResolveErrorKind::NothingAllowed {
-            what: "the job".into(),
-        },
-        "cpu.allowed_nodes",
-        "list NUMA nodes with CPUs of this machine in `cpu.allowed_nodes`",
-    )
-    .note(format!(
-        "`cpu.allowed_nodes: {}` names no NUMA node with CPUs of `{}`; its nodes with CPUs are {}",
-        node_list(nodes),
-        topo.name(),
-        node_list(&with_cpus)
-    )))
-}
-
-/// What the allowed set cuts from each node with CPUs ("node 1 has 2 of 4 CPUs allowed").
-fn restriction_warnings(topo: &Topology, allowed: &CpuSet) -> Vec<Warning> {
-    topo.nodes()
-        .iter()
-        .filter(|n| !n.kind.is_memory_only())
-        .filter_map(|node| {
-            let cpus = topo.node_cpus(node.id);
-            let usable = cpus.intersection(allowed);
-            (usable.len() < cpus.len()).then(|| {
-                Warning::new(
-                    codes::W0203_CPUS_RESTRICTED,
-                    format!(
-                        "node {} has {} of {} CPUs allowed",
-                        node.id,
-                        usable.len(),
-                        cpus.len()
-                    ),
-                )
-            })
-        })
-        .collect()
 }
 
 /// Each rank's CPUs by the policy's family (docs/policies.md: one section each).
