@@ -551,3 +551,50 @@ fn a_containers_own_cpuset_is_no_restriction() {
     assert!(ran.stderr.contains("error[E0411]"), "{}", ran.stderr);
     assert!(!dir.path().join("started").exists());
 }
+
+/// The torchrun and mpirun scripts are all or nothing, as the bash launcher is: a plan of two
+/// ranks (CPUs 0 and 1) run in a container of CPU 1 alone refuses before any rank's program
+/// starts, rank 1's included, naming rank 0's CPUs.
+#[test]
+fn the_torchrun_and_mpirun_scripts_start_no_rank_unless_every_rank_can_be_bound() {
+    if !containers() {
+        return;
+    }
+    for (name, emit, run) in [
+        (
+            "torchrun",
+            "torchrun",
+            "NUMAPLAN=$np TORCHRUN=$torchrun ./run.sh",
+        ),
+        (
+            "mpirun (MPICH)",
+            "mpirun",
+            "NUMAPLAN=$np MPIRUN=mpiexec.mpich ./run.sh",
+        ),
+    ] {
+        let dir = job("ranks_per_node: 2\n");
+        let compiled = run_in(
+            dir.path(),
+            TWO_CPUS,
+            &format!("\"$np\" compile job.yaml --emit {emit} -o run.sh"),
+        );
+        assert_eq!(compiled.code, 0, "{name}: {}", compiled.stderr);
+        let ran = run_in(dir.path(), WITH_SYS_NICE, run);
+        assert_ne!(ran.code, 0, "{name}: {}{}", ran.stdout, ran.stderr);
+        assert!(
+            ran.stderr.contains("error[E0411]"),
+            "{name}: {}",
+            ran.stderr
+        );
+        assert!(
+            ran.stderr.contains("rank 0 is planned on CPUs 0"),
+            "{name}: {}",
+            ran.stderr
+        );
+        assert!(
+            !dir.path().join("started").exists(),
+            "{name}: a rank started: {}",
+            ran.stdout
+        );
+    }
+}

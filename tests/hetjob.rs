@@ -251,3 +251,130 @@ fn a_component_on_nodes_of_another_shape_refuses() {
         .any(|w| w[6] == "wide");
     assert!(!wide_started, "a rank of `wide` started:\n{text}");
 }
+
+/// A heterogeneous batch file, written as a user writes one around a launch script: component
+/// 0 one node, component 1 two, one task per node, and one step `srun SCRIPT : SCRIPT`.
+fn het_batch(dir: &Path, script: &str, output: &Path, envs: &str) -> PathBuf {
+    let file = dir.join("het.sbatch");
+    std::fs::write(
+        &file,
+        format!(
+            "#!/bin/bash\n#SBATCH --job-name=numaplan-het-launch --time=00:02:00 --output={}\n\
+             #SBATCH --nodes=1 --ntasks-per-node=1 --exclusive=user\n#SBATCH hetjob\n\
+             #SBATCH --nodes=2 --ntasks-per-node=1 --exclusive=user\n\
+             {envs}\nsrun --kill-on-bad-exit=1 {script} : {script}\n",
+            output.display()
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// `--emit torchrun` in a heterogeneous job, run on every node without flags: each node finds
+/// its group from its Slurm component and its node rank within that group (SLURM_NODEID counts
+/// the whole step), and all four ranks are one world meeting at the first component's node.
+#[test]
+fn the_torchrun_script_finds_its_group_and_node_in_a_heterogeneous_job() {
+    if cluster().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("rendezvous");
+    common::cc(
+        &["-O2", "-Wall", "-Werror"],
+        "tests/slurm/rendezvous.c",
+        &program,
+    );
+    let output = dir.path().join("job.out");
+    let port = 29614;
+    std::fs::write(dir.path().join("job.yaml"), job(&program, port, &output)).unwrap();
+    let args = ["compile", "job.yaml", "--topology", "discover", "-q"];
+    common::numaplan_in(
+        dir.path(),
+        &[&args[..], &["--emit", "torchrun", "-o", "job.torchrun"]].concat(),
+    )
+    .ok();
+    let plan = common::numaplan_in(dir.path(), &[&args[..], &["--format", "json"]].concat()).ok();
+    let plan: Value = serde_json::from_str(&plan).unwrap();
+    let stand_in = common::repo().join("tests/bind/torchrun");
+    let batch = het_batch(
+        dir.path(),
+        &dir.path().join("job.torchrun").display().to_string(),
+        &output,
+        &format!(
+            "export TORCHRUN={} TORCHRUN_STANDIN_DIR={}",
+            stand_in.display(),
+            dir.path().display()
+        ),
+    );
+    let conf = cluster().unwrap();
+    let envs = [
+        ("SLURM_CONF", conf.as_str()),
+        ("NUMAPLAN", env!("CARGO_BIN_EXE_numaplan")),
+    ];
+    let ended = common::sbatch(&batch, &envs);
+    let text = std::fs::read_to_string(&output).unwrap_or_default();
+    assert_eq!(ended.state, "COMPLETED", "job {}:\n{text}", ended.id);
+    every_rank_as_planned(&text, &plan, &ended.hosts, false);
+    let heard = common::tagged_lines(&text, "RDV 0 ");
+    assert_eq!(heard.len(), 1, "{text}");
+    assert_eq!(heard[0][4], format!("{}:{port}", ended.hosts[0]), "{text}");
+}
+
+/// `--emit mpirun` in a heterogeneous job: mpirun's Slurm launcher reaches only the first
+/// component (Hydra then hangs), so the script refuses at once, saying what to run instead,
+/// under MPICH and Open MPI alike; the job fails in seconds, and no rank started.
+#[test]
+fn the_mpirun_script_refuses_a_heterogeneous_job_at_once() {
+    if cluster().is_none() {
+        return;
+    }
+    for mpirun in ["mpiexec.mpich", "mpirun.openmpi"] {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("job.out");
+        let job = job(Path::new("/bin/true"), 29615, &output);
+        std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+        let args = ["compile", "job.yaml", "--topology", "discover", "-q"];
+        common::numaplan_in(
+            dir.path(),
+            &[&args[..], &["--emit", "mpirun", "-o", "job.mpirun"]].concat(),
+        )
+        .ok();
+        common::check_script(&dir.path().join("job.mpirun"));
+        let file = dir.path().join("het.sbatch");
+        std::fs::write(
+            &file,
+            format!(
+                "#!/bin/bash\n#SBATCH --job-name=numaplan-het-mpirun --time=00:01:00 --output={}\n\
+                 #SBATCH --nodes=1 --ntasks-per-node=2 --exclusive=user\n#SBATCH hetjob\n\
+                 #SBATCH --nodes=2 --ntasks-per-node=1 --exclusive=user\n\
+                 MPIRUN={mpirun} {}\n",
+                output.display(),
+                dir.path().join("job.mpirun").display()
+            ),
+        )
+        .unwrap();
+        let conf = cluster().unwrap();
+        let envs = [
+            ("SLURM_CONF", conf.as_str()),
+            ("NUMAPLAN", env!("CARGO_BIN_EXE_numaplan")),
+        ];
+        let started = std::time::Instant::now();
+        let ended = common::sbatch(&file, &envs);
+        let text = std::fs::read_to_string(&output).unwrap_or_default();
+        assert_eq!(ended.state, "FAILED", "{mpirun}, job {}:\n{text}", ended.id);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{mpirun}: {text}"
+        );
+        assert!(
+            text.contains("cannot start ranks across the components")
+                && text.contains("--emit sbatch"),
+            "{mpirun}: {text}"
+        );
+        assert!(
+            common::tagged_lines(&text, "TASK ").is_empty(),
+            "{mpirun}: {text}"
+        );
+    }
+}

@@ -45,6 +45,8 @@ pub struct GroupView {
     ranks: u64,
     span: String,
     first_node: u64,
+    /// Its first rank's global rank.
+    first_rank: u64,
     command: Vec<String>,
     allocation: Allocation,
     step: Step,
@@ -104,6 +106,7 @@ fn view(place: &GroupPlace, plan: &Plan, plan_id: &str) -> GroupView {
         ranks,
         span: place.span(ranks),
         first_node: place.first_node,
+        first_rank: place.first_rank,
         command: plan.command.clone(),
         allocation,
         step,
