@@ -213,3 +213,29 @@ fn set_reaches_a_group_by_name_or_index() {
     insta::assert_snapshot!(refused("groups[3].gpus=1"), @"error[E0102]: invalid job spec in `groups[3].gpus`: `groups` has 3 entries, so it has no entry [3]");
     insta::assert_snapshot!(refused("groups[one].gpus=1"), @"error[E0102]: invalid job spec in `groups[one].gpus`: `groups[one]` is not a key: an entry of a list is `groups[N]`, N from 0");
 }
+
+/// A group's table shows one node's ranks: their column is headed `local rank`, under a title
+/// that says which global ranks the group has; a one-node plan's stays `rank`.
+#[test]
+fn a_groups_table_heads_its_ranks_local() {
+    let run = numaplan(&["explain", "examples/rl-groups.yaml", "--group", "head"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut lines = run.stdout.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("group `head`: rank 20 of 21"),
+        "{}",
+        run.stdout
+    );
+    let header = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("home  CPUs"))
+        .unwrap();
+    assert!(header.starts_with("local rank  GPU"), "{}", run.stdout);
+    let one_node = numaplan(&["explain", "examples/cpu-only.yaml"]).ok();
+    let header = one_node.lines().find(|l| l.contains("home  CPUs")).unwrap();
+    assert!(header.starts_with("rank  GPU"), "{one_node}");
+}

@@ -310,7 +310,7 @@ fn exec_repin_watches_the_whole_run() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     // --repin implies --verify: the table first.
-    assert!(stderr.starts_with("rank  pid"), "{stderr}");
+    assert!(stderr.starts_with("local rank  pid"), "{stderr}");
     for rank in 0..2 {
         let ids = std::fs::read_to_string(dir.path().join(format!("ready-{rank}"))).unwrap();
         let proxy = ids.split_whitespace().nth(1).unwrap();
@@ -358,7 +358,7 @@ fn a_closed_stdout_ends_the_watch_at_once() {
     let _ = rank.kill();
     let _ = rank.wait();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.starts_with("rank  pid"), "{stdout}");
+    assert!(stdout.starts_with("local rank  pid"), "{stdout}");
     assert!(
         stdout.ends_with("status 0\n"),
         "{stdout}{}",

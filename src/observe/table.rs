@@ -7,8 +7,10 @@ use super::verify::{Row, Table};
 use crate::cpuset::CpuSet;
 use crate::phrase::plural;
 
+/// A rank is said by its local rank, as the plan and every launcher's local variable number it
+/// (the global rank depends on the node, which `verify` need not know).
 const HEADER: [&str; 8] = [
-    "rank",
+    "local rank",
     "pid",
     "threads",
     "CPUs planned",

@@ -30,8 +30,14 @@ pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colou
         out.push_str(&format!("note: {n}\n"));
     }
     out.push('\n');
+    // The table's ranks are one node's: in a job of several nodes (a group's, or one plan's
+    // on each node) they are local ranks, which the heading says.
+    let rank = match plan.world_nodes() {
+        1 => "rank",
+        _ => "local rank",
+    };
     let header = [
-        "rank", "GPU", "home", "CPUs", "cores", "L3", "NIC", "memory", "why",
+        rank, "GPU", "home", "CPUs", "cores", "L3", "NIC", "memory", "why",
     ];
     let rows: Vec<[String; 9]> = report.ranks.iter().map(row).collect();
     out.push_str(&table(&header, &rows));
@@ -41,7 +47,7 @@ pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colou
             out.push_str(&format!("  - {w}\n"));
         }
     }
-    out.push_str(&inside_table(&report.ranks));
+    out.push_str(&inside_table(&report.ranks, rank));
     out.push_str(&super::mpibind::thread_notes(plan));
     let picture = picture::build(plan, topo);
     out.push_str(&format!(
@@ -55,7 +61,7 @@ pub fn render_text(plan: &Plan, topo: &Topology, notes: &[String], colour: Colou
 
 /// What runs inside each rank, when the plan says (`cpu.helpers`, `openmp:`): its compute and
 /// helper CPUs and its OpenMP threads.
-fn inside_table(ranks: &[RankReport]) -> String {
+fn inside_table(ranks: &[RankReport], rank: &str) -> String {
     if ranks
         .iter()
         .all(|r| r.helper_cpus.is_empty() && r.openmp.is_none())
@@ -93,7 +99,7 @@ fn inside_table(ranks: &[RankReport]) -> String {
             ]
         })
         .collect();
-    let header = ["rank", "compute CPUs", "helper CPUs", "OpenMP"];
+    let header = [rank, "compute CPUs", "helper CPUs", "OpenMP"];
     format!("\ninside the ranks:\n{}", table(&header, &rows))
 }
 
