@@ -735,3 +735,118 @@ fn an_object_id_of_minus_one_takes_no_runaway_memory() {
         "{stdout}"
     );
 }
+
+/// The peak memory (KiB) and CPU time of running `cmd` to its end, and its output. The child
+/// is reaped by `wait4`, which alone reports its usage (so std's `wait` is never called).
+#[allow(clippy::zombie_processes)]
+fn peak(cmd: &mut Command) -> (std::process::Output, u64, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+    let child = cmd
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: all-zero is a valid rusage, which wait4 fills in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pid is our child's, not yet waited for; both pointers are valid.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let output = std::process::Output {
+        status: std::os::unix::process::ExitStatusExt::from_raw(status),
+        stdout: std::fs::read(out).unwrap(),
+        stderr: std::fs::read(err).unwrap(),
+    };
+    (
+        output,
+        usage.ru_maxrss as u64,
+        time(usage.ru_utime) + time(usage.ru_stime),
+    )
+}
+
+/// 13. Inputs the fuzzer found refused only after growing (issue 50): a malformed hwloc export
+///     (527 MB before E0305), anchors nested 20 deep before a stray alias (1.34 GB), an alias
+///     bomb of a plan (392 MB, as a file or in a variable), thousands of bad `allow_warnings`
+///     (each diagnostic held the whole line: 216 MB for 6,000). Each is refused now within
+///     64 MB and a second of CPU, with the error it always had.
+#[test]
+fn inputs_that_grew_are_refused_within_a_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut nested = String::from("x-l0: &l0 [0]\n");
+    for i in 1..=20 {
+        nested += &format!("x-l{i}: &l{i} [*l{}, *l{}]\n", i - 1, i - 1);
+    }
+    let gpus: Vec<String> = (0..150_000).map(|i| (i % 8).to_string()).collect();
+    nested += &format!("gpus: [{}, *]\n", gpus.join(", "));
+    std::fs::write(dir.path().join("nested.yaml"), nested).unwrap();
+    let codes: Vec<String> = (0..6000).map(|i| format!("X{i}")).collect();
+    std::fs::write(
+        dir.path().join("allow.yaml"),
+        format!("gpus: none\nallow_warnings: [{}]\n", codes.join(", ")),
+    )
+    .unwrap();
+    let bomb = repo().join("tests/fuzz/seeds/plan-anchor-bomb.yaml");
+    let xml = repo().join("tests/data/unbounded/malformed-export-527mb.xml");
+    let bin = env!("CARGO_BIN_EXE_numaplan");
+    let cases: [(&str, Vec<String>, &str); 5] = [
+        (
+            "malformed XML",
+            vec![
+                "topo".into(),
+                "--topology".into(),
+                xml.display().to_string(),
+            ],
+            "error[E0305]",
+        ),
+        (
+            "nested anchors",
+            vec![
+                "compile".into(),
+                "nested.yaml".into(),
+                "--topology".into(),
+                repo().join(DGX).display().to_string(),
+            ],
+            "error[E0101]",
+        ),
+        (
+            "alias bomb",
+            vec!["explain".into(), bomb.display().to_string()],
+            "error[E0101]",
+        ),
+        (
+            "alias bomb in a variable",
+            vec!["explain".into(), "env:BOMB".into()],
+            "error[E0101]",
+        ),
+        (
+            "6,000 bad allow_warnings",
+            vec![
+                "compile".into(),
+                "allow.yaml".into(),
+                "--topology".into(),
+                repo().join(DGX).display().to_string(),
+            ],
+            "error[E0103]",
+        ),
+    ];
+    for (what, args, error) in cases {
+        let (out, kib, cpu) = peak(
+            Command::new(bin)
+                .args(&args)
+                .current_dir(dir.path())
+                .env("BOMB", std::fs::read_to_string(&bomb).unwrap()),
+        );
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.starts_with(error), "{what}: {stderr}");
+        assert!(kib < 64 * 1024, "{what}: {kib} KiB");
+        assert!(cpu < Duration::from_secs(1), "{what}: {cpu:?}");
+        assert!(
+            stderr.len() < 4096,
+            "{what}: {} bytes of diagnostics",
+            stderr.len()
+        );
+    }
+}

@@ -53,8 +53,10 @@ pub enum Severity {
 pub struct Location {
     pub file: String,
     pub spot: Option<Spot>,
-    /// The source line at `spot`, for the snippet.
-    pub line_text: Option<String>,
+    /// The part of the source line at `spot` that the snippet shows (a long line is cut around
+    /// the spot, so that a diagnostic never holds a whole long line), and the spot's column in
+    /// it.
+    pub line_text: Option<(String, usize)>,
     /// What the caret line says about the value.
     pub label: String,
 }
@@ -133,7 +135,7 @@ impl Diagnostic {
         self.location = Some(Location {
             file: map.file().to_string(),
             spot,
-            line_text: spot.and_then(|s| map.line_text(s.line)),
+            line_text: spot.and_then(|s| Some(render::window(&map.line_text(s.line)?, s.col))),
             label: label.into(),
         });
         self

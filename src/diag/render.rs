@@ -31,13 +31,12 @@ fn human(d: &Diagnostic) -> String {
     let mut gutter = 1;
     if let Some(loc) = &d.location {
         match (loc.spot, &loc.line_text) {
-            (Some(spot), Some(text)) => {
+            (Some(spot), Some((text, col))) => {
                 let num = spot.line.to_string();
                 gutter = num.len() + 1;
                 let pad = " ".repeat(num.len());
                 let _ = writeln!(out, "{pad}--> {}:{}:{}", loc.file, spot.line, spot.col);
                 let _ = writeln!(out, "{pad} |");
-                let (text, col) = window(text, spot.col);
                 let _ = writeln!(out, "{num} | {text}");
                 let indent = " ".repeat(col.saturating_sub(1));
                 let carets = "^".repeat(spot.width.clamp(1, WIDTH));
@@ -74,7 +73,7 @@ const WIDTH: usize = 100;
 
 /// The part of a long line around column `col` (1-based), marked `...` where cut, and the
 /// column in it; a short line is shown whole.
-fn window(text: &str, col: usize) -> (String, usize) {
+pub(super) fn window(text: &str, col: usize) -> (String, usize) {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() <= WIDTH {
         return (text.to_string(), col);

@@ -126,6 +126,9 @@ impl From<crate::diag::report::Denied> for Error {
     }
 }
 
+/// How many of a spec's problems are shown, each with its snippet; the rest are counted.
+const SHOWN_PROBLEMS: usize = 20;
+
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
@@ -148,15 +151,32 @@ impl Error {
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
         match self {
             Error::Differs => Vec::new(),
-            Error::Spec(SpecError::Invalid { map, problems }) => problems
-                .iter()
-                .map(|p| {
-                    let map = map.for_path(&p.path);
-                    Diagnostic::error(E0103_SPEC_INVALID, p.message.clone())
-                        .at(map, map.value(&p.path), p.label.clone())
-                        .help(p.help.clone())
-                })
-                .collect(),
+            Error::Spec(SpecError::Invalid { map, problems }) => {
+                let mut shown: Vec<Diagnostic> = problems
+                    .iter()
+                    .take(SHOWN_PROBLEMS)
+                    .map(|p| {
+                        let map = map.for_path(&p.path);
+                        Diagnostic::error(E0103_SPEC_INVALID, p.message.clone())
+                            .at(map, map.value(&p.path), p.label.clone())
+                            .help(p.help.clone())
+                    })
+                    .collect();
+                if let Some(more) = problems
+                    .len()
+                    .checked_sub(SHOWN_PROBLEMS)
+                    .filter(|n| *n > 0)
+                {
+                    shown.push(
+                        Diagnostic::error(
+                            E0103_SPEC_INVALID,
+                            format!("{more} more problems in the job spec"),
+                        )
+                        .help("fix the ones above, then check the spec again"),
+                    );
+                }
+                shown
+            }
             other => vec![other.diagnostic()],
         }
     }

@@ -29,7 +29,11 @@ pub enum Outcome {
 /// (the environment, stderr, hwloc's own) stays locked forever in the child. numaplan reads
 /// topologies before it starts any thread, so the binary always gets the child; a caller with
 /// threads of its own (the test harness, a library user) gets `work` run here, unprotected.
-pub fn in_child(work: impl FnOnce() -> Vec<u8>) -> io::Result<Ended> {
+///
+/// `budget`: the bytes of memory the child may take beyond what it starts with (its address
+/// space is limited to that, `RLIMIT_AS`), so that a malformed input hwloc grows on fails at
+/// a bound set by its size rather than taking the machine's memory.
+pub fn in_child(budget: u64, work: impl FnOnce() -> Vec<u8>) -> io::Result<Ended> {
     if threads() != Some(1) {
         return Ok(Ended {
             outcome: Outcome::Returned(work()),
@@ -63,6 +67,7 @@ pub fn in_child(work: impl FnOnce() -> Vec<u8>) -> io::Result<Ended> {
         drop(read_end);
         // SAFETY: both descriptors are open; dup2 onto 2 replaces the inherited stderr.
         unsafe { libc::dup2(errors.as_raw_fd(), 2) };
+        limit_address_space(budget);
         child(work, write_end);
     }
     drop(write_end);
@@ -94,6 +99,26 @@ pub fn in_child(work: impl FnOnce() -> Vec<u8>) -> io::Result<Ended> {
         outcome,
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
     })
+}
+
+/// Limits this process's address space to what it uses now and `budget` more (where the
+/// kernel says how much it uses: `/proc/self/statm`).
+fn limit_address_space(budget: u64) {
+    let Some(pages) = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+    else {
+        return;
+    };
+    // SAFETY: sysconf has no preconditions.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let bytes = pages.saturating_mul(page).saturating_add(budget);
+    let limit = libc::rlimit {
+        rlim_cur: bytes,
+        rlim_max: bytes,
+    };
+    // SAFETY: `limit` is a valid rlimit; lowering this process's own limit is always allowed.
+    unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) };
 }
 
 /// This process's thread count (`Threads:` of /proc/self/status).
@@ -135,7 +160,7 @@ mod tests {
     #[test]
     fn returns_what_the_work_returns() {
         assert_eq!(
-            in_child(|| b"hello".to_vec()).unwrap().outcome,
+            in_child(1 << 20, || b"hello".to_vec()).unwrap().outcome,
             Outcome::Returned(b"hello".to_vec())
         );
         assert!(threads().is_some_and(|n| n >= 1));

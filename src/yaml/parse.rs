@@ -51,7 +51,7 @@ pub fn parse<T: DeserializeOwned>(
         };
         return Err((error, Box::new(map)));
     }
-    if let Some(error) = too_deep(text) {
+    if let Some(error) = too_deep(text).or_else(|| expands_too_far(text)) {
         return Err((error, Box::new(map)));
     }
     if text.trim_start().starts_with('{') {
@@ -81,7 +81,10 @@ pub fn parse<T: DeserializeOwned>(
 /// with the top-level key `key`; `None` where it does not parse (truncated, too deep), so the
 /// caller can fall back on how the text looks.
 pub fn has_top_level_key(text: &str, key: &str) -> Option<bool> {
-    if second_document(text).is_some() || too_deep(text).is_some() {
+    if second_document(text).is_some()
+        || too_deep(text).is_some()
+        || expands_too_far(text).is_some()
+    {
         return None;
     }
     if text.trim_start().starts_with('{') {
@@ -171,6 +174,90 @@ fn too_deep(text: &str) -> Option<YamlError> {
             width: 1,
         }),
     })
+}
+
+/// How many nodes a document may have once its aliases are expanded, per byte of its text (a
+/// node takes at least two: `a,`), and a floor for small documents. A spec that reuses an anchor (`x-common: &c {...}`, `<<: *c` in
+/// each group) stays far under it; nine aliases of nine aliases, thirty levels deep (a
+/// 50 KB "billion laughs"), would expand to 9^30 nodes, which serde_yaml builds as it reads.
+const EXPANSION_PER_BYTE: u64 = 4;
+const EXPANSION_FLOOR: u64 = 10_000;
+
+/// Where a document's aliases first expand it past `EXPANSION_PER_BYTE` nodes per byte, if
+/// they do: counted on yaml-rust2's events, which never expand an alias (linear in the text).
+/// Only a text with an alias (`*`) is parsed for it.
+fn expands_too_far(text: &str) -> Option<YamlError> {
+    if !text.contains('*') {
+        return None;
+    }
+    let limit =
+        EXPANSION_FLOOR.saturating_add((text.len() as u64).saturating_mul(EXPANSION_PER_BYTE));
+    let mut count = Expansion {
+        limit,
+        ..Expansion::default()
+    };
+    // A syntax error is serde_yaml's to report, with the rest.
+    let _ = Parser::new_from_str(text).load(&mut count, false);
+    let (mark, size) = count.over?;
+    Some(YamlError {
+        kind: YamlErrorKind::Syntax,
+        message: format!(
+            "aliases here expand the document to {} nodes or more, more than a document of its \
+             size may ({limit}): an alias bomb, or anchors nested too deep",
+            size
+        ),
+        spot: Some(Spot {
+            line: mark.line(),
+            col: mark.col() + 1,
+            width: 1,
+        }),
+    })
+}
+
+/// The size of every node with its aliases expanded: each anchor's size, the collections open
+/// now with their sizes so far, and where a collection first grew past `limit` (and to what).
+#[derive(Default)]
+struct Expansion {
+    limit: u64,
+    anchors: std::collections::HashMap<usize, u64>,
+    open: Vec<(usize, u64)>,
+    over: Option<(Marker, u64)>,
+}
+
+impl Expansion {
+    /// A node of `size` (with its anchor, 0 for none) ends inside the innermost open collection.
+    fn add(&mut self, anchor: usize, size: u64, mark: Marker) {
+        if anchor > 0 {
+            self.anchors.insert(anchor, size);
+        }
+        if let Some((_, so_far)) = self.open.last_mut() {
+            *so_far = so_far.saturating_add(size);
+            if *so_far > self.limit && self.over.is_none() {
+                self.over = Some((mark, *so_far));
+            }
+        }
+    }
+}
+
+impl MarkedEventReceiver for Expansion {
+    fn on_event(&mut self, ev: Event, mark: Marker) {
+        match ev {
+            Event::MappingStart(anchor, _) | Event::SequenceStart(anchor, _) => {
+                self.open.push((anchor, 1));
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                if let Some((anchor, size)) = self.open.pop() {
+                    self.add(anchor, size, mark);
+                }
+            }
+            Event::Scalar(_, _, anchor, _) => self.add(anchor, 1, mark),
+            Event::Alias(anchor) => {
+                let size = self.anchors.get(&anchor).copied().unwrap_or(1);
+                self.add(0, size, mark);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Follows how deep collections nest, and where they first nest deeper than `MAX_DEPTH`.

@@ -22,30 +22,56 @@ pub(super) fn rendezvous(raw: &JobSpec, p: &mut Problems) -> (u16, String) {
     (port, rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()))
 }
 
-/// `allow_warnings:`: each a warning code (`W0203`, any case), each once.
+/// `allow_warnings:`: each a warning code (`W0203`, any case), each once. Each kind of mistake
+/// is one problem, at its first entry, counting the others: a list of thousands of bad entries
+/// is a few lines, not thousands.
 pub(super) fn allowed_warnings(raw: &JobSpec, p: &mut Problems) -> Vec<Code> {
     let mut out = Vec::new();
+    // (first entry, its message) and how many more, of a code given twice and of a non-code.
+    let mut twice: Option<(usize, String, usize)> = None;
+    let mut not_codes: Option<(usize, String, usize)> = None;
     for (i, text) in raw.allow_warnings.iter().enumerate() {
-        match codes::warning_code(text) {
-            Ok(code) if !out.contains(&code) => out.push(code),
-            Ok(code) => p.add(
-                &format!("allow_warnings[{i}]"),
-                format!("`{code}` is listed twice"),
-                "given twice",
-                "remove one",
-            ),
-            Err(why) => p.add(
-                &format!("allow_warnings[{i}]"),
-                why,
-                "not a warning code",
-                &format!(
-                    "`numaplan codes` lists the warning codes, {}",
-                    codes::warning_range()
-                ),
-            ),
+        let (kind, why) = match codes::warning_code(text) {
+            Ok(code) if !out.contains(&code) => {
+                out.push(code);
+                continue;
+            }
+            Ok(code) => (&mut twice, format!("`{code}` is listed twice")),
+            Err(why) => (&mut not_codes, why),
+        };
+        match kind {
+            Some((_, _, more)) => *more += 1,
+            None => *kind = Some((i, why, 0)),
         }
     }
+    if let Some((i, why, more)) = twice {
+        p.add(
+            &format!("allow_warnings[{i}]"),
+            with_more(why, more, "listed twice"),
+            "given twice",
+            "remove one",
+        );
+    }
+    if let Some((i, why, more)) = not_codes {
+        p.add(
+            &format!("allow_warnings[{i}]"),
+            with_more(why, more, "not warning codes"),
+            "not a warning code",
+            &format!(
+                "`numaplan codes` lists the warning codes, {}",
+                codes::warning_range()
+            ),
+        );
+    }
     out
+}
+
+/// A problem's message, and how many later entries of `allow_warnings` have it too.
+fn with_more(why: String, more: usize, what: &str) -> String {
+    match more {
+        0 => why,
+        n => format!("{why}; {n} later entries of `allow_warnings` are {what} too"),
+    }
 }
 
 /// `mpirun:`: any words, but none that takes over what the script sets itself: the binding

@@ -44,7 +44,9 @@ pub fn load_xml(
     };
     // The variables are set here, before the fork: the child must take no lock.
     let ended = with_hwloc_settings(check, || {
-        crate::sys::sandbox::in_child(|| encode(import_xml(file, name, text, reading)))
+        crate::sys::sandbox::in_child(import_budget(text), || {
+            encode(import_xml(file, name, text, reading))
+        })
     })
     .map_err(|e| rejected(format!("cannot start the importing process: {e}")))?;
     // What hwloc said (a failed assertion, an out-of-order object), in one line.
@@ -77,6 +79,13 @@ pub fn load_xml(
             "hwloc's bindings failed on an object it describes: the XML is malformed".into(),
         )),
     }
+}
+
+/// The memory the importing child may take beyond its start: 32 MiB and 32 bytes per byte of
+/// XML. hwloc takes about 5 per byte of a real export (a 350 KB one, under 2 MiB more than an
+/// empty one); a malformed one it grows on fails at this bound, as an input error.
+fn import_budget(text: &str) -> u64 {
+    (32 << 20) + 32 * text.len() as u64
 }
 
 /// hwloc's message on standard error, without its banner of asterisks: the failed assertion
