@@ -779,3 +779,21 @@ fn smt_zero_is_mpibinds_automatic_choice() {
     let other = load_str("spec.yaml", "cpu:\n  policy: auto\n  smt: 0\n");
     assert!(other.is_err());
 }
+
+/// A restriction that merges levels moves the GPUs of the objects that go, and the order of the
+/// merges decides the device order: hwloc merges from the bottom up. On random-gpu-under-l3
+/// restricted to CPU 5, GPU 2 hangs from the L3 cache and GPU 3 from the NUMA node's group;
+/// libmpibind (HEAD d529180 on hwloc 2.9, run by hand on this XML) gives tasks 0-11 GPU 2 and
+/// tasks 12-23 GPU 3. numaplan merged from the top and gave them the other way round.
+#[test]
+fn merges_after_a_restriction_keep_hwlocs_device_order() {
+    let topo = load_file(&repo().join("tests/data/mpibind/random-gpu-under-l3.xml")).unwrap();
+    let plan = plan(
+        &topo,
+        "gpus: all\nranks_per_node: 24\ncpu: {policy: mpibind, greedy: true, gpu_optim: true, threads: 1, allowed: \"5\"}\n",
+    );
+    let gpus: Vec<u32> = plan.ranks.iter().map(|r| r.gpus[0].index.0).collect();
+    let expected: Vec<u32> = [[2; 12], [3; 12]].concat();
+    assert_eq!(gpus, expected, "{}", tasks(&plan));
+    assert!(plan.ranks.iter().all(|r| r.cpus.to_string() == "5"));
+}

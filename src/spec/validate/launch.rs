@@ -22,41 +22,51 @@ pub(super) fn rendezvous(raw: &JobSpec, p: &mut Problems) -> (u16, String) {
     (port, rendezvous.addr.unwrap_or_else(|| "127.0.0.1".into()))
 }
 
-/// `allow_warnings:`: each a warning code (`W0203`, any case), each once. Each kind of mistake
-/// is one problem, at its first entry, counting the others: a list of thousands of bad entries
-/// is a few lines, not thousands.
+/// `allow_warnings:`: each a warning code (`W0203`, any case), each once. The first few
+/// mistakes are a problem each; the rest are one problem that counts them, so that a list of
+/// thousands of bad entries is a few lines, not thousands.
 pub(super) fn allowed_warnings(raw: &JobSpec, p: &mut Problems) -> Vec<Code> {
+    const SAID: usize = 5;
     let mut out = Vec::new();
-    // (first entry, its message) and how many more, of a code given twice and of a non-code.
-    let mut twice: Option<(usize, String, usize)> = None;
-    let mut not_codes: Option<(usize, String, usize)> = None;
+    let mut bad = 0;
+    let mut first_unsaid = None;
     for (i, text) in raw.allow_warnings.iter().enumerate() {
-        let (kind, why) = match codes::warning_code(text) {
+        let (why, label, help) = match codes::warning_code(text) {
             Ok(code) if !out.contains(&code) => {
                 out.push(code);
                 continue;
             }
-            Ok(code) => (&mut twice, format!("`{code}` is listed twice")),
-            Err(why) => (&mut not_codes, why),
+            Ok(code) => (
+                format!("`{code}` is listed twice"),
+                "given twice",
+                "remove one".to_string(),
+            ),
+            Err(why) => (
+                why,
+                "not a warning code",
+                format!(
+                    "`numaplan codes` lists the warning codes, {}",
+                    codes::warning_range()
+                ),
+            ),
         };
-        match kind {
-            Some((_, _, more)) => *more += 1,
-            None => *kind = Some((i, why, 0)),
+        bad += 1;
+        match bad <= SAID {
+            true => p.add(&format!("allow_warnings[{i}]"), why, label, &help),
+            false => {
+                first_unsaid.get_or_insert(i);
+            }
         }
     }
-    if let Some((i, why, more)) = twice {
+    if let Some(i) = first_unsaid {
         p.add(
             &format!("allow_warnings[{i}]"),
-            with_more(why, more, "listed twice"),
-            "given twice",
-            "remove one",
-        );
-    }
-    if let Some((i, why, more)) = not_codes {
-        p.add(
-            &format!("allow_warnings[{i}]"),
-            with_more(why, more, "not warning codes"),
-            "not a warning code",
+            format!(
+                "{} more entries of `allow_warnings`, from here on, are not warning codes or \
+                 repeat one",
+                bad - SAID
+            ),
+            "and from here on",
             &format!(
                 "`numaplan codes` lists the warning codes, {}",
                 codes::warning_range()
@@ -64,14 +74,6 @@ pub(super) fn allowed_warnings(raw: &JobSpec, p: &mut Problems) -> Vec<Code> {
         );
     }
     out
-}
-
-/// A problem's message, and how many later entries of `allow_warnings` have it too.
-fn with_more(why: String, more: usize, what: &str) -> String {
-    match more {
-        0 => why,
-        n => format!("{why}; {n} later entries of `allow_warnings` are {what} too"),
-    }
 }
 
 /// `mpirun:`: any words, but none that takes over what the script sets itself: the binding

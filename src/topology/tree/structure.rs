@@ -6,7 +6,10 @@
 //! Machine and PU levels never go; otherwise the level of lower rank goes (Group < instruction
 //! cache < data cache < Die < Package < Core), the lower level on a tie. The survivor inherits
 //! the NUMA nodes and GPUs of the object that went: at the end of its lists when the child went,
-//! at the front when the parent went.
+//! at the front when the parent went. Pairs merge from the bottom up, as hwloc walks its levels
+//! (`hwloc_filter_levels_keep_structure`): the order decides which object a GPU ends under, and
+//! so the device order (a GPU under a merged L3 and one beside it, restricted to one CPU, are
+//! [2, 3] bottom up and were [3, 2] top down).
 
 use std::collections::BTreeMap;
 
@@ -43,14 +46,14 @@ impl CpuTree {
         }
     }
 
-    /// The first pair of adjacent levels (from the top) that merges, and which of them goes.
+    /// The deepest pair of adjacent levels that merges, and which of them goes.
     fn next_merge(&self) -> Option<Goes> {
         let mut levels: BTreeMap<u32, Kind> = BTreeMap::new();
         self.root.walk(&mut |o| {
             levels.insert(o.depth, o.kind);
         });
         let levels: Vec<(u32, Kind)> = levels.into_iter().collect();
-        levels.windows(2).find_map(|pair| {
+        levels.windows(2).rev().find_map(|pair| {
             let [(upper, upper_kind), (lower, lower_kind)] = *pair else {
                 return None;
             };
