@@ -13,21 +13,49 @@ pub const NUMAPLAN_GROUP: &str = "NUMAPLAN_GROUP";
 /// `numaplan.bind()` set in every rank and `verify --match` reads.
 pub const NUMAPLAN_BOUND: &str = "NUMAPLAN_BOUND";
 
-/// torchrun's numbering, as it sets it in every worker.
+/// torchrun's numbering, each as torchrun sets it in every worker.
+pub const RANK: &str = "RANK";
+pub const WORLD_SIZE: &str = "WORLD_SIZE";
+pub const LOCAL_RANK: &str = "LOCAL_RANK";
+pub const LOCAL_WORLD_SIZE: &str = "LOCAL_WORLD_SIZE";
+/// The node's rank (torchrun's agent's); `NODE_RANK` is Lightning's and torch's older spelling.
+pub const GROUP_RANK: &str = "GROUP_RANK";
+pub const NODE_RANK: &str = "NODE_RANK";
+pub const MASTER_ADDR: &str = "MASTER_ADDR";
+pub const MASTER_PORT: &str = "MASTER_PORT";
+
+/// torchrun's numbering, all of it.
 pub const TORCHRUN_NUMBERING: [&str; 8] = [
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "NODE_RANK",
-    "MASTER_ADDR",
-    "MASTER_PORT",
+    RANK,
+    WORLD_SIZE,
+    LOCAL_RANK,
+    LOCAL_WORLD_SIZE,
+    GROUP_RANK,
+    NODE_RANK,
+    MASTER_ADDR,
+    MASTER_PORT,
 ];
 
+/// The numbering that says where a node is in a job of several nodes: set by the launcher that
+/// knows it (`exec --node-rank`, torchrun, the batch files), and in a one-node plan by the plan.
+pub const NODE_PLACE: [&str; 4] = [RANK, GROUP_RANK, NODE_RANK, MASTER_ADDR];
+
+/// OpenMP's variables (GNU libgomp, LLVM libomp and Intel's runtime read the `OMP_` ones;
+/// the LLVM and Intel runtimes `KMP_AFFINITY` instead of the places).
+pub const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
+pub const OMP_PLACES: &str = "OMP_PLACES";
+pub const OMP_PROC_BIND: &str = "OMP_PROC_BIND";
+pub const KMP_AFFINITY: &str = "KMP_AFFINITY";
+
+/// The thread count an `OMP_NUM_THREADS` value gives a rank: its first number (a list, `8,4`,
+/// sets nested levels; the outermost is the rank's). `None`: no number.
+pub fn omp_threads(value: &str) -> Option<u32> {
+    value.split(',').next()?.trim().parse().ok()
+}
+
 /// The job's size, torchrun's first, then Open MPI, MPICH/PMI, Flux and Slurm.
-pub const WORLD_SIZE: [&str; 5] = [
-    "WORLD_SIZE",
+pub const WORLD_SIZES: [&str; 5] = [
+    WORLD_SIZE,
     "OMPI_COMM_WORLD_SIZE",
     "PMI_SIZE",
     "FLUX_JOB_SIZE",

@@ -219,3 +219,52 @@ fn every_shell_script_passes_shellcheck() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// Every launcher, OpenMP and GPU-visibility variable a rank's environment holds is spelled
+/// once, in src/variables.rs: the code names it by its constant, so that a misspelling is a
+/// compile error and a rename one edit. (Tests may spell them: they check what users see.)
+#[test]
+fn rank_variables_are_spelled_once() {
+    let names = [
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "NODE_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "OMP_NUM_THREADS",
+        "OMP_PLACES",
+        "OMP_PROC_BIND",
+        "KMP_AFFINITY",
+        "CUDA_VISIBLE_DEVICES",
+        "ROCR_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES",
+        "ZE_AFFINITY_MASK",
+        "NUMAPLAN_BOUND",
+        "NUMAPLAN_GROUP",
+    ];
+    let mut found = Vec::new();
+    for (path, text) in sources() {
+        if path.ends_with("variables.rs") {
+            continue;
+        }
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (i, line) in code.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for name in names {
+                if line.contains(&format!("\"{name}\"")) {
+                    found.push(format!("{path}:{}: \"{name}\"", i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "use the constant of src/variables.rs:\n{}",
+        found.join("\n")
+    );
+}

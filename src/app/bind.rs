@@ -24,6 +24,7 @@ use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 use crate::shell::quote as sh;
 use crate::sys::node::environment;
 use crate::topology::pci_gpus;
+use crate::variables::RANK;
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let env = environment();
@@ -239,10 +240,7 @@ impl Report {
         Report {
             numaplan_bind: 1,
             plan_id: plan_id.to_string(),
-            rank: set
-                .get("RANK")
-                .or(env.get("RANK"))
-                .and_then(|r| r.parse().ok()),
+            rank: set.get(RANK).or(env.get(RANK)).and_then(|r| r.parse().ok()),
             local_rank: local.rank,
             ranks_per_node: plan.ranks_per_node,
             via: local.via.clone(),

@@ -109,20 +109,20 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          `sbatch-exec` scripts hand it to every rank (in parts NUMAPLAN_PLAN_1... when long).",
     ),
     (
-        "NUMAPLAN_LOCAL_RANK",
+        crate::variables::NUMAPLAN_LOCAL_RANK,
         "Yours to set, never set by numaplan: read by `bind` and `numaplan.bind()` before the \
          launchers' variables (a number, or `gpu`). A number that a launcher's variable \
          (`LOCAL_RANK`, `SLURM_LOCALID`, ...) contradicts is an error naming both (E0428).",
     ),
     (
-        "NUMAPLAN_GROUP",
+        crate::variables::NUMAPLAN_GROUP,
         "Of a plan of several groups (`groups:`), the group this node runs, read by `exec`, \
          `bind` and `verify` where `--group` is not given; the generated scripts set it per \
          group, and `exec` and `bind` in every rank of a group. Without it, the heterogeneous Slurm component holding this host \
          (`SLURM_JOB_NODELIST_HET_GROUP_<n>`), else the one group of this node's shape.",
     ),
     (
-        "NUMAPLAN_BOUND",
+        crate::variables::NUMAPLAN_BOUND,
         "The mark of a plan's rank, `PLAN_ID:LOCAL_RANK` (PLAN_ID: a hash of the plan's \
          content; `:no-memory-policy` after it: the rank runs without its refused memory \
          policy, W0217), set by `exec`, `bind` and the `--emit bash` and `sbatch` launchers in \

@@ -6,6 +6,7 @@ use crate::ids::node_list;
 use crate::plan::Plan;
 use crate::provenance;
 use crate::spec::MemPolicy;
+use crate::variables::MASTER_ADDR;
 
 /// What the header of a generated file records, and the plan it embeds.
 #[derive(Clone, Copy)]
@@ -222,6 +223,6 @@ pub fn bind_launcher(plan: &Plan, origin: &Origin) -> BindLauncherContext {
 pub(super) fn plan_master_addr(plan: &Plan) -> String {
     plan.ranks
         .first()
-        .and_then(|r| r.env.get("MASTER_ADDR").cloned())
+        .and_then(|r| r.env.get(MASTER_ADDR).cloned())
         .unwrap_or_else(|| "127.0.0.1".into())
 }

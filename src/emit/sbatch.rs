@@ -10,7 +10,7 @@ use super::context::{
 use crate::ids::node_list;
 use crate::plan::Plan;
 use crate::spec::MemPolicy;
-use crate::variables::TORCHRUN_NUMBERING;
+use crate::variables::{LOCAL_WORLD_SIZE, TORCHRUN_NUMBERING};
 
 /// The `#SBATCH` lines of a job or of one component of a heterogeneous job
 /// (`templates/sbatch-macros.j2`).
@@ -199,7 +199,7 @@ fn rank_variables(plan: &Plan, prefix: &str) -> (Vec<SbatchRank>, Vec<EnvVar>) {
 /// Whether the batch file sets this variable from Slurm's own per-task values or once per job:
 /// torchrun's numbering, but for `LOCAL_WORLD_SIZE`, which is the plan's.
 fn from_slurm(var: &str) -> bool {
-    var != "LOCAL_WORLD_SIZE" && TORCHRUN_NUMBERING.contains(&var)
+    var != LOCAL_WORLD_SIZE && TORCHRUN_NUMBERING.contains(&var)
 }
 
 /// A CPU set as the hexadecimal mask Slurm's `mask_cpu` takes (`0x3`).

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::ExecError;
 use crate::ids::{Mark, PlanId};
-use crate::plan::Plan;
+use crate::plan::{Plan, numbering};
 pub use crate::sys::process::Check;
 use crate::variables::{NUMAPLAN_BOUND, NUMAPLAN_GROUP};
 
@@ -102,11 +102,9 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
             // Of a group, numbered in the whole job: after the groups before it.
             let rank = plan.global_rank(node, r.local_rank) as u32;
             if plan.world_nodes() > 1 {
-                let node = plan.global_node(node).to_string();
-                env.insert("RANK".into(), rank.to_string());
-                env.insert("NODE_RANK".into(), node.clone());
-                env.insert("GROUP_RANK".into(), node);
-                env.insert("MASTER_ADDR".into(), opts.place.master_addr.clone());
+                let node = plan.global_node(node);
+                let place = numbering::node_place(rank.into(), node, &opts.place.master_addr);
+                env.extend(place.map(|(k, v)| (k.to_string(), v)));
             }
             let mut argv: Vec<OsString> = plan.command.iter().map(OsString::from).collect();
             argv.extend(opts.extra_args.iter().cloned());

@@ -369,6 +369,7 @@ mod tests {
             },
             nics: Vec::new(),
             env: Default::default(),
+            threads: 4,
             helpers: if helpers.is_empty() {
                 CpuSet::new()
             } else {

@@ -7,6 +7,9 @@
 use super::{Plan, RankBinding, Sharing};
 use crate::cpuset::CpuSet;
 use crate::spec::MemPolicy;
+use crate::variables::{
+    GROUP_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_PORT, NODE_RANK, RANK, WORLD_SIZE,
+};
 
 /// A problem of a plan: its path (`ranks[3].cores`) and what is wrong.
 pub type Located = (String, String);
@@ -77,31 +80,27 @@ impl Plan {
     /// `exec` and the launch scripts set each node's own). `Err((variable, message))`.
     fn numbering_fits(&self, r: &RankBinding) -> Result<(), (&'static str, String)> {
         let expected = [
+            (LOCAL_RANK, u64::from(r.local_rank), "the rank's local rank"),
             (
-                "LOCAL_RANK",
-                u64::from(r.local_rank),
-                "the rank's local rank",
-            ),
-            (
-                "RANK",
+                RANK,
                 self.global_rank(0, r.local_rank),
                 "its rank on the first node",
             ),
             (
-                "LOCAL_WORLD_SIZE",
+                LOCAL_WORLD_SIZE,
                 u64::from(self.ranks_per_node),
                 "ranks_per_node",
             ),
             (
-                "WORLD_SIZE",
+                WORLD_SIZE,
                 self.world_size(),
                 match self.group {
                     None => "nodes x ranks_per_node",
                     Some(_) => "the groups' ranks (world_size)",
                 },
             ),
-            ("GROUP_RANK", self.global_node(0), "the first node's"),
-            ("NODE_RANK", self.global_node(0), "the first node's"),
+            (GROUP_RANK, self.global_node(0), "the first node's"),
+            (NODE_RANK, self.global_node(0), "the first node's"),
         ];
         for (var, want, what) in expected {
             match r.env.get(var) {
@@ -116,9 +115,9 @@ impl Plan {
 
     /// Every rank meets the others at one `MASTER_PORT`.
     fn one_port(&self) -> Result<(), Located> {
-        let first = self.ranks.first().and_then(|r| r.env.get("MASTER_PORT"));
+        let first = self.ranks.first().and_then(|r| r.env.get(MASTER_PORT));
         for (i, r) in self.ranks.iter().enumerate().skip(1) {
-            let port = r.env.get("MASTER_PORT");
+            let port = r.env.get(MASTER_PORT);
             if port != first {
                 let show = |p: Option<&String>| p.map_or("unset".to_string(), |p| format!("`{p}`"));
                 return Err((

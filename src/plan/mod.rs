@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod job;
+pub mod numbering;
 pub mod place;
 mod shown_policy;
 
@@ -117,6 +118,9 @@ pub struct RankBinding {
     pub memory: MemoryBinding,
     pub nics: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// The OpenMP thread count it runs with (its `OMP_NUM_THREADS`): its fair share of its
+    /// cores, `openmp:`'s count, mpibind's, or the spec's own `env:` value.
+    pub threads: u32,
     /// The rank's helper pool (`cpu.helpers`), inside `cpus`; empty without one. The rest of
     /// `cpus` is the rank's compute set.
     pub helpers: CpuSet,

@@ -9,6 +9,7 @@ use crate::ids::{GpuIndex, NodeId};
 use crate::plan::place::GroupPlace;
 use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
+use crate::variables::{MASTER_PORT, OMP_NUM_THREADS, omp_threads};
 
 pub(super) type Problem = (String, String);
 
@@ -115,11 +116,18 @@ fn rank_from_entry(i: usize, r: &RankEntry, first_rank: u64) -> Result<RankBindi
             )
         })?;
     let mem_nodes = cpus(at("memory.nodes"), &r.memory.nodes)?;
+    let rank_cpus = cpus(at("cpus"), &r.cpus)?;
     Ok(RankBinding {
         local_rank: r.local_rank,
         gpus,
         numa_node: r.numa_node.map(NodeId),
-        cpus: cpus(at("cpus"), &r.cpus)?,
+        // The file says it as the variable; a value that is no count, as its CPUs.
+        threads: r
+            .env
+            .get(OMP_NUM_THREADS)
+            .and_then(|v| omp_threads(v))
+            .unwrap_or(rank_cpus.len() as u32),
+        cpus: rank_cpus,
         cores: r.cores,
         memory: MemoryBinding {
             policy: mem_policy,
@@ -177,7 +185,7 @@ pub(super) fn from_file(f: &PlanFile, group: Option<GroupPlace>) -> Result<Plan,
         .collect::<Result<Vec<_>, Problem>>()?;
     let port = ranks
         .first()
-        .and_then(|r| r.env.get("MASTER_PORT"))
+        .and_then(|r| r.env.get(MASTER_PORT))
         .and_then(|p| p.parse().ok())
         .unwrap_or(crate::spec::validate::DEFAULT_PORT);
     let plan = Plan {

@@ -6,7 +6,10 @@
 use super::error::Claim;
 use super::{Env, RankError};
 use crate::plan::Plan;
-use crate::variables::{CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES, NUMAPLAN_LOCAL_RANK};
+use crate::variables::{
+    CUDA_VISIBLE_DEVICES, GROUP_RANK, HIP_VISIBLE_DEVICES, LOCAL_RANK, LOCAL_WORLD_SIZE,
+    NUMAPLAN_LOCAL_RANK, RANK,
+};
 
 /// A launcher's local-rank variable and, where it sets one, its local-size variable.
 struct Launcher {
@@ -24,8 +27,8 @@ enum Size {
 /// The launchers `bind` knows, innermost-first is not assumed: see `local_rank`.
 const LAUNCHERS: [Launcher; 6] = [
     Launcher {
-        rank: "LOCAL_RANK",
-        size: Size::Var("LOCAL_WORLD_SIZE"),
+        rank: LOCAL_RANK,
+        size: Size::Var(LOCAL_WORLD_SIZE),
     },
     Launcher {
         rank: "SLURM_LOCALID",
@@ -205,7 +208,7 @@ fn from_launchers(env: &Env, start: GroupStart) -> Result<LocalRank, RankError> 
             by_gpu: false,
         };
         found.push(match l.rank {
-            "LOCAL_RANK" => torchrun_local_rank(found_rank, env, start)?,
+            LOCAL_RANK => torchrun_local_rank(found_rank, env, start)?,
             _ => found_rank,
         });
     }
@@ -269,11 +272,9 @@ fn torchrun_local_rank(
     start: GroupStart,
 ) -> Result<LocalRank, RankError> {
     let number = |var: &str| env.get(var).and_then(|v| v.trim().parse::<u32>().ok());
-    let (Some(global), Some(group), Some(size)) = (
-        number("RANK"),
-        number("GROUP_RANK"),
-        number("LOCAL_WORLD_SIZE"),
-    ) else {
+    let (Some(global), Some(group), Some(size)) =
+        (number(RANK), number(GROUP_RANK), number(LOCAL_WORLD_SIZE))
+    else {
         return Ok(given);
     };
     let node_first = u64::from(group)

@@ -10,8 +10,9 @@ use crate::diag::codes::W0216_NUMBERING_UNKNOWN;
 use crate::ids::Mark;
 use crate::plan::{Plan, RankBinding};
 use crate::variables::{
-    GLOBAL_RANK, NODE_ID, NUMAPLAN_BOUND, NUMAPLAN_GROUP, TORCHRUN_NUMBERING, VISIBILITY,
-    WORLD_SIZE,
+    GLOBAL_RANK, GROUP_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, NODE_ID,
+    NODE_RANK, NUMAPLAN_BOUND, NUMAPLAN_GROUP, RANK, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
+    WORLD_SIZES,
 };
 
 /// Checks the local rank, the launcher's local size and the job's size (nodes x ranks per node)
@@ -33,7 +34,7 @@ pub fn rank_of<'p>(
             plan: plan.ranks_per_node,
         });
     }
-    if let Some((var, value)) = WORLD_SIZE
+    if let Some((var, value)) = WORLD_SIZES
         .iter()
         .filter(|_| !local.by_gpu)
         .find_map(|v| Some((*v, env.get(*v).filter(|x| !x.is_empty())?)))
@@ -89,24 +90,24 @@ pub fn rank_environment(
         Some(plan.global_node(0).saturating_add(within).to_string())
     });
     let filled: BTreeMap<&str, Option<String>> = BTreeMap::from([
-        ("RANK", global.clone()),
-        ("WORLD_SIZE", first(&WORLD_SIZE[1..])),
-        ("LOCAL_RANK", Some(local.rank.to_string())),
+        (RANK, global.clone()),
+        (WORLD_SIZE, first(&WORLD_SIZES[1..])),
+        (LOCAL_RANK, Some(local.rank.to_string())),
         (
-            "LOCAL_WORLD_SIZE",
+            LOCAL_WORLD_SIZE,
             Some(local.size.as_ref().map_or(rpn, |(n, _)| *n).to_string()),
         ),
-        ("GROUP_RANK", node.clone()),
-        ("NODE_RANK", node),
+        (GROUP_RANK, node.clone()),
+        (NODE_RANK, node),
         // A heterogeneous job meets at its first component's first node; the step's node list
         // is sorted by name, not by component.
         (
-            "MASTER_ADDR",
+            MASTER_ADDR,
             ["SLURM_JOB_NODELIST_HET_GROUP_0", "SLURM_JOB_NODELIST"]
                 .iter()
                 .find_map(|v| hostlist::first_host(env.get(*v)?)),
         ),
-        ("MASTER_PORT", None),
+        (MASTER_PORT, None),
     ]);
     let mut out = BTreeMap::new();
     // Which plan's rank it is, for `verify --match`; of which group, for a nested `bind`.
@@ -150,7 +151,7 @@ pub fn unknown_numbering(
         return None;
     }
     let known = |var: &str| set.contains_key(var) || env.get(var).is_some_and(|v| !v.is_empty());
-    let missing: Vec<&str> = ["RANK", "NODE_RANK", "MASTER_ADDR"]
+    let missing: Vec<&str> = [RANK, NODE_RANK, MASTER_ADDR]
         .into_iter()
         .filter(|v| !known(v))
         .collect();

@@ -11,6 +11,7 @@ use crate::plan::OpenMpBinding;
 use crate::spec::validate::MAX_ARG_LEN;
 use crate::spec::{OpenMpSpec, Places, ProcBind, Spec, Threads};
 use crate::topology::Topology;
+use crate::variables::{KMP_AFFINITY, OMP_PLACES, OMP_PROC_BIND};
 
 use super::error::{ResolveError, ResolveErrorKind};
 
@@ -19,8 +20,11 @@ use super::error::{ResolveError, ResolveErrorKind};
 pub struct Inside {
     pub helpers: CpuSet,
     pub openmp: Option<OpenMpBinding>,
-    /// The variables steps 3 and 5 set (OMP_NUM_THREADS always; the helper and OpenMP ones when
-    /// asked for).
+    /// Its OpenMP thread count (OMP_NUM_THREADS): step 3's under `openmp:`, else its fair
+    /// share of its compute cores.
+    pub threads: u32,
+    /// The variables steps 3 and 5 set besides the thread count (the helper and OpenMP ones,
+    /// when asked for).
     pub env: Vec<(&'static str, String)>,
 }
 
@@ -42,13 +46,10 @@ pub fn inside(
         env.push(("NUMAPLAN_COMPUTE_CPUS", compute.to_string()));
     }
     let Some(omp) = spec.openmp else {
-        env.push((
-            "OMP_NUM_THREADS",
-            fair_share(compute_cores, sharers).to_string(),
-        ));
         return Ok(Inside {
             helpers,
             openmp: None,
+            threads: fair_share(compute_cores, sharers),
             env,
         });
     };
@@ -78,6 +79,7 @@ pub fn inside(
     }
     Ok(Inside {
         helpers,
+        threads: binding.threads,
         openmp: Some(binding),
         env,
     })
@@ -204,15 +206,16 @@ fn place_list<'a>(places: impl IntoIterator<Item = &'a CpuSet>) -> String {
         .join(",")
 }
 
-/// Step 5: OMP_NUM_THREADS, OMP_PLACES and OMP_PROC_BIND (GNU libgomp, LLVM libomp and Intel's
-/// runtime read them) and KMP_AFFINITY (which the LLVM and Intel runtimes read instead): an
-/// explicit list of each thread's place, so both kinds of runtime bind thread i alike.
+/// Step 5: OMP_PLACES and OMP_PROC_BIND (GNU libgomp, LLVM libomp and Intel's runtime read
+/// them; OMP_NUM_THREADS is the thread count, set with the rank's numbering) and KMP_AFFINITY
+/// (which the LLVM and Intel runtimes read instead): an explicit list of each thread's place,
+/// so both kinds of runtime bind thread i alike.
 fn variables(b: &OpenMpBinding, omp: &OpenMpSpec) -> Vec<(&'static str, String)> {
-    let mut env = vec![("OMP_NUM_THREADS", b.threads.to_string())];
+    let mut env = Vec::new();
     if !b.places.is_empty() {
-        env.push(("OMP_PLACES", place_list(&b.places)));
+        env.push((OMP_PLACES, place_list(&b.places)));
     }
-    env.push(("OMP_PROC_BIND", b.bind.name().to_string()));
+    env.push((OMP_PROC_BIND, b.bind.name().to_string()));
     if !omp.kmp_affinity {
         return env;
     }
@@ -231,7 +234,7 @@ fn variables(b: &OpenMpBinding, omp: &OpenMpSpec) -> Vec<(&'static str, String)>
             ))
         }
     };
-    env.extend(kmp.map(|k| ("KMP_AFFINITY", k)));
+    env.extend(kmp.map(|k| (KMP_AFFINITY, k)));
     env
 }
 

@@ -11,6 +11,7 @@ use crate::plan::job::{JobPlan, Shape};
 use crate::plan::place::GroupPlace;
 use crate::spec::Spec;
 use crate::topology::Topology;
+use crate::variables::{NODE_PLACE, WORLD_SIZE};
 
 /// Resolves every group of `spec` on its machine (`machines`, one per group of
 /// `spec.job_groups()`, in order). An error is the group's index and its resolve error.
@@ -91,11 +92,11 @@ fn number_as_one_world(
 /// one-node variables (unless the spec's `env:` sets them).
 fn one_world(plan: &mut Plan, spec: &Spec, world: u64, nodes: u64) {
     for rank in &mut plan.ranks {
-        if !spec.env.contains_key("WORLD_SIZE") {
-            rank.env.insert("WORLD_SIZE".into(), world.to_string());
+        if !spec.env.contains_key(WORLD_SIZE) {
+            rank.env.insert(WORLD_SIZE.into(), world.to_string());
         }
         if nodes > 1 {
-            for var in ["RANK", "NODE_RANK", "GROUP_RANK", "MASTER_ADDR"] {
+            for var in NODE_PLACE {
                 if !spec.env.contains_key(var) {
                     rank.env.remove(var);
                 }

@@ -25,10 +25,11 @@ pub use error::{ResolveError, ResolveErrorKind, SpecKey};
 
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
-use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding};
+use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding, numbering};
 use crate::spec::{GpuChoice, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
+use crate::variables::{OMP_NUM_THREADS, omp_threads};
 
 pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     // Facts the topology's source found (NVML disagreeing with hwloc), then the spec's own.
@@ -149,21 +150,17 @@ fn shared_threads(
     sharers: &[u32],
     insides: &[inside::Inside],
 ) -> Vec<Warning> {
-    if spec.openmp.is_some() || spec.env.contains_key("OMP_NUM_THREADS") {
+    if spec.openmp.is_some() || spec.env.contains_key(OMP_NUM_THREADS) {
         return Vec::new();
     }
     // (ranks sharing, cores, threads) -> ranks
-    let mut kinds: std::collections::BTreeMap<(u32, usize, String), CpuSet> = Default::default();
+    let mut kinds: std::collections::BTreeMap<(u32, usize, u32), CpuSet> = Default::default();
     for (i, p) in placements
         .iter()
         .enumerate()
         .filter(|(i, _)| sharers[*i] > 1)
     {
-        let threads = insides[i]
-            .env
-            .iter()
-            .find(|(k, _)| *k == "OMP_NUM_THREADS")
-            .map_or_else(String::new, |(_, v)| v.clone());
+        let threads = insides[i].threads;
         let cores = topo.cores_touching(&p.cpus).len();
         kinds
             .entry((sharers[i], cores, threads))
@@ -299,6 +296,12 @@ fn rank_binding(
             .collect(),
         numa_node: placement.home,
         env: environment(spec, ranks_per_node, unit, &inside, nic),
+        // The spec's `env:` wins, as it does in the environment.
+        threads: spec
+            .env
+            .get(OMP_NUM_THREADS)
+            .and_then(|v| omp_threads(v))
+            .unwrap_or(inside.threads),
         cpus: placement.cpus,
         cores: placement.cores,
         memory,
@@ -322,22 +325,20 @@ fn environment(
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
     };
-    set("LOCAL_RANK", unit.local_rank.to_string());
-    set("LOCAL_WORLD_SIZE", ranks_per_node.to_string());
     // Validation bounds nodes x ranks per node to a u32.
-    set(
-        "WORLD_SIZE",
-        (u64::from(ranks_per_node) * u64::from(spec.nodes)).to_string(),
-    );
-    set("MASTER_PORT", spec.port.to_string());
+    let world = u64::from(ranks_per_node) * u64::from(spec.nodes);
+    for (k, v) in numbering::of_rank(unit.local_rank, ranks_per_node, world, spec.port) {
+        set(k, v);
+    }
+    set(OMP_NUM_THREADS, inside.threads.to_string());
     for (k, v) in &inside.env {
         set(k, v.clone());
     }
     if spec.nodes == 1 {
-        set("RANK", unit.local_rank.to_string());
-        set("GROUP_RANK", "0".into());
-        set("NODE_RANK", "0".into());
-        set("MASTER_ADDR", spec.master_addr.clone());
+        let rank = u64::from(unit.local_rank);
+        for (k, v) in numbering::node_place(rank, 0, &spec.master_addr) {
+            set(k, v);
+        }
     }
     // `gpus: visible` chose by a variable: every rank sees what the plan was made for, not
     // whatever the variable says (or does not) where it runs.

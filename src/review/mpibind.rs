@@ -3,15 +3,7 @@
 //! mpibind's Flux and Slurm plugins print them, so that a plan diffs against the output of
 //! `flux run -o mpibind=verbose`; and what the text `explain` says of mpibind's thread counts.
 
-use crate::plan::{Plan, RankBinding};
-
-/// The rank's thread count: its OMP_NUM_THREADS, else its CPU count.
-fn threads(r: &RankBinding) -> usize {
-    r.env
-        .get("OMP_NUM_THREADS")
-        .and_then(|v| v.split(',').next()?.trim().parse().ok())
-        .unwrap_or(r.cpus.len())
-}
+use crate::plan::Plan;
 
 /// `mpibind: task %3d nths %2d gpus %s cpus %s`, one line per rank.
 pub fn render(plan: &Plan) -> String {
@@ -22,7 +14,7 @@ pub fn render(plan: &Plan) -> String {
             format!(
                 "mpibind: task {:3} nths {:2} gpus {} cpus {}\n",
                 r.local_rank,
-                threads(r),
+                r.threads,
                 gpus.join(","),
                 r.cpus
             )
@@ -39,12 +31,12 @@ pub fn thread_notes(plan: &Plan) -> String {
     let lines: Vec<String> = plan
         .ranks
         .iter()
-        .filter(|r| threads(r) != r.cpus.len())
+        .filter(|r| r.threads as usize != r.cpus.len())
         .map(|r| {
             format!(
                 "  rank {}: OMP_NUM_THREADS={} on {} CPUs (mpibind's count, not one per CPU)\n",
                 r.local_rank,
-                threads(r),
+                r.threads,
                 r.cpus.len()
             )
         })

@@ -30,6 +30,7 @@ use crate::resolve::ResolveErrorKind;
 use crate::shell::quote as sh;
 use crate::sys::node::environment;
 use crate::topology::pci_gpus;
+use crate::variables::MASTER_ADDR;
 use crate::yaml::Override;
 
 pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
@@ -195,7 +196,7 @@ fn node_place(args: &ExecArgs, plan: &Plan) -> Result<NodePlace, ExecError> {
     let single_node_master = plan
         .ranks
         .first()
-        .and_then(|r| r.env.get("MASTER_ADDR").cloned())
+        .and_then(|r| r.env.get(MASTER_ADDR).cloned())
         .unwrap_or_else(|| "127.0.0.1".into());
     Ok(NodePlace {
         node_rank: node_rank.unwrap_or(0),

@@ -25,6 +25,7 @@ use crate::spec::{CpuOption, Smt, Spec};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Vendor};
 use crate::topology::tree::{CpuTree, Domain, TreeView};
+use crate::variables::{OMP_PLACES, OMP_PROC_BIND};
 
 /// One task of mpibind's mapping.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -329,9 +330,8 @@ fn rank_parts<'t>(
             .filter_map(|pci| selected.iter().find(|g| g.pci == *pci).copied())
             .collect();
         let mut env = vec![
-            ("OMP_NUM_THREADS", task.threads.to_string()),
-            ("OMP_PLACES", "threads".to_string()),
-            ("OMP_PROC_BIND", "spread".to_string()),
+            (OMP_PLACES, "threads".to_string()),
+            (OMP_PROC_BIND, "spread".to_string()),
         ];
         for vendor in &vendors {
             let ids: Vec<String> = gpus
@@ -357,6 +357,7 @@ fn rank_parts<'t>(
         mapped.insides.push(Inside {
             helpers: CpuSet::new(),
             openmp: None,
+            threads: task.threads,
             env,
         });
     }

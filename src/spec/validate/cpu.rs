@@ -10,6 +10,7 @@ use crate::spec::{
     AffinityMode, Balance, CpuOption, CpuSpec, MpibindOptions, OpenMpSpec, Places, Policy,
     ProcBind, Scope, Smt, Threads, TorchMode,
 };
+use crate::variables::{KMP_AFFINITY, OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, omp_threads};
 
 pub(super) fn cpu_spec(raw: &JobSpec, p: &mut Problems, warnings: &mut Vec<Warning>) -> CpuSpec {
     let mut cpu = raw.cpu.clone().unwrap_or_default();
@@ -221,14 +222,14 @@ pub(super) fn mpibind_refusals(raw: &JobSpec, p: &mut Problems) {
 
 /// The variables `openmp:` computes, which `env:` may not also set (OMP_NUM_THREADS may: the
 /// places follow it).
-const OPENMP_VARIABLES: [&str; 3] = ["OMP_PLACES", "OMP_PROC_BIND", "KMP_AFFINITY"];
+const OPENMP_VARIABLES: [&str; 3] = [OMP_PLACES, OMP_PROC_BIND, KMP_AFFINITY];
 
 /// `openmp:` with its defaults; the thread count from `env: {OMP_NUM_THREADS}` when set there.
 pub(super) fn openmp_spec(raw: &JobSpec, p: &mut Problems) -> Option<OpenMpSpec> {
     let o = raw.openmp.as_ref()?;
     let kmp_affinity = o.kmp_affinity.unwrap_or(true);
     for var in OPENMP_VARIABLES {
-        if raw.env.contains_key(var) && (var != "KMP_AFFINITY" || kmp_affinity) {
+        if raw.env.contains_key(var) && (var != KMP_AFFINITY || kmp_affinity) {
             p.add(
                 &format!("env.{var}"),
                 format!("`env:` sets {var}, which `openmp:` computes"),
@@ -237,14 +238,7 @@ pub(super) fn openmp_spec(raw: &JobSpec, p: &mut Problems) -> Option<OpenMpSpec>
             );
         }
     }
-    let from_env = raw.env.get("OMP_NUM_THREADS").map(|v| {
-        // A list (`8,4`) sets nested levels; the outermost is the rank's.
-        v.split(',')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .parse::<u32>()
-    });
+    let from_env = raw.env.get(OMP_NUM_THREADS).map(|v| omp_threads(v));
     let threads = match (o.threads, from_env) {
         (Some(_), Some(_)) => {
             p.add(
@@ -255,7 +249,7 @@ pub(super) fn openmp_spec(raw: &JobSpec, p: &mut Problems) -> Option<OpenMpSpec>
             );
             Threads::Cores
         }
-        (None, Some(Ok(n))) if n > 0 => Threads::FromEnv(n),
+        (None, Some(Some(n))) if n > 0 => Threads::FromEnv(n),
         (None, Some(_)) => {
             p.add(
                 "env.OMP_NUM_THREADS",

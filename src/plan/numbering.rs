@@ -1,0 +1,34 @@
+//! A rank's torchrun numbering, written in one place: what a plan gives every rank (its local
+//! rank and size, the world's size, the rendezvous port), and where its node is in the job (its
+//! global rank, the node's rank, the rendezvous address), which a plan of one node says itself
+//! and `exec` says for the node it runs on.
+
+use crate::variables::{
+    GROUP_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, NODE_RANK, RANK, WORLD_SIZE,
+};
+
+/// What every rank of a plan is numbered with.
+pub fn of_rank(
+    local_rank: u32,
+    ranks_per_node: u32,
+    world_size: u64,
+    port: u16,
+) -> [(&'static str, String); 4] {
+    [
+        (LOCAL_RANK, local_rank.to_string()),
+        (LOCAL_WORLD_SIZE, ranks_per_node.to_string()),
+        (WORLD_SIZE, world_size.to_string()),
+        (MASTER_PORT, port.to_string()),
+    ]
+}
+
+/// Where a rank's node is in the job: its global rank, the node's rank (torchrun's
+/// `GROUP_RANK`, and `NODE_RANK` for the code that reads that) and rank 0's address.
+pub fn node_place(rank: u64, node: u64, master_addr: &str) -> [(&'static str, String); 4] {
+    [
+        (RANK, rank.to_string()),
+        (GROUP_RANK, node.to_string()),
+        (NODE_RANK, node.to_string()),
+        (MASTER_ADDR, master_addr.to_string()),
+    ]
+}
