@@ -108,7 +108,7 @@ fn nic_node(t: &Topology, name: &str) -> u32 {
 }
 
 fn l3_groups_of(t: &Topology, node: u32) -> Vec<String> {
-    t.l3_groups()
+    t.l3_caches()
         .into_iter()
         .map(|l3| {
             t.cores()
@@ -163,7 +163,7 @@ fn dgx_a100_published_facts() {
             "60-63,188-191"
         ]
     );
-    assert_eq!(t.l3_groups().len(), 32);
+    assert_eq!(t.l3_caches().len(), 32);
 }
 
 #[test]
@@ -202,7 +202,7 @@ fn dgx_h100_published_facts() {
         "0000:18:00.0"
     );
     assert_eq!(siblings(&t, 0), "0,112");
-    assert_eq!(t.l3_groups().len(), 2);
+    assert_eq!(t.l3_caches().len(), 2);
 }
 
 #[test]
@@ -299,7 +299,7 @@ fn frontier_and_lumi_published_facts() {
             ["48-55,112-119", "56-63,120-127"],
             "{name}"
         );
-        assert_eq!(t.l3_groups().len(), 8);
+        assert_eq!(t.l3_caches().len(), 8);
         assert_eq!(siblings(&t, 49), "49,113");
         let bus: Vec<u8> = t.gpus().iter().map(|g| g.pci.bus).collect();
         assert_eq!(bus, [0xc1, 0xc6, 0xc9, 0xce, 0xd1, 0xd6, 0xd9, 0xde]);
@@ -352,7 +352,7 @@ fn ac922_published_facts() {
     assert_eq!(t.smt_width(), 4);
     assert_eq!(siblings(&t, 5), "4-7");
     assert_eq!(l3_groups_of(&t, 0).first().unwrap(), "0-7");
-    assert_eq!(t.l3_groups().len(), 22);
+    assert_eq!(t.l3_caches().len(), 22);
     let memory: Vec<(String, u32)> = t
         .gpus()
         .iter()

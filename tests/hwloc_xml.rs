@@ -109,7 +109,7 @@ fn eas_tioga_is_a_frontier_blade_in_rocm_order() {
     assert!(t.gpus().iter().all(|g| g.vendor == Vendor::Amd));
     assert_eq!(t.gpus()[0].pci.to_string(), "0000:c1:00.0");
     assert_eq!(t.node_cpus(NodeId(3)).to_string(), "48-63,112-127");
-    assert_eq!(t.l3_groups().len(), 8);
+    assert_eq!(t.l3_caches().len(), 8);
     assert_eq!(t.distance(NodeId(0), NodeId(1)), Some(12));
     let hsi0 = t.nics().iter().find(|n| n.name == "hsi0").unwrap();
     assert_eq!(
@@ -183,7 +183,7 @@ fn hwloc3_exports_have_their_machines_shape() {
     ] {
         let t = xml(file);
         assert_eq!(
-            (t.cores().len(), t.l3_groups().len()),
+            (t.cores().len(), t.l3_caches().len()),
             (cores, l3),
             "{file}"
         );

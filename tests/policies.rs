@@ -231,7 +231,7 @@ proptest! {
         // Cut a few CPUs away, as a cgroup would; optionally hide the first CPU of every L3
         // group, which reorders groups and cores for a tool that sorts by allowed CPUs.
         let group_firsts: CpuSet = t
-            .l3_groups()
+            .l3_caches()
             .iter()
             .filter_map(|l3| t.cores().iter().filter(|c| c.l3 == *l3).map(|c| c.key()).min())
             .collect();

@@ -10,12 +10,12 @@ use std::time::Duration;
 use super::supervise::{Running, supervise};
 use super::{ExecError, relay};
 use crate::ids::RankPid;
-use crate::sys::group;
+use crate::sys::pgrp;
 
 pub struct Job {
     running: Vec<Running>,
     /// Until the job ends: the guard kills every rank's group should numaplan die.
-    guard: Option<group::Guard>,
+    guard: Option<pgrp::Guard>,
     /// The thread that relays the ranks' output, and how to tell it they have all exited.
     relays: Option<(relay::Relays, relay::Stop)>,
     /// Between TERM and KILL when stopping ranks.
@@ -25,7 +25,7 @@ pub struct Job {
 impl Job {
     pub(super) fn new(
         running: Vec<Running>,
-        guard: group::Guard,
+        guard: pgrp::Guard,
         relays: relay::Relays,
         stop: relay::Stop,
         grace: Duration,
@@ -54,7 +54,7 @@ impl Job {
     pub fn ended(&mut self, pid: u32) -> Option<ExitStatus> {
         let r = self.running.iter_mut().find(|r| r.pid == pid)?;
         if r.status.is_none() {
-            r.status = group::ended(pid).ok().flatten();
+            r.status = pgrp::ended(pid).ok().flatten();
         }
         r.status
     }
@@ -97,7 +97,7 @@ impl Job {
         if let Some(guard) = self.guard.take() {
             guard.finish();
             for r in &self.running {
-                group::reap(r.pid);
+                pgrp::reap(r.pid);
             }
         }
         match self.relays.take() {
@@ -115,7 +115,7 @@ impl Drop for Job {
     fn drop(&mut self) {
         if self.guard.is_some() {
             for r in &self.running {
-                group::signal_group(r.pid, libc::SIGKILL);
+                pgrp::signal(r.pid, libc::SIGKILL);
             }
         }
         self.finish();

@@ -23,7 +23,7 @@ use start::{prepare, start_all};
 pub use status::{describe, exit_code, short_status};
 
 use crate::plan::Plan;
-use crate::sys::{group, process, signals};
+use crate::sys::{pgrp, process, signals};
 
 /// Starts every rank of the plan bound, in parallel, and returns the running job. When a rank
 /// cannot start (its program, its binding, a syscall), the ranks already started are stopped
@@ -54,7 +54,7 @@ pub fn start(plan: &Plan, opts: &ExecOptions) -> Result<Job, ExecError> {
         what: "install signal handlers",
         source,
     })?;
-    let guard = group::Guard::start(launches.len()).map_err(|source| ExecError::Syscall {
+    let guard = pgrp::Guard::start(launches.len()).map_err(|source| ExecError::Syscall {
         what: "start the process that guards the ranks' process groups",
         source,
     })?;

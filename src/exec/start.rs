@@ -9,7 +9,7 @@ use crate::cpuset::CpuSet;
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
 use crate::sys::affinity::{Binding, Memory, MemoryMode};
-use crate::sys::{group, pipe, process};
+use crate::sys::{pgrp, pipe, process};
 
 /// How many forked ranks may wait to be confirmed (each holds a pipe) before the oldest is.
 const UNCONFIRMED: usize = 32;
@@ -26,7 +26,7 @@ pub(super) fn start_all(
     plan: &Plan,
     prepared: &[process::Prepared],
     stdin: &OwnedFd,
-    guard: &group::Guard,
+    guard: &pgrp::Guard,
     output: &OutputMode,
 ) -> (Vec<Running>, Vec<relay::Output>, Option<ExecError>) {
     let mut running = Vec::new();

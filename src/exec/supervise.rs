@@ -5,7 +5,7 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use super::ExecError;
-use crate::sys::{group, signals};
+use crate::sys::{pgrp, signals};
 
 /// A started rank.
 pub(super) struct Running {
@@ -47,7 +47,7 @@ pub(super) fn supervise<E: From<ExecError>>(
     loop {
         if let Some(signal) = signals::take_signal() {
             for r in running.iter().filter(|r| r.status.is_none()) {
-                group::signal_group(r.pid, signal);
+                pgrp::signal(r.pid, signal);
             }
             if failure.is_none() {
                 failure = Some(ExecError::Interrupted { signal }.into());
@@ -55,7 +55,7 @@ pub(super) fn supervise<E: From<ExecError>>(
             kill_at.get_or_insert(Instant::now() + grace);
         }
         for r in running.iter_mut().filter(|r| r.status.is_none()) {
-            if let Ok(Some(status)) = group::ended(r.pid) {
+            if let Ok(Some(status)) = pgrp::ended(r.pid) {
                 r.status = Some(status);
                 pause = Duration::from_micros(200);
                 if !status.success() && failure.is_none() {
@@ -76,13 +76,13 @@ pub(super) fn supervise<E: From<ExecError>>(
         }
         if failure.is_some() && kill_at.is_none() {
             for &pid in &live {
-                group::signal_group(pid, libc::SIGTERM);
+                pgrp::signal(pid, libc::SIGTERM);
             }
             kill_at = Some(Instant::now() + grace);
         }
         if kill_at.is_some_and(|t| Instant::now() >= t) {
             for &pid in &live {
-                group::signal_group(pid, libc::SIGKILL);
+                pgrp::signal(pid, libc::SIGKILL);
             }
         }
         // Poll fast while things happen (a short job ends within milliseconds), then back off
@@ -92,7 +92,7 @@ pub(super) fn supervise<E: From<ExecError>>(
     }
     // Whatever a rank left running in its process group (a background child) goes too.
     for r in running.iter() {
-        group::signal_group(r.pid, libc::SIGKILL);
+        pgrp::signal(r.pid, libc::SIGKILL);
     }
     match failure {
         Some(e) => Err(e),

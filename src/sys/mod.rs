@@ -1,5 +1,5 @@
 //! Everything numaplan asks of the kernel beyond plain file IO: the binding syscalls
-//! (`affinity`), starting processes (`process`), waiting for and signalling them (`group`), pipes and polling
+//! (`affinity`), starting processes (`process`), waiting for and signalling their process groups (`pgrp`), pipes and polling
 //! (`pipe`), signals, `perf_event_open`
 //! (`perf`), what `/proc` shows of running processes (`proc`, `numa_maps`, `cgroup`), the
 //! forked sandbox of hwloc's XML import (`sandbox`) and environment variables set around a call
@@ -11,7 +11,7 @@ pub mod affinity;
 pub mod cgroup;
 pub mod confinement;
 pub mod env;
-pub mod group;
+pub mod pgrp;
 pub mod node;
 pub mod numa_maps;
 pub mod perf;

@@ -47,7 +47,7 @@ fn render_header(out: &mut String, t: &Topology) {
         plural(t.cores().len(), "core", "cores"),
         plural(all.len(), "CPU", "CPUs"),
         t.smt_width(),
-        plural(t.l3_groups().len(), "L3 group", "L3 groups"),
+        plural(t.l3_caches().len(), "L3 group", "L3 groups"),
         plural(t.gpus().len(), "GPU", "GPUs"),
         plural(t.nics().len(), "NIC", "NICs"),
     );
@@ -193,7 +193,7 @@ fn render_cpu_node(out: &mut String, t: &Topology, node: &NumaNode) {
         memory.map(|m| format!(", {m}")).unwrap_or_default()
     );
     let groups: Vec<CpuSet> = t
-        .l3_groups()
+        .l3_caches()
         .into_iter()
         .map(|l3| {
             t.cores()

@@ -308,8 +308,8 @@ impl Topology {
         groups
     }
 
-    /// L3 group ids in topology order.
-    pub fn l3_groups(&self) -> Vec<L3Id> {
+    /// The L3 caches (their ids), in topology order; a fixture lists them as `l3_groups:`.
+    pub fn l3_caches(&self) -> Vec<L3Id> {
         let set: BTreeSet<L3Id> = self.cores.iter().map(|c| c.l3).collect();
         set.into_iter().collect()
     }

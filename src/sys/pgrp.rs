@@ -47,7 +47,7 @@ pub fn reap(pid: u32) {
 }
 
 /// Sends `signal` to the process group `pgid`; a group already gone is not an error.
-pub fn signal_group(pgid: u32, signal: libc::c_int) {
+pub fn signal(pgid: u32, signal: libc::c_int) {
     // SAFETY: kill has no memory preconditions.
     unsafe {
         libc::kill(-(pgid as libc::pid_t), signal);
