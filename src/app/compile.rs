@@ -86,7 +86,7 @@ pub(super) fn compile(
 /// several groups with its group's name; the plan keeps them in the group's entry.
 fn show_warnings(job: &JobPlan, spec_file: &str, warnings: &mut Reporter) -> Result<(), Error> {
     for plan in &job.groups {
-        let named: Vec<Warning> = match &plan.group {
+        let named: Vec<Warning> = match plan.group() {
             None => plan.warnings.clone(),
             Some(place) => plan
                 .warnings

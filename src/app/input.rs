@@ -114,7 +114,7 @@ pub(crate) fn group_shapes(subjects: &[Subject]) -> Vec<GroupShape> {
     subjects
         .iter()
         .filter_map(|s| {
-            let place = s.plan.group.as_ref()?;
+            let place = s.plan.group()?;
             Some(GroupShape {
                 name: place.name.clone(),
                 nodes: s.plan.nodes,

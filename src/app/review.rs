@@ -36,7 +36,7 @@ pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         .collect();
     let grouped = [&old, &new]
         .iter()
-        .any(|s| s.iter().any(|s| s.plan.group.is_some()));
+        .any(|s| s.iter().any(|s| s.plan.group().is_some()));
     let report = match grouped {
         true => {
             let olds: Vec<_> = old.iter().map(side).collect();
@@ -70,7 +70,7 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     )?;
     if let Some(name) = &args.group {
         let groups = group_shapes(&subjects);
-        subjects.retain(|s| s.plan.group.as_ref().is_some_and(|g| &g.name == name));
+        subjects.retain(|s| s.plan.group().is_some_and(|g| &g.name == name));
         if subjects.is_empty() {
             return Err(RankError::GroupUnknown {
                 name: name.clone(),
@@ -93,17 +93,17 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
             help: format!("pass `--group NAME`: one of {}", names.join(", ")),
         });
     }
-    let grouped = subjects.iter().any(|s| s.plan.group.is_some());
+    let grouped = subjects.iter().any(|s| s.plan.group().is_some());
     let (mut parts, mut reports) = (Vec::new(), Vec::new());
     for mut s in subjects {
         let heading = groups::heading(&s.plan);
         forced_banner(args, &mut s);
-        match (&s.plan.group, args.format) {
+        match (s.plan.group(), args.format) {
             (Some(g), ExplainFormat::Json) => {
                 let topo = plan_topology(args, &s)?;
                 reports.push(groups::GroupExplain {
                     group: g.name.clone(),
-                    first_rank: g.first_rank,
+                    first_rank: s.plan.place.first_rank,
                     explain: plan_explain::report(&s.plan, topo, &s.notes),
                 });
             }

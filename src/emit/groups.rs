@@ -10,7 +10,7 @@ use super::sbatch::{
 };
 use crate::plan::Plan;
 use crate::plan::job::JobPlan;
-use crate::plan::place::GroupPlace;
+use crate::plan::place::Group;
 
 /// A plan of several groups, for the templates.
 #[derive(Serialize)]
@@ -65,11 +65,11 @@ pub fn groups(plan: &JobPlan, origin: &Origin, plan_ids: &[String]) -> GroupsCon
         .collect::<Vec<_>>()
         .join(", ");
     head.warnings = plan
-        .places()
-        .flat_map(|(place, g)| {
+        .named()
+        .flat_map(|(group, g)| {
             g.warnings
                 .iter()
-                .map(move |w| format!("group `{}`: {}", place.name, w.listed(&g.allowed_warnings)))
+                .map(move |w| format!("group `{}`: {}", group.name, w.listed(&g.allowed_warnings)))
         })
         .collect();
     GroupsContext {
@@ -80,9 +80,9 @@ pub fn groups(plan: &JobPlan, origin: &Origin, plan_ids: &[String]) -> GroupsCon
         world_size: plan.world_size,
         world_nodes: first.world_nodes(),
         groups: plan
-            .places()
+            .named()
             .zip(plan_ids)
-            .map(|((place, g), id)| view(place, g, id))
+            .map(|((group, g), id)| view(group, g, id))
             .collect(),
         mpirun_extra: first.mpirun.extra.clone(),
         mpirun_openmpi: first.mpirun.openmpi.clone(),
@@ -90,17 +90,18 @@ pub fn groups(plan: &JobPlan, origin: &Origin, plan_ids: &[String]) -> GroupsCon
     }
 }
 
-fn view(place: &GroupPlace, plan: &Plan, plan_id: &str) -> GroupView {
+fn view(group: &Group, plan: &Plan, plan_id: &str) -> GroupView {
+    let place = &plan.place;
     let step = step(plan);
     // A component asks its step's CPUs per task: Slurm gives a component one CPU per task
     // otherwise, and its masks would lie outside the allocation.
     let mut allocation = allocation(plan);
     allocation.cpus_per_task = step.cpus.cpus_per_task;
     let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
-    let rank_fn = rank_function(plan, plan_id, &format!("NUMAPLAN_VALUE_G{}_", place.index));
+    let rank_fn = rank_function(plan, plan_id, &format!("NUMAPLAN_VALUE_G{}_", group.index));
     GroupView {
-        index: place.index,
-        machine: GroupCheck::named(&place.name, plan),
+        index: group.index,
+        machine: GroupCheck::named(&group.name, plan),
         nodes: plan.nodes,
         ranks_per_node: plan.ranks_per_node,
         ranks,

@@ -105,7 +105,7 @@ pub struct GroupCheck {
 impl GroupCheck {
     /// Of a group's plan; `None` for a plan of one group.
     pub fn of(plan: &Plan) -> Option<GroupCheck> {
-        Some(GroupCheck::named(&plan.group.as_ref()?.name, plan))
+        Some(GroupCheck::named(&plan.group()?.name, plan))
     }
 
     /// Group `name`, whose plan is `plan`.

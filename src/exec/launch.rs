@@ -73,7 +73,7 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
         return Err(ExecError::NodeCount {
             plan: plan.nodes,
             job: opts.place.nodes,
-            group: plan.group.as_ref().map(|g| g.name.clone()),
+            group: plan.group().map(|g| g.name.clone()),
         });
     }
     if opts.place.node_rank >= opts.place.nodes {
@@ -95,7 +95,7 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
             };
             env.insert(NUMAPLAN_BOUND.into(), mark.to_string());
             // Which group a nested `bind` or `verify` reads of the plan.
-            if let Some(g) = &plan.group {
+            if let Some(g) = plan.group() {
                 env.insert(NUMAPLAN_GROUP.into(), g.name.clone());
             }
             let node = opts.place.node_rank;

@@ -94,7 +94,7 @@ impl Plan {
             (
                 WORLD_SIZE,
                 self.world_size(),
-                match self.group {
+                match self.place.group {
                     None => "nodes x ranks_per_node",
                     Some(_) => "the groups' ranks (world_size)",
                 },

@@ -1,11 +1,11 @@
 //! A planned job: its groups' plans, in spec order. A spec without `groups:` is a job of one
 //! group (`Shape::OneGroup`), written and shown as a plan of one group always was; a spec with
-//! `groups:` keeps that shape, even with one group. Each group's plan of a job of several carries
-//! its place in the job (`place::GroupPlace`: its name, first global rank and node).
+//! `groups:` keeps that shape, even with one group. Every group's plan carries its place in the
+//! job (`place::Place`: its first global rank and node, and of a job of several, its name).
 //! `resolve::job` makes it, `plan_file` writes and reads it, `emit` launches it.
 
 use super::Plan;
-use super::place::GroupPlace;
+use super::place::Group;
 
 /// How a job was asked for, and so how it is written and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,15 +23,13 @@ pub struct JobPlan {
     pub shape: Shape,
     /// The job's ranks: the sum over its groups.
     pub world_size: u64,
-    /// In spec order; of a job of several groups, each plan's `group` is its place.
+    /// In spec order, each with its place.
     pub groups: Vec<Plan>,
 }
 
 impl JobPlan {
-    /// The groups of a job of several groups, with their places (none for a job of one).
-    pub fn places(&self) -> impl Iterator<Item = (&GroupPlace, &Plan)> {
-        self.groups
-            .iter()
-            .filter_map(|p| Some((p.group.as_ref()?, p)))
+    /// The groups of a job of several groups, with their names (none for a job of one).
+    pub fn named(&self) -> impl Iterator<Item = (&Group, &Plan)> {
+        self.groups.iter().filter_map(|p| Some((p.group()?, p)))
     }
 }

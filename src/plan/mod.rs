@@ -44,36 +44,35 @@ pub struct Plan {
     pub slurm: SlurmSpec,
     /// Extra mpirun words for `--emit mpirun`.
     pub mpirun: MpirunSpec,
-    /// Its place in a job of several groups; `None` for a job of one group.
-    pub group: Option<place::GroupPlace>,
+    /// Its place in its job (and, of a job of several groups, its group).
+    pub place: place::Place,
 }
 
 impl Plan {
     /// Ranks of the whole job: of every group, else nodes x ranks per node.
     pub fn world_size(&self) -> u64 {
-        match &self.group {
-            Some(g) => g.world_size,
-            None => u64::from(self.nodes) * u64::from(self.ranks_per_node),
-        }
+        self.place.world_size
     }
 
     /// Nodes of the whole job.
     pub fn world_nodes(&self) -> u64 {
-        self.group
-            .as_ref()
-            .map_or(u64::from(self.nodes), |g| g.world_nodes)
+        self.place.world_nodes
+    }
+
+    /// Its group, in a job of several groups.
+    pub fn group(&self) -> Option<&place::Group> {
+        self.place.group.as_ref()
     }
 
     /// The global rank of local rank `local` on the plan's node `node`: group by group, node
     /// by node, local rank by local rank.
     pub fn global_rank(&self, node: u32, local: u32) -> u64 {
-        let first = self.group.as_ref().map_or(0, |g| g.first_rank);
-        first + u64::from(node) * u64::from(self.ranks_per_node) + u64::from(local)
+        self.place.first_rank + u64::from(node) * u64::from(self.ranks_per_node) + u64::from(local)
     }
 
     /// The job's node number of the plan's node `node`.
     pub fn global_node(&self, node: u32) -> u64 {
-        self.group.as_ref().map_or(0, |g| g.first_node) + u64::from(node)
+        self.place.first_node + u64::from(node)
     }
 }
 
@@ -119,7 +118,8 @@ pub struct RankBinding {
     pub nics: Vec<String>,
     pub env: BTreeMap<String, String>,
     /// The OpenMP thread count it runs with (its `OMP_NUM_THREADS`): its fair share of its
-    /// cores, `openmp:`'s count, mpibind's, or the spec's own `env:` value.
+    /// cores, `openmp:`'s count, mpibind's, or the spec's own `env:` value (its CPU count where
+    /// that value is no count).
     pub threads: u32,
     /// The rank's helper pool (`cpu.helpers`), inside `cpus`; empty without one. The rest of
     /// `cpus` is the rank's compute set.

@@ -1,12 +1,14 @@
-//! Where a group's plan sits in a job of several groups (`groups:`): what a rank of it needs to
-//! know of the rest of the world (its global rank and node, the world's size).
+//! Where a plan sits in its job: every plan has a place (a spec without `groups:` is a job of
+//! one group, its first rank 0), and a plan of a job of several groups (`groups:`) also its
+//! group's name. What a rank needs to know of the rest of the world: its global rank and node,
+//! the world's size.
 
-/// A group's place in its job, on each group's `Plan` (`None` for a job of one group).
+/// A plan's place in its job.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupPlace {
-    pub name: String,
-    /// Its index among the job's groups, in spec order.
-    pub index: usize,
+pub struct Place {
+    /// Its group in a job of several groups; `None` for the one group of a spec without
+    /// `groups:`, which has no name.
+    pub group: Option<Group>,
     /// The global rank of its node 0's local rank 0.
     pub first_rank: u64,
     /// The job's node number of its node 0: the groups before it have this many nodes.
@@ -16,8 +18,26 @@ pub struct GroupPlace {
     pub world_nodes: u64,
 }
 
-impl GroupPlace {
-    /// The group's global ranks, given how many it has: `ranks 16-19`, `rank 20`.
+/// A group of a job of several groups: its name and its index among them, in spec order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub name: String,
+    pub index: usize,
+}
+
+impl Place {
+    /// The place of a job of one group: all of the job, `nodes` x `ranks_per_node` ranks.
+    pub fn whole_job(nodes: u32, ranks_per_node: u32) -> Place {
+        Place {
+            group: None,
+            first_rank: 0,
+            first_node: 0,
+            world_size: u64::from(nodes) * u64::from(ranks_per_node),
+            world_nodes: u64::from(nodes),
+        }
+    }
+
+    /// The plan's global ranks, given how many it has: `ranks 16-19`, `rank 20`.
     pub fn span(&self, ranks: u64) -> String {
         match ranks {
             0 => "no ranks".to_string(),

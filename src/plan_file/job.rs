@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FORMAT_VERSION, LoadedPlan, PlanFile, Provenance, to_file};
 use crate::plan::job::{JobPlan, Shape};
-use crate::plan::place::GroupPlace;
+use crate::plan::place::{Group, Place};
 use crate::provenance;
 use crate::yaml::{self, FileError};
 
@@ -63,9 +63,9 @@ pub fn to_grouped_file(plan: &JobPlan, groups: &[GroupProvenance]) -> GroupedPla
         name: plan.name.clone(),
         world_size: plan.world_size,
         groups: plan
-            .places()
+            .named()
             .zip(groups)
-            .map(|((place, plan), p)| {
+            .map(|((group, plan), p)| {
                 let header = provenance::Header {
                     regenerate: &[],
                     spec_file: "",
@@ -83,11 +83,11 @@ pub fn to_grouped_file(plan: &JobPlan, groups: &[GroupProvenance]) -> GroupedPla
                 // The job's name is said once, above the groups.
                 file.name = None;
                 for r in &mut file.ranks {
-                    r.rank = (place.first_rank + u64::from(r.local_rank)) as u32;
+                    r.rank = (plan.place.first_rank + u64::from(r.local_rank)) as u32;
                 }
                 GroupEntry {
-                    group: place.name.clone(),
-                    first_rank: place.first_rank,
+                    group: group.name.clone(),
+                    first_rank: plan.place.first_rank,
                     plan: file,
                 }
             })
@@ -209,9 +209,11 @@ fn load_grouped(file: &str, text: &str) -> Result<Vec<LoadedPlan>, FileError> {
                 ),
             ));
         }
-        let place = GroupPlace {
-            name: g.group.clone(),
-            index,
+        let place = Place {
+            group: Some(Group {
+                name: g.group.clone(),
+                index,
+            }),
             first_rank,
             first_node,
             world_size: f.world_size,

@@ -109,8 +109,9 @@ pub fn id(plan: &Plan) -> PlanId {
     file.topology.name.clear();
     let mut content = serde_json::to_string(&file).expect("invariant: plan types always serialize");
     // Two groups of one job may plan alike: their ranks are still told apart.
-    if let Some(g) = &plan.group {
-        content.push_str(&format!("\ngroup {} from rank {}", g.name, g.first_rank));
+    if let Some(g) = plan.group() {
+        let first = plan.place.first_rank;
+        content.push_str(&format!("\ngroup {} from rank {first}", g.name));
     }
     PlanId(fnv1a(content.as_bytes()))
 }
@@ -146,11 +147,11 @@ pub struct LoadedPlan {
 /// The error of a plan file that loads, at `path` of `plan` (a problem only its machine
 /// shows); of a group of a plan of several, at that group's entry (`groups[1].ranks[0]...`).
 pub fn located(file: &str, text: &str, plan: &Plan, path: &str, message: String) -> PlanFileError {
-    let map = match &plan.group {
+    let map = match plan.group() {
         None => yaml::parse::<PlanFile>(file, text).map(|(_, map)| map),
         Some(_) => yaml::parse::<job::GroupedPlanFile>(file, text).map(|(_, map)| map),
     };
-    let path = match &plan.group {
+    let path = match plan.group() {
         None => path.to_string(),
         Some(g) => format!("groups[{}].{path}", g.index),
     };

@@ -6,7 +6,7 @@ use crate::cpuset::CpuSet;
 use crate::diag::Warning;
 use crate::diag::codes::{W0200_PLAN_WARNING, warning_code};
 use crate::ids::{GpuIndex, NodeId};
-use crate::plan::place::GroupPlace;
+use crate::plan::place::Place;
 use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
 use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
 use crate::variables::{MASTER_PORT, OMP_NUM_THREADS, omp_threads};
@@ -157,9 +157,11 @@ fn warning_from_entry(i: usize, entry: &WarningEntry) -> Result<Warning, Problem
     }
 }
 
-/// A plan file's plan; of a group of a plan of several groups, `group` is its place.
-pub(super) fn from_file(f: &PlanFile, group: Option<GroupPlace>) -> Result<Plan, Problem> {
-    let first_rank = group.as_ref().map_or(0, |g| g.first_rank);
+/// A plan file's plan; of a group of a plan of several groups, `place` is its place (`None`:
+/// a plan of one group, the whole job).
+pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Problem> {
+    let place = place.unwrap_or_else(|| Place::whole_job(f.nodes, f.ranks_per_node));
+    let first_rank = place.first_rank;
     if f.numaplan_plan != FORMAT_VERSION {
         return Err((
             "numaplan_plan".into(),
@@ -218,7 +220,7 @@ pub(super) fn from_file(f: &PlanFile, group: Option<GroupPlace>) -> Result<Plan,
         port,
         slurm: SlurmSpec::default(),
         mpirun: Default::default(),
-        group,
+        place,
     };
     let allowed: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
     plan.check(&allowed)?;

@@ -251,13 +251,11 @@ struct GroupStart {
 }
 
 fn group_start(plan: &Plan) -> GroupStart {
-    plan.group
-        .as_ref()
-        .map_or(GroupStart::default(), |g| GroupStart {
-            rank: g.first_rank,
-            node: g.first_node,
-            grouped: true,
-        })
+    plan.group().map_or(GroupStart::default(), |_| GroupStart {
+        rank: plan.place.first_rank,
+        node: plan.place.first_node,
+        grouped: true,
+    })
 }
 
 /// torchrun's `LOCAL_RANK`, checked against the rank its other variables give (`RANK` less

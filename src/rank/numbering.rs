@@ -52,7 +52,7 @@ pub fn rank_of<'p>(
                 launcher: size,
                 nodes: plan.nodes,
                 ranks_per_node: plan.ranks_per_node,
-                groups: plan.group.as_ref().map(|g| g.world_size),
+                groups: plan.group().map(|_| plan.world_size()),
             });
         }
     }
@@ -112,7 +112,7 @@ pub fn rank_environment(
     let mut out = BTreeMap::new();
     // Which plan's rank it is, for `verify --match`; of which group, for a nested `bind`.
     out.insert(NUMAPLAN_BOUND.to_string(), mark.to_string());
-    if let Some(g) = &plan.group {
+    if let Some(g) = plan.group() {
         out.insert(NUMAPLAN_GROUP.to_string(), g.name.clone());
     }
     for (k, v) in &rank.env {

@@ -8,7 +8,7 @@ use super::error::{ResolveError, ResolveErrorKind};
 use super::resolve;
 use crate::plan::Plan;
 use crate::plan::job::{JobPlan, Shape};
-use crate::plan::place::GroupPlace;
+use crate::plan::place::{Group, Place};
 use crate::spec::Spec;
 use crate::topology::Topology;
 use crate::variables::{NODE_PLACE, WORLD_SIZE};
@@ -69,14 +69,16 @@ fn number_as_one_world(
     let (mut first_rank, mut first_node) = (0, 0);
     for (index, (plan, g)) in plans.iter_mut().zip(&spec.groups).enumerate() {
         one_world(plan, &g.spec, world_size, world_nodes);
-        plan.group = Some(GroupPlace {
-            name: g.name.clone(),
-            index,
+        plan.place = Place {
+            group: Some(Group {
+                name: g.name.clone(),
+                index,
+            }),
             first_rank,
             first_node,
             world_size,
             world_nodes,
-        });
+        };
         first_rank += ranks(plan);
         first_node += u64::from(plan.nodes);
     }

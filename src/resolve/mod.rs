@@ -25,6 +25,7 @@ pub use error::{ResolveError, ResolveErrorKind, SpecKey};
 
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
+use crate::plan::place::Place;
 use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding, numbering};
 use crate::spec::{GpuChoice, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
@@ -92,7 +93,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         port: spec.port,
         slurm: spec.slurm.clone(),
         mpirun: spec.mpirun.clone(),
-        group: None,
+        place: Place::whole_job(spec.nodes, rpn),
     })
 }
 
@@ -296,12 +297,12 @@ fn rank_binding(
             .collect(),
         numa_node: placement.home,
         env: environment(spec, ranks_per_node, unit, &inside, nic),
-        // The spec's `env:` wins, as it does in the environment.
-        threads: spec
-            .env
-            .get(OMP_NUM_THREADS)
-            .and_then(|v| omp_threads(v))
-            .unwrap_or(inside.threads),
+        // The spec's `env:` wins, as it does in the environment; a value of it that is no
+        // count counts as the rank's CPUs, as a plan file read back counts it.
+        threads: match spec.env.get(OMP_NUM_THREADS) {
+            Some(v) => omp_threads(v).unwrap_or(placement.cpus.len() as u32),
+            None => inside.threads,
+        },
         cpus: placement.cpus,
         cores: placement.cores,
         memory,

@@ -10,12 +10,16 @@ use crate::plan::Plan;
 
 /// A group's heading: `group `trainer`: ranks 0-15 (2 nodes x 8), on nvidia-dgx-h100`.
 pub fn heading(plan: &Plan) -> Option<String> {
-    let g = plan.group.as_ref()?;
+    let g = plan.group()?;
     let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
-    let span = g.span(ranks);
+    let span = plan.place.span(ranks);
     Some(format!(
         "group `{}`: {span} of {} ({} node(s) x {}), on {}",
-        g.name, g.world_size, plan.nodes, plan.ranks_per_node, plan.topology
+        g.name,
+        plan.world_size(),
+        plan.nodes,
+        plan.ranks_per_node,
+        plan.topology
     ))
 }
 
@@ -51,7 +55,7 @@ pub struct GroupDiff {
 
 /// A side's group name; `None` for the one group of a plan without groups.
 fn name<'a>(side: &Side<'a>) -> Option<&'a str> {
-    side.plan.group.as_ref().map(|g| g.name.as_str())
+    side.plan.group().map(|g| g.name.as_str())
 }
 
 /// The groups of two plans paired by name (the one group of a plan without groups pairs with

@@ -168,16 +168,17 @@ fn node_place(args: &ExecArgs, plan: &Plan) -> Result<NodePlace, ExecError> {
         .unwrap_or(plan.nodes);
     // A step over every component of a heterogeneous job (`srun A : B`) numbers the nodes of
     // the whole job, component by component: this group's start there.
-    if let Some(g) = &plan.group
+    let place = &plan.place;
+    if place.group.is_some()
         && args.node_rank.is_none()
         && args.nodes.is_none()
-        && u64::from(nodes) == g.world_nodes
-        && g.world_nodes != u64::from(plan.nodes)
+        && u64::from(nodes) == place.world_nodes
+        && place.world_nodes != u64::from(plan.nodes)
     {
         nodes = plan.nodes;
         node_rank = node_rank.map(|k| {
             // A node before the group's start keeps a number past it, which is refused.
-            (u64::from(k).checked_sub(g.first_node)).map_or(u32::MAX, |k| k as u32)
+            (u64::from(k).checked_sub(place.first_node)).map_or(u32::MAX, |k| k as u32)
         });
     }
     // A job of several groups meets at its first group's first node: under Slurm, that of the
@@ -190,7 +191,7 @@ fn node_place(args: &ExecArgs, plan: &Plan) -> Result<NodePlace, ExecError> {
         return Err(ExecError::NoNodePlace {
             nodes: plan.nodes,
             world: plan.world_nodes(),
-            group: plan.group.as_ref().map(|g| g.name.clone()),
+            group: plan.group().map(|g| g.name.clone()),
         });
     }
     let single_node_master = plan
