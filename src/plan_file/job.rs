@@ -29,16 +29,6 @@ pub struct GroupedPlanFile {
     pub groups: Vec<GroupEntry>,
 }
 
-/// A plan file of either kind: one group's (`PlanFile`) or several groups' (the schema of
-/// `numaplan schema plan`).
-#[derive(Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-#[schemars(title = "numaplan plan")]
-pub enum AnyPlanFile {
-    One(Box<PlanFile>),
-    Groups(GroupedPlanFile),
-}
-
 /// One group: its name, its first global rank, and its plan (a plan file of its own, format
 /// version included).
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]

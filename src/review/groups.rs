@@ -138,19 +138,10 @@ pub struct GroupExplain {
     pub explain: explain::Report,
 }
 
-/// `numaplan schema explain`: the report of a plan of one group, or of several.
-#[derive(Serialize, JsonSchema)]
+/// `diff`'s report: of two plans of one group, or of plans of several (printed as the one or
+/// the other; `numaplan schema diff` tells them apart by `groups`).
+#[derive(Serialize)]
 #[serde(untagged)]
-#[schemars(title = "numaplan explain")]
-pub enum AnyExplain {
-    One(Box<explain::Report>),
-    Groups(GroupedExplain),
-}
-
-/// `numaplan schema diff`: the diff of two plans of one group, or of plans of several.
-#[derive(Serialize, JsonSchema)]
-#[serde(untagged)]
-#[schemars(title = "numaplan diff")]
 pub enum AnyDiff {
     One(Box<Report>),
     Groups(GroupedReport),

@@ -157,6 +157,21 @@ def in_schema(path: Tuple[str, ...], root: Dict[str, Any]) -> bool:
     return True
 
 
+def test_a_plan_is_checked_against_the_one_shape_it_has():
+    # `groups` chooses the shape (if/then/else, not anyOf): a flat plan with a wrong value is
+    # told what is wrong with that value, at its path, not that it matches neither shape.
+    flat = run_json("compile", "examples/lumi-g.yaml", "--format", "json")
+    flat["ranks"][0]["cores"] = "eight"
+    def errors(instance: Any) -> List[Tuple[List[Any], str]]:
+        found = jsonschema.Draft202012Validator(schema("plan")).iter_errors(instance)
+        return [(list(e.absolute_path), e.message) for e in found]
+    assert errors(flat) == [(["ranks", 0, "cores"], "'eight' is not of type 'integer'")]
+    grouped = run_json("compile", "examples/rl-groups.yaml", "--format", "json")
+    validate("plan", grouped)
+    grouped["groups"][1]["policy"] = 7
+    assert errors(grouped) == [(["groups", 1, "policy"], "7 is not of type 'string'")]
+
+
 def test_every_key_the_loader_accepts_is_in_the_schema():
     root = schema("job")
     seen = set()
