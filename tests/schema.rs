@@ -237,7 +237,7 @@ fn every_json_report_names_its_kind() {
         assert_eq!(value[&field], 1, "{kind}: {}", run.stdout);
         let schema: serde_json::Value =
             serde_json::from_str(&numaplan(&["schema", kind]).ok()).unwrap();
-        // A plan, an explain and a diff are of one group or of several (`anyOf`): these are of
+        // A plan, an explain and a diff are of one group or of several (chosen by `groups`): these are of
         // one group.
         let schema = match kind {
             "plan" => schema["$defs"]["PlanFile"].clone(),
