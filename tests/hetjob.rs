@@ -54,6 +54,17 @@ groups:
     )
 }
 
+/// tests/slurm/rendezvous.c, built in `dir`.
+fn rendezvous(dir: &Path) -> PathBuf {
+    let program = dir.join("rendezvous");
+    common::cc(
+        &["-O2", "-Wall", "-Werror"],
+        "tests/slurm/rendezvous.c",
+        &program,
+    );
+    program
+}
+
 /// Compiles `job` for this machine as `kind` and submits it with `envs`; returns how it ended,
 /// its output and the plan (JSON).
 fn submit(
@@ -180,12 +191,7 @@ fn sbatch_exec_runs_each_group_on_its_nodes() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let program: PathBuf = dir.path().join("rendezvous");
-    common::cc(
-        &["-O2", "-Wall", "-Werror"],
-        "tests/slurm/rendezvous.c",
-        &program,
-    );
+    let program = rendezvous(dir.path());
     let output = dir.path().join("job.out");
     let port = 29612;
     let job = job(&program, port, &output);
@@ -227,12 +233,7 @@ fn a_component_on_nodes_of_another_shape_refuses() {
     let dir = tempfile::tempdir().unwrap();
     let (other, planned) = common::one_more_node_fixture();
     std::fs::write(dir.path().join("other.yaml"), other).unwrap();
-    let program = dir.path().join("rendezvous");
-    common::cc(
-        &["-O2", "-Wall", "-Werror"],
-        "tests/slurm/rendezvous.c",
-        &program,
-    );
+    let program = rendezvous(dir.path());
     let output = dir.path().join("job.out");
     let job = job_with(&program, 29613, &output, "    topology: other.yaml\n");
     let (ended, text, _) = submit(dir.path(), &job, "sbatch", &output, &[]);
@@ -279,12 +280,7 @@ fn the_torchrun_script_finds_its_group_and_node_in_a_heterogeneous_job() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("rendezvous");
-    common::cc(
-        &["-O2", "-Wall", "-Werror"],
-        "tests/slurm/rendezvous.c",
-        &program,
-    );
+    let program = rendezvous(dir.path());
     let output = dir.path().join("job.out");
     let port = 29614;
     std::fs::write(dir.path().join("job.yaml"), job(&program, port, &output)).unwrap();
