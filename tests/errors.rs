@@ -73,6 +73,31 @@ fn a_missing_topology_named_by_the_spec_points_at_its_key() {
     ");
 }
 
+/// A YAML file whose aliases would expand it far past its size (an alias bomb) is too large
+/// (E0441), refused where the expansion crosses the bound, before anything expands it.
+#[test]
+fn an_alias_bomb_is_too_large_where_it_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("gpus: none\nx-0: &a0 [a, b, c, d, e, f, g, h, i]\n");
+    for i in 1..8 {
+        let alias = format!("*a{}", i - 1);
+        text += &format!("x-{i}: &a{i} [{}]\n", [alias.as_str(); 9].join(", "));
+    }
+    std::fs::write(dir.path().join("bomb.yaml"), text).unwrap();
+    let run = numaplan_in(dir.path(), &["compile", "bomb.yaml"]);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stderr, @"
+    error[E0441]: job spec is too large: its aliases expand it to 14763 nodes or more by here, more than a document of its size may have (11732): an alias bomb, or anchors nested too deep
+     --> bomb.yaml:6:16
+      |
+    6 | x-4: &a4 [*a3, *a3, *a3, *a3, *a3, *a3, *a3, *a3, *a3]
+      |                ^ here
+      |
+      = note: numaplan counts what aliases (`*name`) stand for before it expands them
+      = help: write the values out, or reuse fewer, smaller anchors
+    ");
+}
+
 #[test]
 fn nccl_topology_file_is_not_hwloc() {
     let run = numaplan(&[

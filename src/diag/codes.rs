@@ -368,7 +368,9 @@ codes! {
         "An input (job spec, plan, topology, standard input) is larger than 128 MiB, more than \
          any of numaplan's files (a plan of 4,096 ranks is some 3 MiB, the largest hwloc export \
          of a real machine some 20 MiB): a device such as `/dev/zero`, or the wrong file. \
-         numaplan stops reading there instead of filling memory.";
+         numaplan stops reading there instead of filling memory. A YAML file whose aliases \
+         would expand it past 4 nodes a byte of it (an alias bomb) is refused the same way, \
+         where they cross that bound, before anything expands them.";
     E0442_GROUP_UNKNOWN = "E0442":
         "`--group NAME` or `NUMAPLAN_GROUP` names no group of the plan (a job spec with \
          `groups:`): nothing started. The error lists the plan's groups; name one of them.";

@@ -98,6 +98,13 @@ fn yaml_error(map: &SourceMap, error: &YamlError, codes: YamlCodes) -> Diagnosti
         .at(map, error.spot, "here")
         .help("fix the JSON here; a truncated file fails at its end"),
         YamlErrorKind::Shape => shape_error(map, error, what, codes),
+        YamlErrorKind::TooLarge => Diagnostic::error(
+            E0441_TOO_LARGE,
+            format!("{what} is too large: {}", error.message),
+        )
+        .at(map, error.spot, "here")
+        .note("numaplan counts what aliases (`*name`) stand for before it expands them")
+        .help("write the values out, or reuse fewer, smaller anchors"),
     }
 }
 

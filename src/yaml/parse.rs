@@ -27,6 +27,8 @@ pub enum YamlErrorKind {
     JsonSyntax,
     /// Well-formed, but not of the expected shape (unknown key, wrong type, missing key).
     Shape,
+    /// Well-formed, but its aliases expand it past what a document of its size may be.
+    TooLarge,
 }
 
 /// Deserializes `text`; its `SourceMap` finds the positions of its keys and values (a second
@@ -200,10 +202,10 @@ fn expands_too_far(text: &str) -> Option<YamlError> {
     let _ = Parser::new_from_str(text).load(&mut count, false);
     let (mark, size) = count.over?;
     Some(YamlError {
-        kind: YamlErrorKind::Syntax,
+        kind: YamlErrorKind::TooLarge,
         message: format!(
-            "aliases here expand the document to {} nodes or more, more than a document of its \
-             size may ({limit}): an alias bomb, or anchors nested too deep",
+            "its aliases expand it to {} nodes or more by here, more than a document of its \
+             size may have ({limit}): an alias bomb, or anchors nested too deep",
             size
         ),
         spot: Some(Spot {
