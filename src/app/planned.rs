@@ -65,6 +65,10 @@ pub(crate) fn plan_job(
         if let Some(name) = spec.job_groups()[i].name {
             let in_group = error.path.in_group(i);
             error = error.note(format!("in group `{name}`"));
+            // A `--set` the help suggests is the group's key.
+            error.help = error
+                .help
+                .replace("`--set ", &format!("`--set groups.{name}."));
             let written = in_group.to_string();
             if [&loaded.map.file, &loaded.map.sets]
                 .iter()
