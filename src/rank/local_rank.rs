@@ -251,11 +251,11 @@ struct GroupStart {
 }
 
 fn group_start(plan: &Plan) -> GroupStart {
-    plan.group().map_or(GroupStart::default(), |_| GroupStart {
+    GroupStart {
         rank: plan.place.first_rank,
         node: plan.place.first_node,
-        grouped: true,
-    })
+        grouped: plan.group().is_some(),
+    }
 }
 
 /// torchrun's `LOCAL_RANK`, checked against the rank its other variables give (`RANK` less
