@@ -60,9 +60,8 @@ pub fn start(plan: &Plan, opts: &ExecOptions) -> Result<Job, ExecError> {
     })?;
     let (running, outputs, failed) =
         start_all(&launches, plan, &prepared, &stdin, &guard, &opts.output);
-    // The relay starts once every rank is running: forking a process whose threads keep
-    // touching memory makes every fork pay copy-on-write faults for them (64 ranks: 13,000
-    // faults and 55 ms). A rank that fills its pipe before then waits a moment.
+    // The relay starts once every rank is running (a rank that fills its pipe before then
+    // waits a moment), and only when some output is relayed.
     let stop = relay::Stop::default();
     let relays = relay::start(outputs, stop.clone());
     let job = Job::new(running, guard, relays, stop, opts.grace);

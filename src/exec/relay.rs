@@ -69,11 +69,13 @@ pub struct Output {
 
 /// The relay: one thread for every rank's pipes (`poll`), returning the streams it stopped
 /// relaying while a leftover process still held them open.
-pub struct Relays(JoinHandle<Vec<(u32, Stream)>>);
+/// The relay thread; none when no rank's output is relayed (`--no-prefix`), which spares a
+/// thread's start and end on every short job.
+pub struct Relays(Option<JoinHandle<Vec<(u32, Stream)>>>);
 
 impl Relays {
     pub fn join(self) -> Vec<(u32, Stream)> {
-        self.0.join().unwrap_or_default()
+        self.0.map(|t| t.join().unwrap_or_default()).unwrap_or_default()
     }
 }
 
@@ -124,7 +126,10 @@ impl Relayed {
 /// Starts the relay thread: each pipe is relayed until end of file or, once `stop` is set,
 /// until none of the pipes still open has had output for `DRAIN`.
 pub fn start(outputs: Vec<Output>, stop: Stop) -> Relays {
-    Relays(std::thread::spawn(move || {
+    if outputs.is_empty() {
+        return Relays(None);
+    }
+    Relays(Some(std::thread::spawn(move || {
         let mut open: Vec<Relayed> = outputs
             .into_iter()
             .map(|o| Relayed {
@@ -166,7 +171,7 @@ pub fn start(outputs: Vec<Output>, stop: Stop) -> Relays {
                 held
             })
             .collect()
-    }))
+    })))
 }
 
 /// Writes whole lines, each with the prefix, in one write under the lock: a rank's line is never

@@ -1,5 +1,5 @@
-//! Starting the ranks: each one's program, environment and binding prepared before any forks,
-//! then forked one after another with its output sent where `OutputMode` says.
+//! Starting the ranks: each one's program, environment and binding prepared before any
+//! starts, then started one after another with its output sent where `OutputMode` says.
 
 use std::os::fd::OwnedFd;
 
@@ -11,16 +11,13 @@ use crate::spec::MemPolicy;
 use crate::sys::affinity::{Binding, Memory, MemoryMode};
 use crate::sys::{pgrp, pipe, process};
 
-/// How many forked ranks may wait to be confirmed (each holds a pipe) before the oldest is.
-const UNCONFIRMED: usize = 32;
-
-/// Forks every rank, one after another from this thread, never from helper threads: the kernel
-/// sends PR_SET_PDEATHSIG when the *thread* that forked a rank exits, so a rank forked from a
-/// short-lived thread would be killed as soon as that thread ends. A rank's start is confirmed
-/// (it reached its program) after later ranks are forked, so that they start in parallel.
+/// Starts every rank, one after another from this thread, never from helper threads: the kernel
+/// sends PR_SET_PDEATHSIG when the *thread* that started a rank exits, so a rank started from
+/// a short-lived thread would be killed as soon as that thread ends. `process::start` returns
+/// once the child has exec'd, so the ranks' programs run in parallel while later ones start.
 /// Returns the ranks started, their output pipes, and the error that stops the job when a
 /// rank could not start: the ranks already running are then stopped as a failing rank stops
-/// them.
+/// them (and the one that failed is reaped with them).
 pub(super) fn start_all(
     launches: &[Launch],
     plan: &Plan,
@@ -31,32 +28,28 @@ pub(super) fn start_all(
 ) -> (Vec<Running>, Vec<relay::Output>, Option<ExecError>) {
     let mut running = Vec::new();
     let mut pipes = Vec::new();
-    let mut unconfirmed = std::collections::VecDeque::new();
-    let mut failure = None;
-    let confirm = |(launch, started): (&Launch, process::Started), failure: &mut Option<_>| {
-        if let Err(failed) = started.confirm() {
-            let binding = &plan.ranks[launch.local_rank as usize];
-            failure.get_or_insert(start_failed(launch, binding, failed));
+    let mut stack = match process::ChildStack::new() {
+        Ok(stack) => stack,
+        Err(source) => {
+            let what = "map the stack the ranks start on";
+            return (running, pipes, Some(ExecError::Syscall { what, source }));
         }
     };
-    for (launch, rank) in launches.iter().zip(prepared) {
+    for ((launch, rank), binding) in launches.iter().zip(prepared).zip(&plan.ranks) {
         let started = outputs(launch, output).and_then(|(streams, relayed)| {
             let streams = process::Streams {
                 stdin,
                 stdout: streams.0,
                 stderr: streams.1,
             };
-            let started =
-                process::start(rank, streams).map_err(|source| spawn_failed(launch, source))?;
+            let started = process::start(rank, streams, &mut stack)
+                .map_err(|source| spawn_failed(launch, source))?;
             pipes.extend(relayed);
             Ok(started)
         });
         let started = match started {
             Ok(started) => started,
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
+            Err(e) => return (running, pipes, Some(e)),
         };
         running.push(Running {
             local_rank: launch.local_rank,
@@ -64,29 +57,19 @@ pub(super) fn start_all(
             pid: started.pid,
             status: None,
         });
-        let watched = guard.watch(started.pid);
-        unconfirmed.push_back((launch, started));
-        if let Err(source) = watched {
-            failure = Some(ExecError::Syscall {
-                what: "tell the guard a rank's process group",
-                source,
-            });
-            break;
+        if let Err(source) = guard.watch(started.pid) {
+            let what = "tell the guard a rank's process group";
+            return (running, pipes, Some(ExecError::Syscall { what, source }));
         }
-        if unconfirmed.len() > UNCONFIRMED {
-            confirm(unconfirmed.pop_front().expect("not empty"), &mut failure);
-            if failure.is_some() {
-                break; // no more ranks once one could not start
-            }
+        if let Err(failed) = started.confirm() {
+            // No more ranks once one could not start.
+            return (running, pipes, Some(start_failed(launch, binding, failed)));
         }
     }
-    for pending in unconfirmed {
-        confirm(pending, &mut failure);
-    }
-    (running, pipes, failure)
+    (running, pipes, None)
 }
 
-/// The rank's program, environment and binding, ready to fork.
+/// The rank's program, environment and binding, ready to start.
 pub(super) fn prepare(
     preparer: &mut process::Preparer,
     launch: &Launch,
@@ -133,7 +116,7 @@ pub fn binding(cpus: &CpuSet, memory: &MemoryBinding) -> std::io::Result<Binding
     )
 }
 
-/// A rank that was forked and did not reach its program: the step that failed, as an error.
+/// A rank that was started and did not reach its program: the step that failed, as an error.
 fn start_failed(launch: &Launch, binding: &RankBinding, failed: process::Failed) -> ExecError {
     match failed.step {
         process::Step::Bind => ExecError::bind(launch.rank, binding, failed.call, failed.error),

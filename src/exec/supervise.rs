@@ -44,6 +44,7 @@ pub(super) fn supervise<E: From<ExecError>>(
     });
     let mut kill_at: Option<Instant> = None;
     let mut pause = Duration::from_micros(200);
+    let exits = pgrp::Exits::open(running.iter().filter(|r| r.status.is_none()).map(|r| r.pid));
     loop {
         if let Some(signal) = signals::take_signal() {
             for r in running.iter().filter(|r| r.status.is_none()) {
@@ -85,9 +86,9 @@ pub(super) fn supervise<E: From<ExecError>>(
                 pgrp::signal(pid, libc::SIGKILL);
             }
         }
-        // Poll fast while things happen (a short job ends within milliseconds), then back off
-        // to 50 ms for long-running ranks.
-        std::thread::sleep(pause);
+        // Until a rank ends or a signal comes: at first briefly, for the checks `outside`
+        // makes while ranks start, then at most 50 ms for long-running ranks.
+        exits.wait(&live, pause);
         pause = (pause * 2).min(Duration::from_millis(50));
     }
     // Whatever a rank left running in its process group (a background child) goes too.

@@ -88,9 +88,8 @@ impl Binding {
                 return Err(Refused::last(Call::SchedSetaffinity));
             }
             if let Some(mode) = self.mode
-                && libc::syscall(libc::SYS_set_mempolicy, mode, self.nodes.as_ptr(), MAXNODE) != 0
+                && let Err(refused) = set_mempolicy(mode, &self.nodes)
             {
-                let refused = Refused::last(Call::SetMempolicy);
                 if saved {
                     libc::sched_setaffinity(0, size, &before);
                 }
@@ -143,26 +142,49 @@ impl Binding {
 }
 
 impl Binding {
-    /// Whether the kernel lets this process set the binding's memory policy: tried on a thread
-    /// of its own that then ends, so no thread of the caller changes (a policy is a thread's).
-    /// A seccomp profile without `CAP_SYS_NICE` refuses it with EPERM; a node the cpuset does
-    /// not allow, with EINVAL. `Ok` for a binding without a memory policy.
+    /// Whether the kernel lets this process set the binding's memory policy: tried on the
+    /// calling thread, whose own policy is read first and put back after (`get_mempolicy(2)`:
+    /// what it reads can be set again), or, where it cannot be read, on a thread of its own
+    /// that then ends. A seccomp profile without `CAP_SYS_NICE` refuses it with EPERM; a node
+    /// the cpuset does not allow, with EINVAL. `Ok` for a binding without a memory policy.
     pub fn memory_allowed(&self) -> Result<(), Refused> {
         let Some(mode) = self.mode else {
             return Ok(());
         };
+        let mut saved_mode: libc::c_int = 0;
+        let mut saved_nodes = [0 as libc::c_ulong; NODE_WORDS];
+        // SAFETY: valid pointers to this frame's mode and node mask of MAXNODE - 1 bits.
+        let saved = unsafe {
+            libc::syscall(
+                libc::SYS_get_mempolicy,
+                &mut saved_mode,
+                saved_nodes.as_mut_ptr(),
+                MAXNODE,
+                std::ptr::null_mut::<libc::c_void>(),
+                0,
+            ) == 0
+        };
+        if !saved {
+            return self.memory_allowed_on_a_thread(mode);
+        }
+        set_mempolicy(mode, &self.nodes)?;
+        // Put back what was read: it was allowed a moment ago.
+        set_mempolicy(saved_mode, &saved_nodes)
+    }
+
+    fn memory_allowed_on_a_thread(&self, mode: libc::c_int) -> Result<(), Refused> {
         let nodes = self.nodes;
-        std::thread::spawn(move || {
-            // SAFETY: a syscall with a valid pointer to this frame's node mask.
-            let done =
-                unsafe { libc::syscall(libc::SYS_set_mempolicy, mode, nodes.as_ptr(), MAXNODE) };
-            match done {
-                0 => Ok(()),
-                _ => Err(Refused::last(Call::SetMempolicy)),
-            }
-        })
-        .join()
-        .unwrap_or(Ok(()))
+        std::thread::spawn(move || set_mempolicy(mode, &nodes))
+            .join()
+            .unwrap_or(Ok(()))
+    }
+}
+
+fn set_mempolicy(mode: libc::c_int, nodes: &[libc::c_ulong; NODE_WORDS]) -> Result<(), Refused> {
+    // SAFETY: a syscall with a valid pointer to a node mask of MAXNODE - 1 bits.
+    match unsafe { libc::syscall(libc::SYS_set_mempolicy, mode, nodes.as_ptr(), MAXNODE) } {
+        0 => Ok(()),
+        _ => Err(Refused::last(Call::SetMempolicy)),
     }
 }
 
@@ -390,5 +412,34 @@ mod tests {
         .expect("other CPUs");
         assert_eq!(read.memory(), None, "no policy was set, none is reported");
         assert_eq!(read.cpus(), Some(first_cpu()));
+    }
+
+    #[test]
+    fn trying_a_memory_policy_leaves_the_threads_own_as_it_was() {
+        let (allowed, refused, after) = on_a_thread(|| {
+            let nodes = [NodeId(0)];
+            let preferred = Memory {
+                mode: Some(MemoryMode::Preferred),
+                nodes: &nodes,
+            };
+            let own = Binding::new(&first_cpu(), preferred).unwrap();
+            own.apply().unwrap();
+            let bind = Memory {
+                mode: Some(MemoryMode::Bind),
+                nodes: &nodes,
+            };
+            let allowed = Binding::new(&first_cpu(), bind).unwrap().memory_allowed();
+            let far = [NodeId(NODE_WORDS as u32 * libc::c_ulong::BITS - 1)];
+            let far = Memory {
+                mode: Some(MemoryMode::Bind),
+                nodes: &far,
+            };
+            let refused = Binding::new(&first_cpu(), far).unwrap().memory_allowed();
+            (allowed, refused, own.read_back())
+        });
+        assert!(allowed.is_ok(), "node 0 may be bound to");
+        let refused = refused.expect_err("a node no machine has is refused");
+        assert_eq!(refused.call, Call::SetMempolicy);
+        assert!(after.is_none(), "the thread keeps prefer:0: {:?}", after.map(|a| a.memory()));
     }
 }

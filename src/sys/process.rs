@@ -1,11 +1,13 @@
-//! The processes of `exec`: starting a rank (fork, then in the child the process group, the
-//! death signal, the output, the binding and `execve`), waiting for it, and the job's guard.
-//! With `affinity.rs`, the only `unsafe` code of the launcher.
+//! The processes of `exec`: starting a rank (a `clone` that shares numaplan's memory until the
+//! child execs, and in the child the process group, the death signal, the output, the binding
+//! and `execve`) and confirming it started. With `affinity.rs` and `pgrp.rs`, the only `unsafe`
+//! code of the launcher.
 //!
-//! A rank is started in two halves so that ranks start in parallel: `start` forks and returns
-//! at once (the child execs on its own, as a shell's `cmd &` does), and `confirm`, called once
-//! every rank is forked, reads whether the child reached its program. std's `Command` waits for
-//! each exec before the next fork, and with it 64 ranks took 1.6x a bash loop.
+//! A rank is started in two halves: `start` returns as soon as the child has exec'd (or
+//! failed), without waiting for its program to run, and `confirm`, called once later ranks are
+//! started, reads whether the child reached its program. std's `Command` waits for each exec to
+//! be confirmed before the next, and with it 64 ranks took 1.6x a bash loop; a `fork` per rank
+//! copied numaplan's page tables, some 70 us a rank more than a shell's (BENCHMARKS.md).
 //!
 //! Everything the child uses is prepared in the parent (`Prepared`): the child makes only
 //! async-signal-safe syscalls on that data, allocates nothing and takes no lock.
@@ -221,31 +223,117 @@ pub struct Streams<'a> {
     pub stderr: Sink,
 }
 
-/// Forks a rank: the child joins a new process group of its own, dies with numaplan
-/// (PR_SET_PDEATHSIG; numaplan's thread must outlive it, so ranks are forked from the main
-/// thread), takes its streams, applies its binding and execs. Returns without waiting; the
-/// parent's copies of the streams close on return.
-pub fn start(rank: &Prepared, streams: Streams) -> io::Result<Started> {
+/// The stack a rank's child runs on until it execs: the child shares numaplan's memory
+/// (`CLONE_VM`) but not its stack. One serves every rank, since numaplan waits while a child
+/// uses it. Mapped with a guard page below it, so an overflow faults instead of writing over
+/// numaplan's heap.
+pub struct ChildStack {
+    base: *mut libc::c_void,
+    len: usize,
+}
+
+/// The child's frames are a few small records and the binding calls; this leaves ample room.
+const CHILD_STACK: usize = 256 * 1024;
+
+impl ChildStack {
+    pub fn new() -> io::Result<ChildStack> {
+        let page = 4096;
+        let len = CHILD_STACK + page;
+        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let stack = ChildStack { base, len };
+        // SAFETY: the lowest page of the mapping just made.
+        if unsafe { libc::mprotect(base, page, libc::PROT_NONE) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(stack)
+    }
+
+    /// The stack's top (it grows down), 16-byte aligned as the ABI wants.
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of the mapping, which is page aligned.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `new` made; no child runs on it once `start` has returned.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// What the child is given: it reads it from numaplan's memory, which it shares.
+struct ChildArgs<'a> {
+    rank: &'a Prepared,
+    streams: &'a Streams<'a>,
+    parent: libc::pid_t,
+    report: RawFd,
+}
+
+/// Starts a rank as `posix_spawn` does: `clone(CLONE_VM | CLONE_VFORK)`, so the child shares
+/// numaplan's memory instead of copying its page tables (a `fork` of numaplan cost some 70 us
+/// more a rank than a shell's, and copy-on-write faults after), and numaplan waits only until
+/// the child has exec'd or failed, not for the program to run. The child joins a new process
+/// group of its own, dies with numaplan (PR_SET_PDEATHSIG; numaplan's thread must outlive it,
+/// so ranks are started from the main thread), takes its streams, applies its binding and
+/// execs. Every signal is blocked across the clone so that none runs one of numaplan's
+/// handlers in the child, in numaplan's memory. The parent's copies of the streams close on
+/// return.
+pub fn start(rank: &Prepared, streams: Streams, stack: &mut ChildStack) -> io::Result<Started> {
     let (report, report_w) = pipe()?;
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
-    // SAFETY: the child runs only `child`, which makes async-signal-safe calls on data
-    // prepared before the fork and allocates nothing (numaplan may have threads).
-    match unsafe { libc::fork() } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => child(rank, &streams, parent, report_w.as_raw_fd()),
-        pid => {
-            // As a shell does, also from the parent: the group exists once fork returns, so a
-            // signal to it cannot arrive before the child made it. (Fails harmlessly once the
-            // child has exec'd.)
-            // SAFETY: setpgid has no memory preconditions.
-            unsafe { libc::setpgid(pid, pid) };
-            Ok(Started {
-                pid: pid as u32,
-                report,
-            })
+    let args = ChildArgs {
+        rank,
+        streams: &streams,
+        parent,
+        report: report_w.as_raw_fd(),
+    };
+    // SAFETY: the masks are valid sigset_t values on this frame. The child runs only
+    // `child_entry` on its own stack, makes async-signal-safe calls on data prepared before
+    // (which numaplan, suspended by CLONE_VFORK, does not touch meanwhile), allocates nothing,
+    // and ends in execve or _exit.
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut before: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut before);
+        let pid = libc::clone(
+            child_entry,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&args as *const ChildArgs).cast_mut().cast(),
+        );
+        let error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+        if pid == -1 {
+            return Err(error);
         }
-    }
+        pid
+    };
+    Ok(Started {
+        pid: pid as u32,
+        report,
+    })
+}
+
+extern "C" fn child_entry(args: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `start` passes its `ChildArgs`, alive while the child runs (CLONE_VFORK).
+    let args = unsafe { &*(args as *const ChildArgs) };
+    child(args.rank, args.streams, args.parent, args.report)
 }
 
 impl Started {
@@ -332,12 +420,13 @@ fn child(rank: &Prepared, streams: &Streams, parent: libc::pid_t, report: RawFd)
             // numaplan died between fork and prctl.
             libc::_exit(128 + libc::SIGKILL);
         }
-        // Rust's runtime ignores SIGPIPE; a program starts with it at its default, and with
-        // no signal blocked.
+        // Rust's runtime ignores SIGPIPE; a program starts with it at its default. numaplan's
+        // own handlers go too, before signals are unblocked (below), so that a signal before
+        // execve does what it would do to the program, not run a handler in numaplan's memory.
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        for s in super::signals::FORWARDED {
+            libc::signal(s, libc::SIG_DFL);
+        }
         let targets = [
             (streams.stdin.as_raw_fd(), 0),
             (sink_fd(&streams.stdout), 1),
@@ -367,9 +456,12 @@ fn child(rank: &Prepared, streams: &Streams, parent: libc::pid_t, report: RawFd)
     {
         fail(Step::ReadBack, 0, None, Some(actual));
     }
-    // SAFETY: NUL-terminated path, and argv/envp arrays of C strings ending in null, all
-    // owned by `rank`.
+    // SAFETY: a program starts with no signal blocked. NUL-terminated path, and argv/envp
+    // arrays of C strings ending in null, all owned by `rank`.
     unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::execve(
             rank.path.as_ptr(),
             rank.argv_ptrs.as_ptr(),
