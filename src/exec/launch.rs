@@ -10,7 +10,6 @@ use super::ExecError;
 use crate::ids::{Mark, PlanId};
 use crate::plan::{Plan, numbering};
 pub use crate::sys::process::Check;
-use crate::variables::{NUMAPLAN_BOUND, NUMAPLAN_GROUP};
 
 /// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,17 +86,12 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
         .iter()
         .map(|r| {
             let mut env = r.env.clone();
-            // Which plan's rank it is, for `verify --match`.
             let mark = Mark {
                 plan: opts.plan_id.clone(),
                 local_rank: r.local_rank,
                 without_memory: opts.without_memory,
             };
-            env.insert(NUMAPLAN_BOUND.into(), mark.to_string());
-            // Which group a nested `bind` or `verify` reads of the plan.
-            if let Some(g) = plan.group() {
-                env.insert(NUMAPLAN_GROUP.into(), g.name.clone());
-            }
+            env.extend(numbering::marks(plan, &mark).into_iter().map(|(k, v)| (k.to_string(), v)));
             let node = opts.place.node_rank;
             // Of a group, numbered in the whole job: after the groups before it.
             let rank = plan.global_rank(node, r.local_rank) as u32;

@@ -8,10 +8,10 @@ use super::{Env, LocalRank, RankError, hostlist};
 use crate::diag::Warning;
 use crate::diag::codes::W0216_NUMBERING_UNKNOWN;
 use crate::ids::Mark;
-use crate::plan::{Plan, RankBinding};
+use crate::plan::{Plan, RankBinding, numbering};
 use crate::variables::{
     GLOBAL_RANK, GROUP_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, NODE_ID,
-    NODE_RANK, NUMAPLAN_BOUND, NUMAPLAN_GROUP, RANK, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
+    NODE_RANK, RANK, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
     WORLD_SIZES,
 };
 
@@ -109,12 +109,10 @@ pub fn rank_environment(
         ),
         (MASTER_PORT, None),
     ]);
-    let mut out = BTreeMap::new();
-    // Which plan's rank it is, for `verify --match`; of which group, for a nested `bind`.
-    out.insert(NUMAPLAN_BOUND.to_string(), mark.to_string());
-    if let Some(g) = plan.group() {
-        out.insert(NUMAPLAN_GROUP.to_string(), g.name.clone());
-    }
+    let mut out: BTreeMap<String, String> = numbering::marks(plan, mark)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     for (k, v) in &rank.env {
         let keeps_own = local.by_gpu && VISIBILITY.contains(&k.as_str());
         if !TORCHRUN_NUMBERING.contains(&k.as_str()) && !keeps_own {
