@@ -387,7 +387,7 @@ impl Started {
     }
 }
 
-/// The child between fork and exec.
+/// The child between its start and exec.
 fn child(rank: &Prepared, streams: &Streams, parent: libc::pid_t, report: RawFd) -> ! {
     let fail = |step: Step, errno: i32, call: Option<Call>, read_back: Option<ReadBack>| -> ! {
         // SAFETY: plain data; all zeroes is a valid report.
@@ -427,24 +427,8 @@ fn child(rank: &Prepared, streams: &Streams, parent: libc::pid_t, report: RawFd)
         for s in super::signals::FORWARDED {
             libc::signal(s, libc::SIG_DFL);
         }
-        let targets = [
-            (streams.stdin.as_raw_fd(), 0),
-            (sink_fd(&streams.stdout), 1),
-            (sink_fd(&streams.stderr), 2),
-        ];
-        for (fd, target) in targets {
-            if fd < 0 {
-                continue;
-            }
-            // dup2 onto itself keeps close-on-exec set: clear it instead.
-            let ok = if fd == target {
-                libc::fcntl(fd, libc::F_SETFD, 0) == 0
-            } else {
-                libc::dup2(fd, target) == target
-            };
-            if !ok {
-                fail(Step::Setup, errno(), None, None);
-            }
+        if !take_streams(streams) {
+            fail(Step::Setup, errno(), None, None);
         }
     }
     if let Err(refused) = rank.bind.apply() {
@@ -469,6 +453,27 @@ fn child(rank: &Prepared, streams: &Streams, parent: libc::pid_t, report: RawFd)
         );
     }
     fail(Step::Exec, errno(), None, None)
+}
+
+/// The child's stdin, stdout and stderr made the rank's; `false` (errno set) when one could
+/// not be.
+fn take_streams(streams: &Streams) -> bool {
+    let targets = [
+        (streams.stdin.as_raw_fd(), 0),
+        (sink_fd(&streams.stdout), 1),
+        (sink_fd(&streams.stderr), 2),
+    ];
+    targets.into_iter().filter(|&(fd, _)| fd >= 0).all(|(fd, target)| {
+        // SAFETY: plain syscalls on descriptors `streams` owns. dup2 onto itself keeps
+        // close-on-exec set: clear it instead.
+        unsafe {
+            if fd == target {
+                libc::fcntl(fd, libc::F_SETFD, 0) == 0
+            } else {
+                libc::dup2(fd, target) == target
+            }
+        }
+    })
 }
 
 fn sink_fd(sink: &Sink) -> RawFd {
