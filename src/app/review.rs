@@ -9,7 +9,7 @@ use super::write::json;
 use crate::cli::{ColourChoice, DiffArgs, ExplainArgs, ExplainFormat, ReportFormat};
 use crate::error::Error;
 use crate::rank::RankError;
-use crate::review::{diff as plan_diff, explain as plan_explain, groups, picture, svg};
+use crate::review::{diff as plan_diff, explain as plan_explain, picture, svg};
 use crate::topology::Topology;
 
 pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
@@ -34,17 +34,9 @@ pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         .flat_map(|s| &s.notes)
         .map(|n| format!("note: {n}\n"))
         .collect();
-    let grouped = [&old, &new]
-        .iter()
-        .any(|s| s.iter().any(|s| s.plan.group().is_some()));
-    let report = match grouped {
-        true => {
-            let olds: Vec<_> = old.iter().map(side).collect();
-            let news: Vec<_> = new.iter().map(side).collect();
-            groups::AnyDiff::Groups(groups::diff_groups(&olds, &news))
-        }
-        false => groups::AnyDiff::One(Box::new(plan_diff::diff(&side(&old[0]), &side(&new[0])))),
-    };
+    let olds: Vec<_> = old.iter().map(side).collect();
+    let news: Vec<_> = new.iter().map(side).collect();
+    let report = plan_diff::diff_job(&olds, &news);
     let text = match args.format {
         ReportFormat::Text => notes + &report.render_text(),
         ReportFormat::Json => json(&report),
@@ -96,12 +88,12 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     let grouped = subjects.iter().any(|s| s.plan.group().is_some());
     let (mut parts, mut reports) = (Vec::new(), Vec::new());
     for mut s in subjects {
-        let heading = groups::heading(&s.plan);
+        let heading = plan_explain::heading(&s.plan);
         forced_banner(args, &mut s);
         match (s.plan.group(), args.format) {
             (Some(g), ExplainFormat::Json) => {
                 let topo = plan_topology(args, &s)?;
-                reports.push(groups::GroupExplain {
+                reports.push(plan_explain::GroupExplain {
                     group: g.name.clone(),
                     first_rank: s.plan.place.first_rank,
                     explain: plan_explain::report(&s.plan, topo, &s.notes),
@@ -113,7 +105,7 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     let text = match (grouped, args.format) {
         // One picture: of one group (checked above).
         (false, _) | (true, ExplainFormat::Svg) => parts.remove(0).1,
-        (true, ExplainFormat::Json) => json(&groups::GroupedExplain {
+        (true, ExplainFormat::Json) => json(&plan_explain::GroupedExplain {
             numaplan_explain: 1,
             groups: reports,
         }),

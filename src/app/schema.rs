@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 /// The JSON schema of a file format, as committed under `schemas/`.
 pub fn schema(which: SchemaKind) -> String {
-    use crate::review::{diff, explain, groups};
+    use crate::review::{diff, explain};
     let schema = match which {
         SchemaKind::Topology => value(schemars::schema_for!(fixture::FixtureFile)),
         SchemaKind::Job => value(schemars::schema_for!(crate::spec::raw::JobSpec)),
@@ -34,7 +34,7 @@ pub fn schema(which: SchemaKind) -> String {
             ("Report", value(schemars::schema_for!(explain::Report))),
             (
                 "GroupedExplain",
-                value(schemars::schema_for!(groups::GroupedExplain)),
+                value(schemars::schema_for!(explain::GroupedExplain)),
             ),
         ),
         SchemaKind::Diff => either(
@@ -44,7 +44,7 @@ pub fn schema(which: SchemaKind) -> String {
             ("Report", value(schemars::schema_for!(diff::Report))),
             (
                 "GroupedReport",
-                value(schemars::schema_for!(groups::GroupedReport)),
+                value(schemars::schema_for!(diff::GroupedReport)),
             ),
         ),
         SchemaKind::Bind => value(schemars::schema_for!(bind::Report)),

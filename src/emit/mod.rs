@@ -2,7 +2,6 @@
 //! `plan`, `ids`, `cpuset` and the spec's plain enums.
 
 pub mod context;
-pub mod groups;
 pub mod sbatch;
 pub mod templates;
 
@@ -93,7 +92,7 @@ fn render_groups(
         EmitKind::Torchrun => "torchrun-groups.sh.j2",
         EmitKind::Mpirun => "mpirun-groups.sh.j2",
     };
-    let ctx = minijinja::Value::from(minijinja::value::Serde(groups::groups(
+    let ctx = minijinja::Value::from(minijinja::value::Serde(sbatch::groups(
         plan, origin, plan_ids,
     )));
     templates::environment()

@@ -5,7 +5,7 @@ use crate::diag::Diagnostic;
 use crate::diag::codes::*;
 use crate::rank::RankError;
 use crate::rank::error::ranks_text;
-use crate::rank::group_shape::groups_text;
+use crate::rank::group::groups_text;
 
 pub(super) fn rank(e: &RankError) -> Diagnostic {
     let message = e.to_string();

@@ -89,6 +89,14 @@ pub struct MachineShape {
 }
 
 impl MachineShape {
+    /// `224 CPUs, 8 NUMA nodes, 8 GPUs`.
+    pub fn text(&self) -> String {
+        format!(
+            "{} CPUs, {} NUMA nodes, {} GPUs",
+            self.cpus, self.numa_nodes, self.gpus
+        )
+    }
+
     /// How `node` differs from this shape, one phrase per difference ("1 NUMA nodes, the plan
     /// expects 2"); empty when it matches.
     pub fn differences(&self, node: &MachineShape) -> Vec<String> {

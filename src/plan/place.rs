@@ -3,6 +3,8 @@
 //! group's name. What a rank needs to know of the rest of the world: its global rank and node,
 //! the world's size.
 
+use super::MachineShape;
+
 /// A plan's place in its job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Place {
@@ -45,4 +47,14 @@ impl Place {
             n => format!("ranks {}-{}", self.first_rank, self.first_rank + n - 1),
         }
     }
+}
+
+/// A group of a plan of several as `rank::group` finds a node's and its errors list them:
+/// its name, node count and machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupShape {
+    pub name: String,
+    pub nodes: u32,
+    pub topology: String,
+    pub shape: MachineShape,
 }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::group_shape::{GroupShape, shape_text};
+use super::group::GroupShape;
 use crate::plan::MachineShape;
 
 #[derive(Debug, thiserror::Error)]
@@ -115,7 +115,7 @@ pub enum RankError {
     #[error(
         "{} of the plan's groups has this node's shape ({})",
         match matching.len() { 0 => "none".to_string(), n => format!("more than one ({n}: {})", matching.join(", ")) },
-        shape_text(shape)
+        shape.text()
     )]
     GroupNotFound {
         shape: MachineShape,

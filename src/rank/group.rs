@@ -3,9 +3,9 @@
 //! Slurm component whose node list (`SLURM_JOB_NODELIST_HET_GROUP_<n>`) holds this host, else
 //! the one group whose machine has this node's shape. Pure: the environment comes in as a map.
 
-pub use super::group_shape::GroupShape;
 use super::{Env, RankError, hostlist};
 use crate::plan::MachineShape;
+pub use crate::plan::place::GroupShape;
 use crate::variables::NUMAPLAN_GROUP;
 
 /// What this node knows of itself.
@@ -104,6 +104,24 @@ fn by_shape(groups: &[GroupShape], node: &ThisNode) -> Result<usize, RankError> 
             groups: groups.to_vec(),
         }),
     }
+}
+
+/// The groups, one line each: `trainer: 2 nodes of nvidia-dgx-h100 (224 CPUs, 8 NUMA nodes,
+/// 8 GPUs)`.
+pub fn groups_text(groups: &[GroupShape]) -> String {
+    groups
+        .iter()
+        .map(|g| {
+            format!(
+                "`{}`: {} node(s) of {} ({})",
+                g.name,
+                g.nodes,
+                g.topology,
+                g.shape.text()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[cfg(test)]

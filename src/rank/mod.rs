@@ -10,7 +10,6 @@
 mod env;
 pub mod error;
 pub mod group;
-pub mod group_shape;
 pub mod hostlist;
 pub mod local_rank;
 pub mod numbering;

@@ -1,14 +1,12 @@
 //! `numaplan diff`: what a change does to placement, per rank, in words a reviewer reads.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::quality::{self, Quality};
-use super::{cores_of, id_list};
-use crate::ids::node_list;
-use crate::plan::{MemoryBinding, Plan, RankBinding};
+pub use super::rank_diff::{Change, RankChanges, memory};
+use super::rank_diff::rank_diffs;
+use crate::plan::Plan;
 use crate::topology::Topology;
 
 /// One side of a diff: a plan, where it came from, and its topology when known.
@@ -32,23 +30,6 @@ pub struct Report {
     pub summary: Summary,
 }
 
-#[derive(Debug, PartialEq, Serialize, JsonSchema)]
-pub struct Change {
-    /// The plan file's key (`cpus`, `numa_node`, `env.OMP_NUM_THREADS`, `policy`).
-    pub field: String,
-    pub old: String,
-    pub new: String,
-    /// What the change means (cores and L3 groups moved), when the topology tells.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct RankChanges {
-    pub rank: u32,
-    pub changes: Vec<Change>,
-}
-
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct Summary {
     pub ranks_changed: u32,
@@ -58,6 +39,17 @@ pub struct Summary {
     pub cores_moved: Option<u32>,
     pub quality_old: Option<Quality>,
     pub quality_new: Option<Quality>,
+}
+
+/// The diff of two jobs, each given as its groups' plans: a job of one group against another
+/// is the plans' diff (`Report`), as it always was; where either job has named groups, each
+/// group's diff, paired by name (`GroupedReport`).
+pub fn diff_job(old: &[Side], new: &[Side]) -> AnyDiff {
+    let grouped = old.iter().chain(new).any(|s| s.plan.group().is_some());
+    match (grouped, old, new) {
+        (false, [old], [new]) => AnyDiff::One(Box::new(diff(old, new))),
+        _ => AnyDiff::Groups(diff_groups(old, new)),
+    }
 }
 
 pub fn diff(old: &Side, new: &Side) -> Report {
@@ -126,225 +118,11 @@ fn plan_changes(old: &Side, new: &Side) -> Vec<Change> {
     plan
 }
 
-/// The ranks with changes, and the cores moved (an added or removed rank moves all its cores).
-fn rank_diffs(
-    old: &Plan,
-    new: &Plan,
-    topologies: Option<(&Topology, &Topology)>,
-) -> (Vec<RankChanges>, u32) {
-    let mut ranks = Vec::new();
-    let mut cores_moved = 0;
-    for i in 0..old.ranks.len().max(new.ranks.len()) {
-        let changes = match (old.ranks.get(i), new.ranks.get(i)) {
-            (Some(a), Some(b)) => {
-                let (changes, moved) = rank_changes(a, b, topologies);
-                cores_moved += moved;
-                changes
-            }
-            (Some(a), None) => {
-                cores_moved += a.cores;
-                vec![presence(a, Presence::Removed)]
-            }
-            (None, Some(b)) => {
-                cores_moved += b.cores;
-                vec![presence(b, Presence::Added)]
-            }
-            (None, None) => Vec::new(),
-        };
-        if !changes.is_empty() {
-            ranks.push(RankChanges {
-                rank: i as u32,
-                changes,
-            });
-        }
-    }
-    (ranks, cores_moved)
-}
-
 /// How a missing value reads (an unnamed plan, no command).
 const NONE: &str = "(none)";
 
 fn opt(s: &Option<String>) -> String {
     s.clone().unwrap_or_else(|| NONE.to_string())
-}
-
-enum Presence {
-    Added,
-    Removed,
-}
-
-/// A rank that exists on one side only: `field: rank`, the side it is on holds its CPUs.
-fn presence(r: &RankBinding, presence: Presence) -> Change {
-    let what = format!("CPUs {}", r.cpus);
-    let (old, new) = match presence {
-        Presence::Added => (String::new(), what),
-        Presence::Removed => (what, String::new()),
-    };
-    Change {
-        field: "rank".into(),
-        old,
-        new,
-        detail: None,
-    }
-}
-
-/// The changes of one rank, and how many cores it moved.
-fn rank_changes(
-    a: &RankBinding,
-    b: &RankBinding,
-    topologies: Option<(&Topology, &Topology)>,
-) -> (Vec<Change>, u32) {
-    let mut out = Vec::new();
-    let mut moved = 0;
-    let mut push = |field: &str, old: String, new: String, detail: Option<String>| {
-        if old != new {
-            out.push(Change {
-                field: field.into(),
-                old,
-                new,
-                detail,
-            });
-        }
-    };
-    let gpus = |r: &RankBinding| {
-        let v: Vec<String> = r.gpus.iter().map(|g| g.index.to_string()).collect();
-        if v.is_empty() {
-            "none".into()
-        } else {
-            v.join(",")
-        }
-    };
-    push("gpus", gpus(a), gpus(b), None);
-    let node = |r: &RankBinding| r.numa_node.map_or("none".into(), |n| n.to_string());
-    push("numa_node", node(a), node(b), None);
-    if a.cpus != b.cpus {
-        let detail = topologies.map(|(ta, tb)| {
-            let (text, m) = cpu_detail(ta, a, tb, b);
-            moved = m;
-            text
-        });
-        push("cpus", a.cpus.to_string(), b.cpus.to_string(), detail);
-    }
-    let nics = |r: &RankBinding| {
-        if r.nics.is_empty() {
-            "none".into()
-        } else {
-            r.nics.join(",")
-        }
-    };
-    push("nics", nics(a), nics(b), None);
-    push("memory", memory(&a.memory), memory(&b.memory), None);
-    let helpers = |r: &RankBinding| {
-        if r.helpers.is_empty() {
-            "none".into()
-        } else {
-            r.helpers.to_string()
-        }
-    };
-    push("helpers", helpers(a), helpers(b), None);
-    push("openmp", openmp(a), openmp(b), None);
-    let keys: BTreeSet<&String> = a.env.keys().chain(b.env.keys()).collect();
-    for k in keys {
-        let get = |r: &RankBinding| r.env.get(k).map_or("(unset)".to_string(), |v| v.clone());
-        push(&format!("env.{k}"), get(a), get(b), None);
-    }
-    (out, moved)
-}
-
-/// `8 threads, close over {0,64},{1,65}`, `none`: a rank's OpenMP placement in one line.
-fn openmp(r: &RankBinding) -> String {
-    let Some(o) = &r.openmp else {
-        return "none".into();
-    };
-    let places: Vec<String> = o.places.iter().map(|p| format!("{{{p}}}")).collect();
-    match places.is_empty() {
-        true => format!("{} threads, {}", o.threads, o.bind.name()),
-        false => format!(
-            "{} threads, {} over {}",
-            o.threads,
-            o.bind.name(),
-            places.join(",")
-        ),
-    }
-}
-
-/// `preferred:1`, `interleave:0-3`, `none`.
-pub fn memory(m: &MemoryBinding) -> String {
-    if m.nodes.is_empty() {
-        return m.policy.name().into();
-    }
-    format!("{}:{}", m.policy.name(), node_list(&m.nodes))
-}
-
-/// "4 cores moved from L3 group 3 to 4", and the number of cores moved.
-fn cpu_detail(ta: &Topology, a: &RankBinding, tb: &Topology, b: &RankBinding) -> (String, u32) {
-    // Cores are compared by their lowest CPU, which names the same core on both sides when the
-    // machine is the same.
-    let keys = |t: &Topology, r: &RankBinding| -> BTreeMap<u32, u32> {
-        cores_of(t, &r.cpus)
-            .into_iter()
-            .map(|i| (t.cores()[i].key(), t.cores()[i].l3.0))
-            .collect()
-    };
-    let (ka, kb) = (keys(ta, a), keys(tb, b));
-    let lost: BTreeMap<u32, u32> = ka
-        .iter()
-        .filter(|(k, _)| !kb.contains_key(k))
-        .map(|(k, v)| (*k, *v))
-        .collect();
-    let gained: BTreeMap<u32, u32> = kb
-        .iter()
-        .filter(|(k, _)| !ka.contains_key(k))
-        .map(|(k, v)| (*k, *v))
-        .collect();
-    let ids = |m: &BTreeMap<u32, u32>| id_list(m.values().copied());
-    let groups = |m: &BTreeMap<u32, u32>| {
-        let n = m.values().collect::<BTreeSet<_>>().len();
-        format!(
-            "{} {}",
-            if n == 1 { "L3 group" } else { "L3 groups" },
-            ids(m)
-        )
-    };
-    let cores = |n: usize| {
-        if n == 1 {
-            "1 core".to_string()
-        } else {
-            format!("{n} cores")
-        }
-    };
-    let moved = lost.len().max(gained.len()) as u32;
-    let text = match (lost.len(), gained.len()) {
-        (0, 0) => {
-            let per = |r: &RankBinding| r.cpus.len() / r.cores.max(1) as usize;
-            format!("same cores, {} -> {} threads per core", per(a), per(b))
-        }
-        (l, g) if l == g => format!(
-            "{} moved from {} to {}",
-            cores(l),
-            groups(&lost),
-            ids(&gained)
-        ),
-        (0, g) => format!("{} added in {}", cores(g), groups(&gained)),
-        (l, 0) => format!("{} dropped from {}", cores(l), groups(&lost)),
-        (l, g) => format!(
-            "{} dropped from {}, {} added in {}",
-            cores(l),
-            groups(&lost),
-            cores(g),
-            groups(&gained)
-        ),
-    };
-    // Cores alone understate a change of threads per core (`smt: one` -> `all`: 7 -> 16 CPUs
-    // is "1 core added"): then the CPUs too.
-    let per_core = |r: &RankBinding| (r.cpus.len(), r.cores.max(1) as usize);
-    let ((ca, na), (cb, nb)) = (per_core(a), per_core(b));
-    let text = match (lost.len(), gained.len()) {
-        (0, 0) => text,
-        _ if ca * nb != cb * na => format!("{text}, {ca} -> {cb} CPUs"),
-        _ => text,
-    };
-    (text, moved)
 }
 
 impl Report {
@@ -442,5 +220,130 @@ impl Summary {
             _ => s.push_str("; pass --topology for cores, L3 groups and quality figures"),
         }
         s
+    }
+}
+
+/// What became of a group between two plans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupStatus {
+    Same,
+    Changed,
+    Added,
+    Removed,
+}
+
+/// `diff --format json` of plans of several groups.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GroupedReport {
+    pub numaplan_diff: u32,
+    /// Every group of either plan: the old plan's in order, then the groups only the new
+    /// one has.
+    pub groups: Vec<GroupDiff>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GroupDiff {
+    /// The group's name; `null` for the one group of a plan without groups (a job whose nodes
+    /// are all alike), compared with a plan of several.
+    pub group: Option<String>,
+    pub status: GroupStatus,
+    /// The group's diff, where both plans have it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Report>,
+}
+
+/// A side's group name; `None` for the one group of a plan without groups.
+fn name<'a>(side: &Side<'a>) -> Option<&'a str> {
+    side.plan.group().map(|g| g.name.as_str())
+}
+
+/// The groups of two plans paired by name (the one group of a plan without groups pairs with
+/// its like alone), each pair diffed.
+fn diff_groups(old: &[Side], new: &[Side]) -> GroupedReport {
+    let mut groups = Vec::new();
+    for o in old {
+        let entry = match new.iter().find(|n| name(n) == name(o)) {
+            Some(n) => {
+                let report = diff(o, n);
+                let status = match report.is_empty() {
+                    true => GroupStatus::Same,
+                    false => GroupStatus::Changed,
+                };
+                (status, Some(report))
+            }
+            None => (GroupStatus::Removed, None),
+        };
+        groups.push(GroupDiff {
+            group: name(o).map(String::from),
+            status: entry.0,
+            diff: entry.1,
+        });
+    }
+    for n in new
+        .iter()
+        .filter(|n| !old.iter().any(|o| name(o) == name(n)))
+    {
+        groups.push(GroupDiff {
+            group: name(n).map(String::from),
+            status: GroupStatus::Added,
+            diff: None,
+        });
+    }
+    GroupedReport {
+        numaplan_diff: 1,
+        groups,
+    }
+}
+
+impl GroupedReport {
+    pub fn is_empty(&self) -> bool {
+        self.groups.iter().all(|g| g.status == GroupStatus::Same)
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut out = String::new();
+        for g in &self.groups {
+            let group = match &g.group {
+                Some(name) => format!("group `{name}`"),
+                None => "the plan without groups".to_string(),
+            };
+            match (&g.status, &g.diff) {
+                (GroupStatus::Same, _) => out.push_str(&format!("{group}: no change\n")),
+                (GroupStatus::Added, _) => out.push_str(&format!("{group}: added\n")),
+                (GroupStatus::Removed, _) => out.push_str(&format!("{group}: removed\n")),
+                (_, Some(report)) => {
+                    out.push_str(&format!("{group}:\n"));
+                    out.push_str(&report.render_text());
+                }
+                (_, None) => {}
+            }
+        }
+        out
+    }
+}
+
+/// `diff`'s report: of two plans of one group, or of plans of several (printed as the one or
+/// the other; `numaplan schema diff` tells them apart by `groups`).
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum AnyDiff {
+    One(Box<Report>),
+    Groups(GroupedReport),
+}
+
+impl AnyDiff {
+    pub fn is_empty(&self) -> bool {
+        match self {
+            AnyDiff::One(report) => report.is_empty(),
+            AnyDiff::Groups(report) => report.is_empty(),
+        }
+    }
+
+    pub fn render_text(&self) -> String {
+        match self {
+            AnyDiff::One(report) => report.render_text(),
+            AnyDiff::Groups(report) => report.render_text(),
+        }
     }
 }

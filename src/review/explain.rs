@@ -348,3 +348,33 @@ fn closeness(c: Closeness) -> &'static str {
 fn short_pci(s: &str) -> &str {
     s.strip_prefix("0000:").unwrap_or(s)
 }
+
+/// A group's heading: `group `trainer`: ranks 0-15 (2 nodes x 8), on nvidia-dgx-h100`.
+pub fn heading(plan: &Plan) -> Option<String> {
+    let g = plan.group()?;
+    let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
+    let span = plan.place.span(ranks);
+    Some(format!(
+        "group `{}`: {span} of {} ({} node(s) x {}), on {}",
+        g.name,
+        plan.world_size(),
+        plan.nodes,
+        plan.ranks_per_node,
+        plan.topology
+    ))
+}
+
+/// `explain --format json` of a plan of several groups: each group's report with its name and
+/// first global rank.
+#[derive(Serialize, JsonSchema)]
+pub struct GroupedExplain {
+    pub numaplan_explain: u32,
+    pub groups: Vec<GroupExplain>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct GroupExplain {
+    pub group: String,
+    pub first_rank: u64,
+    pub explain: Report,
+}

@@ -4,10 +4,10 @@
 
 pub mod diff;
 pub mod explain;
-pub mod groups;
 pub mod mpibind;
 pub mod picture;
 pub mod quality;
+mod rank_diff;
 pub mod svg;
 
 use std::collections::BTreeSet;
