@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::ExecError;
 use crate::ids::{Mark, PlanId};
-use crate::plan::{Plan, numbering};
+use crate::plan::{Plan, environment};
 pub use crate::sys::process::Check;
 
 /// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
@@ -91,13 +91,13 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
                 local_rank: r.local_rank,
                 without_memory: opts.without_memory,
             };
-            env.extend(numbering::marks(plan, &mark).into_iter().map(|(k, v)| (k.to_string(), v)));
+            env.extend(environment::marks(plan, &mark).into_iter().map(|(k, v)| (k.to_string(), v)));
             let node = opts.place.node_rank;
             // Of a group, numbered in the whole job: after the groups before it.
             let rank = plan.global_rank(node, r.local_rank) as u32;
             if plan.world_nodes() > 1 {
                 let node = plan.global_node(node);
-                let place = numbering::node_place(rank.into(), node, &opts.place.master_addr);
+                let place = environment::node_place(rank.into(), node, &opts.place.master_addr);
                 env.extend(place.map(|(k, v)| (k.to_string(), v)));
             }
             let mut argv: Vec<OsString> = plan.command.iter().map(OsString::from).collect();

@@ -4,7 +4,7 @@
 
 pub mod check;
 pub mod job;
-pub mod numbering;
+pub mod environment;
 pub mod place;
 mod shown_policy;
 

@@ -8,7 +8,7 @@ use super::{Env, LocalRank, RankError, hostlist};
 use crate::diag::Warning;
 use crate::diag::codes::W0216_NUMBERING_UNKNOWN;
 use crate::ids::Mark;
-use crate::plan::{Plan, RankBinding, numbering};
+use crate::plan::{Plan, RankBinding, environment};
 use crate::variables::{
     GLOBAL_RANK, GROUP_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, NODE_ID,
     NODE_RANK, RANK, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
@@ -109,7 +109,7 @@ pub fn rank_environment(
         ),
         (MASTER_PORT, None),
     ]);
-    let mut out: BTreeMap<String, String> = numbering::marks(plan, mark)
+    let mut out: BTreeMap<String, String> = environment::marks(plan, mark)
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();

@@ -8,6 +8,7 @@
 
 use crate::cpuset::CpuSet;
 use crate::plan::OpenMpBinding;
+use crate::plan::environment::Visible;
 use crate::spec::validate::MAX_ARG_LEN;
 use crate::spec::{OpenMpSpec, Places, ProcBind, Spec, Threads};
 use crate::topology::Topology;
@@ -26,6 +27,9 @@ pub struct Inside {
     /// The variables steps 3 and 5 set besides the thread count (the helper and OpenMP ones,
     /// when asked for).
     pub env: Vec<(&'static str, String)>,
+    /// The GPUs the rank sees, where its policy says (mpibind's does, for every runtime of the
+    /// job's GPUs, none included); `None`: the spec's `visible:` says.
+    pub visible: Option<Vec<Visible>>,
 }
 
 /// `sharers`: how many ranks (this one included) may run on some of its CPUs, for its fair
@@ -51,6 +55,7 @@ pub fn inside(
             openmp: None,
             threads: fair_share(compute_cores, sharers),
             env,
+            visible: None,
         });
     };
     let threads = thread_count(omp.threads, compute_cores, compute.len() as u32);
@@ -82,6 +87,7 @@ pub fn inside(
         threads: binding.threads,
         openmp: Some(binding),
         env,
+        visible: None,
     })
 }
 

@@ -26,7 +26,7 @@ pub use error::{ResolveError, ResolveErrorKind, SpecKey};
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
 use crate::plan::place::Place;
-use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding, numbering};
+use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding, environment};
 use crate::spec::{GpuChoice, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
@@ -312,9 +312,9 @@ fn rank_binding(
     }
 }
 
-/// docs/policies.md, "Memory, NICs and each rank's environment": torchrun's variables, the variables of what runs inside
-/// the rank (`OMP_NUM_THREADS`; with `cpu.helpers` and `openmp:` theirs), device visibility,
-/// the NIC's variables, then the spec's `env:`, which wins.
+/// docs/policies.md, "Memory, NICs and each rank's environment": the parts of a rank's
+/// environment (`plan::environment::planned` writes them): its numbering, what runs inside it,
+/// the GPUs it sees, its NIC's variables and the spec's `env:`.
 fn environment(
     spec: &Spec,
     ranks_per_node: u32,
@@ -322,55 +322,52 @@ fn environment(
     inside: &inside::Inside,
     nic: Option<&Nic>,
 ) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    let mut set = |k: &str, v: String| {
-        env.insert(k.to_string(), v);
+    // A policy that says which GPUs each rank sees (mpibind's) has the last word; else
+    // `visible: own` shows a rank its own GPUs.
+    let visible = match (&inside.visible, spec.visible) {
+        (Some(visible), _) => visible.clone(),
+        (None, Visibility::Own) => own_gpus(unit),
+        (None, _) => Vec::new(),
     };
-    // Validation bounds nodes x ranks per node to a u32.
-    let world = u64::from(ranks_per_node) * u64::from(spec.nodes);
-    for (k, v) in numbering::of_rank(unit.local_rank, ranks_per_node, world, spec.port) {
-        set(k, v);
-    }
-    set(OMP_NUM_THREADS, inside.threads.to_string());
-    for (k, v) in &inside.env {
-        set(k, v.clone());
-    }
-    if spec.nodes == 1 {
-        let rank = u64::from(unit.local_rank);
-        for (k, v) in numbering::node_place(rank, 0, &spec.master_addr) {
-            set(k, v);
-        }
-    }
     // `gpus: visible` chose by a variable: every rank sees what the plan was made for, not
     // whatever the variable says (or does not) where it runs.
-    if let (Visibility::All, GpuChoice::Visible(Some((variable, value)))) =
-        (spec.visible, &spec.gpus)
-    {
-        set(variable, value.clone());
-    }
-    if spec.visible == Visibility::Own {
-        for vendor in [Vendor::Nvidia, Vendor::Amd, Vendor::Intel] {
-            let var = visibility_variable(vendor);
-            let ids: Vec<String> = unit
+    let chosen = match (spec.visible, &spec.gpus) {
+        (Visibility::All, GpuChoice::Visible(Some((variable, value)))) => {
+            Some((variable.as_str(), value.as_str()))
+        }
+        _ => None,
+    };
+    let nic = nic.map(nics::env).unwrap_or_default();
+    environment::planned(&environment::Parts {
+        local_rank: unit.local_rank,
+        ranks_per_node,
+        nodes: spec.nodes,
+        port: spec.port,
+        master_addr: &spec.master_addr,
+        threads: inside.threads,
+        inside: &inside.env,
+        visible: &visible,
+        chosen,
+        nic: &nic,
+        user: &spec.env,
+    })
+}
+
+/// A rank's own GPUs, by each vendor's variable, for the vendors it has GPUs of.
+fn own_gpus(unit: &Unit) -> Vec<environment::Visible> {
+    [Vendor::Nvidia, Vendor::Amd, Vendor::Intel]
+        .into_iter()
+        .map(|vendor| environment::Visible {
+            variable: visibility_variable(vendor),
+            gpus: unit
                 .gpus
                 .iter()
                 .filter(|g| g.vendor == vendor)
-                .map(|g| g.index.to_string())
-                .collect();
-            if !ids.is_empty() {
-                set(var, ids.join(","));
-            }
-        }
-    }
-    if let Some(n) = nic {
-        for (k, v) in nics::env(n) {
-            set(k, v);
-        }
-    }
-    for (k, v) in &spec.env {
-        set(k, v.clone());
-    }
-    env
+                .map(|g| g.index)
+                .collect(),
+        })
+        .filter(|v| !v.gpus.is_empty())
+        .collect()
 }
 
 /// On a hybrid machine, says when a rank's CPUs are cores of different speeds: a synchronous job

@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::context::{Mapped, Placement, Unit, visibility_variable};
+use crate::plan::environment::Visible;
 use super::error::{MpibindRestriction, ResolveError, ResolveErrorKind};
 use super::inside::Inside;
 use crate::cpuset::CpuSet;
@@ -329,18 +330,22 @@ fn rank_parts<'t>(
             .iter()
             .filter_map(|pci| selected.iter().find(|g| g.pci == *pci).copied())
             .collect();
-        let mut env = vec![
+        let env = vec![
             (OMP_PLACES, "threads".to_string()),
             (OMP_PROC_BIND, "spread".to_string()),
         ];
-        for vendor in &vendors {
-            let ids: Vec<String> = gpus
-                .iter()
-                .filter(|g| g.vendor == *vendor)
-                .map(|g| g.index.to_string())
-                .collect();
-            env.push((visibility_variable(*vendor), ids.join(",")));
-        }
+        // Every runtime of the job's GPUs is told, a task without GPUs of it seeing none.
+        let visible = vendors
+            .iter()
+            .map(|vendor| Visible {
+                variable: visibility_variable(*vendor),
+                gpus: gpus
+                    .iter()
+                    .filter(|g| g.vendor == *vendor)
+                    .map(|g| g.index)
+                    .collect(),
+            })
+            .collect();
         mapped.units.push(Unit {
             local_rank: rank as u32,
             gpus,
@@ -359,6 +364,7 @@ fn rank_parts<'t>(
             openmp: None,
             threads: task.threads,
             env,
+            visible: Some(visible),
         });
     }
     mapped
