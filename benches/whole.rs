@@ -18,7 +18,16 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-const NUMAPLAN: &str = env!("CARGO_BIN_EXE_numaplan");
+/// The numaplan measured: this build's, or another's (`NUMAPLAN_BENCH_BIN=PATH`), so that
+/// builds before and after a change are measured by one harness, each against the same
+/// alternative in one run.
+fn numaplan() -> &'static str {
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var("NUMAPLAN_BENCH_BIN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_numaplan").to_string())
+    })
+}
 
 /// One process run: wall time (ms) and peak RSS (KiB).
 #[derive(Clone, Copy)]
@@ -462,13 +471,13 @@ fn machines(o: &Options, dir: &Path, out: &mut String) {
                     "{label}: `compile --topology X.xml` vs `hwloc-distrib --input X.xml {}`",
                     m.gpus
                 ),
-                &argv(&[NUMAPLAN, "-q", "compile", &j, "--topology", &x]),
+                &argv(&[numaplan(), "-q", "compile", &j, "--topology", &x]),
                 &argv(&["hwloc-distrib", "--input", &x, &m.gpus.to_string()]),
                 o.runs,
             );
             let (row, ms) = alone(
                 &format!("{label}: `compile --topology X.json` (a fixture)"),
-                &argv(&[NUMAPLAN, "-q", "compile", &j, "--topology", &f]),
+                &argv(&[numaplan(), "-q", "compile", &j, "--topology", &f]),
                 o.runs,
             );
             fixture_rows += &row;
@@ -477,7 +486,7 @@ fn machines(o: &Options, dir: &Path, out: &mut String) {
         if wants(o, "topo") {
             topo_rows += &pair(
                 &format!("{label}: `topo --topology X.xml` vs `lstopo-no-graphics -i X.xml`"),
-                &argv(&[NUMAPLAN, "topo", "--topology", &x]),
+                &argv(&[numaplan(), "topo", "--topology", &x]),
                 &argv(&["lstopo-no-graphics", "-i", &x]),
                 o.runs,
             );
@@ -538,8 +547,8 @@ fn mpibind(o: &Options, dir: &Path, out: &mut String) {
         let (m, a, x) = (job("mpibind"), job("auto"), path(&xml));
         out.push_str(&pair(
             &format!("{label}: `compile --topology X.xml`, mpibind vs auto ({ranks} ranks)"),
-            &argv(&[NUMAPLAN, "-q", "compile", &m, "--topology", &x]),
-            &argv(&[NUMAPLAN, "-q", "compile", &a, "--topology", &x]),
+            &argv(&[numaplan(), "-q", "compile", &m, "--topology", &x]),
+            &argv(&[numaplan(), "-q", "compile", &a, "--topology", &x]),
             o.runs,
         ));
     }
@@ -574,16 +583,17 @@ fn groups(o: &Options, dir: &Path, out: &mut String) {
     let trainers = write("trainers.yaml", "nodes: 2\n".into());
     let rollout = write("rollout.yaml", "gpus: 4\n".into());
     let head = write("head.yaml", "gpus: none\nranks_per_node: 1\n".into());
+    let bin = numaplan();
     let three = format!(
-        "{NUMAPLAN} -q compile {trainers} --topology {h100} >/dev/null && \
-         {NUMAPLAN} -q compile {rollout} --topology {a100} >/dev/null && \
-         {NUMAPLAN} -q compile {head} --topology {genoa} >/dev/null"
+        "{bin} -q compile {trainers} --topology {h100} >/dev/null && \
+         {bin} -q compile {rollout} --topology {a100} >/dev/null && \
+         {bin} -q compile {head} --topology {genoa} >/dev/null"
     );
     out.push_str("\n### a job of three groups vs its groups as three jobs\n\n");
     out.push_str(HEADER);
     out.push_str(&pair(
         "3 groups (2 x DGX H100, DGX A100, Genoa head): one `compile` vs three",
-        &argv(&[NUMAPLAN, "-q", "compile", &grouped]),
+        &argv(&[numaplan(), "-q", "compile", &grouped]),
         &sh(&three),
         o.runs,
     ));
@@ -598,7 +608,7 @@ fn bind_in_a_group(o: &Options, dir: &Path, out: &mut String) {
         let job = dir.join(format!("{name}.yaml"));
         std::fs::write(&job, spec).unwrap();
         let plan = dir.join(format!("{name}.plan.yaml"));
-        let done = Command::new(NUMAPLAN)
+        let done = Command::new(numaplan())
             .args(["-q", "compile", &path(&job), "-o", &path(&plan)])
             .status()
             .unwrap();
@@ -614,7 +624,7 @@ fn bind_in_a_group(o: &Options, dir: &Path, out: &mut String) {
     let single = compile("bind-one", one);
     let bind = |plan: &str, group: &[&str]| {
         let words = [
-            &[NUMAPLAN, "-q", "bind", plan][..],
+            &[numaplan(), "-q", "bind", plan][..],
             group,
             &["--local-rank", "0"],
         ];
@@ -631,7 +641,7 @@ fn bind_in_a_group(o: &Options, dir: &Path, out: &mut String) {
 /// The XML and the fixture describe one machine: the job compiles to the same ranks on both.
 fn same_plan(job: &str, xml: &str, fixture: &str) {
     let ranks = |topology: &str| {
-        let out = Command::new(NUMAPLAN)
+        let out = Command::new(numaplan())
             .args([
                 "-q",
                 "compile",
@@ -675,7 +685,7 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
                 format!("command: [\"true\"]\ngpus: none\nranks_per_node: {ranks}\ncpu: {{policy: node}}\nmemory: {{policy: bind}}\n"),
             )
             .unwrap();
-            let compiled = Command::new(NUMAPLAN)
+            let compiled = Command::new(numaplan())
                 .args(["-q", "compile"])
                 .arg(dir.join(format!("exec-{ranks}.job.yaml")))
                 .arg("-o")
@@ -693,7 +703,7 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
                 "for r in {words}; do LOCAL_RANK=$r numactl --physcpubind=0-{last} --membind=0 /bin/true & done; wait"
             );
             for (mode, extra) in [("prefixed", None), ("--no-prefix", Some("--no-prefix"))] {
-                let mut a = argv(&[NUMAPLAN, "-q", "exec", &p]);
+                let mut a = argv(&[numaplan(), "-q", "exec", &p]);
                 a.extend(extra.map(String::from));
                 out.push_str(&pair(
                     &format!("{ranks} ranks of `true`, {mode}, vs a bare bash loop"),
@@ -720,7 +730,7 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
         )
         .unwrap();
         let plan = dir.join("bind.yaml");
-        let ok = Command::new(NUMAPLAN)
+        let ok = Command::new(numaplan())
             .args(["-q", "compile"])
             .arg(&job)
             .arg("-o")
@@ -730,7 +740,7 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
         assert!(ok.success());
         out.push_str(&pair(
             "one rank: `bind --local-rank 1 plan.yaml -- true` vs `numactl --physcpubind=1 --membind=0 true`",
-            &argv(&[NUMAPLAN, "-q", "bind", "--local-rank", "1", &path(&plan), "--", "true"]),
+            &argv(&[numaplan(), "-q", "bind", "--local-rank", "1", &path(&plan), "--", "true"]),
             &argv(&["numactl", "--physcpubind=1", "--membind=0", "true"]),
             o.runs,
         ));
@@ -749,7 +759,7 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
         .unwrap();
         out.push_str(&pair_in(
             "under torchrun: `LOCAL_RANK=1 bind plan.yaml -- true` vs `LOCAL_RANK=1 trampoline.sh true` (`exec numactl --physcpubind=$LOCAL_RANK --membind=0 \"$@\"`)",
-            &argv(&[NUMAPLAN, "-q", "bind", &path(&plan), "--", "true"]),
+            &argv(&[numaplan(), "-q", "bind", &path(&plan), "--", "true"]),
             &argv(&[&path(&trampoline), "true"]),
             o.runs,
             &[("LOCAL_RANK", "1")],
@@ -763,7 +773,7 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
             )
             .unwrap();
             let big = dir.join(format!("bind{ranks}.{format}"));
-            let ok = Command::new(NUMAPLAN)
+            let ok = Command::new(numaplan())
                 .args(["-q", "compile", "--format", format])
                 .arg(&job)
                 .arg("-o")
@@ -775,7 +785,7 @@ fn launches(o: &Options, dir: &Path, out: &mut String) {
                 &format!(
                     "the same, a plan of {ranks} ranks as {format} (three `env:` variables each)"
                 ),
-                &argv(&[NUMAPLAN, "-q", "bind", &path(&big), "--", "true"]),
+                &argv(&[numaplan(), "-q", "bind", &path(&big), "--", "true"]),
                 &argv(&[&path(&trampoline), "true"]),
                 o.runs,
                 &[("LOCAL_RANK", "1")],
@@ -937,7 +947,7 @@ fn verifies(o: &Options, dir: &Path, out: &mut String) {
             dir.join(format!("{name}.yaml")),
         );
         std::fs::write(&job_path, job).unwrap();
-        let ok = Command::new(NUMAPLAN)
+        let ok = Command::new(numaplan())
             .args(["-q", "compile"])
             .arg(&job_path)
             .arg("-o")
@@ -959,7 +969,7 @@ fn verifies(o: &Options, dir: &Path, out: &mut String) {
             &format!(
                 "a rank with {gib} GiB resident: `verify plan.yaml --pids PID` vs `numastat -p PID`"
             ),
-            &argv(&[NUMAPLAN, "verify", &one, "--pids", &rank.pid()]),
+            &argv(&[numaplan(), "verify", &one, "--pids", &rank.pid()]),
             &argv(&["numastat", "-p", &rank.pid()]),
             o.runs,
         ));
@@ -967,7 +977,7 @@ fn verifies(o: &Options, dir: &Path, out: &mut String) {
     let rank = Held::start(64, 20_000);
     out.push_str(&pair(
         "a rank with 20,000 mappings: `verify plan.yaml --pids PID` vs `numastat -p PID`",
-        &argv(&[NUMAPLAN, "verify", &one, "--pids", &rank.pid()]),
+        &argv(&[numaplan(), "verify", &one, "--pids", &rank.pid()]),
         &argv(&["numastat", "-p", &rank.pid()]),
         o.runs,
     ));
@@ -981,7 +991,7 @@ fn verifies(o: &Options, dir: &Path, out: &mut String) {
     );
     let ranks: Vec<Held> = (0..64).map(|_| Held::start(16, 3000)).collect();
     let mut args = argv(&[
-        NUMAPLAN,
+        numaplan(),
         "verify",
         &many,
         "--watch",

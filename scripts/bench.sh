@@ -4,6 +4,7 @@
 # machine. Prints the machine, the command and Markdown tables for BENCHMARKS.md. Run by hand
 # on an idle machine; arguments go to the harness (--runs N, --sizes 256,1024, --only
 # compile|topo|mpibind|groups|exec|readback|bind|verify). Needs hwloc (hwloc-distrib, lstopo-no-graphics) and numactl (numastat).
+# NUMAPLAN_BENCH_BIN=PATH measures another build of numaplan (before and after a change, in one run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh >&2
