@@ -91,7 +91,7 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
                 local_rank: r.local_rank,
                 without_memory: opts.without_memory,
             };
-            env.extend(environment::marks(plan, &mark).into_iter().map(|(k, v)| (k.to_string(), v)));
+            env.extend(environment::marks(plan, &mark));
             let node = opts.place.node_rank;
             // Of a group, numbered in the whole job: after the groups before it.
             let rank = plan.global_rank(node, r.local_rank) as u32;

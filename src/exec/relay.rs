@@ -75,7 +75,9 @@ pub struct Relays(Option<JoinHandle<Vec<(u32, Stream)>>>);
 
 impl Relays {
     pub fn join(self) -> Vec<(u32, Stream)> {
-        self.0.map(|t| t.join().unwrap_or_default()).unwrap_or_default()
+        self.0
+            .map(|t| t.join().unwrap_or_default())
+            .unwrap_or_default()
     }
 }
 

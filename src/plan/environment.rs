@@ -112,10 +112,10 @@ pub fn node_place(rank: u64, node: u64, master_addr: &str) -> [(&'static str, St
 /// What a started rank carries beside its plan's variables: which plan's rank it is (its mark,
 /// for `verify --match`) and, in a job of several groups, of which group (for a nested `bind`
 /// or `verify`).
-pub fn marks(plan: &Plan, mark: &Mark) -> Vec<(&'static str, String)> {
-    let mut marks = vec![(NUMAPLAN_BOUND, mark.to_string())];
+pub fn marks(plan: &Plan, mark: &Mark) -> Vec<(String, String)> {
+    let mut marks = vec![(NUMAPLAN_BOUND.to_string(), mark.to_string())];
     if let Some(g) = plan.group() {
-        marks.push((NUMAPLAN_GROUP, g.name.clone()));
+        marks.push((NUMAPLAN_GROUP.to_string(), g.name.clone()));
     }
     marks
 }

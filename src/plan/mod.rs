@@ -3,8 +3,8 @@
 //! must hold, every field against the others.
 
 pub mod check;
-pub mod job;
 pub mod environment;
+pub mod job;
 pub mod place;
 mod shown_policy;
 

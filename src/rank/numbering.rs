@@ -11,8 +11,7 @@ use crate::ids::Mark;
 use crate::plan::{Plan, RankBinding, environment};
 use crate::variables::{
     GLOBAL_RANK, GROUP_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, NODE_ID,
-    NODE_RANK, RANK, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE,
-    WORLD_SIZES,
+    NODE_RANK, RANK, TORCHRUN_NUMBERING, VISIBILITY, WORLD_SIZE, WORLD_SIZES,
 };
 
 /// Checks the local rank, the launcher's local size and the job's size (nodes x ranks per node)
@@ -109,10 +108,7 @@ pub fn rank_environment(
         ),
         (MASTER_PORT, None),
     ]);
-    let mut out: BTreeMap<String, String> = environment::marks(plan, mark)
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+    let mut out: BTreeMap<String, String> = environment::marks(plan, mark).into_iter().collect();
     for (k, v) in &rank.env {
         let keeps_own = local.by_gpu && VISIBILITY.contains(&k.as_str());
         if !TORCHRUN_NUMBERING.contains(&k.as_str()) && !keeps_own {

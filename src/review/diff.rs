@@ -4,8 +4,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::quality::{self, Quality};
-pub use super::rank_diff::{Change, RankChanges, memory};
 use super::rank_diff::rank_diffs;
+pub use super::rank_diff::{Change, RankChanges, memory};
 use crate::plan::Plan;
 use crate::topology::Topology;
 

@@ -242,4 +242,3 @@ fn cpu_detail(ta: &Topology, a: &RankBinding, tb: &Topology, b: &RankBinding) ->
     };
     (text, moved)
 }
-

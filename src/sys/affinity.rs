@@ -440,6 +440,10 @@ mod tests {
         assert!(allowed.is_ok(), "node 0 may be bound to");
         let refused = refused.expect_err("a node no machine has is refused");
         assert_eq!(refused.call, Call::SetMempolicy);
-        assert!(after.is_none(), "the thread keeps prefer:0: {:?}", after.map(|a| a.memory()));
+        assert!(
+            after.is_none(),
+            "the thread keeps prefer:0: {:?}",
+            after.map(|a| a.memory())
+        );
     }
 }

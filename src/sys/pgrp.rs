@@ -193,12 +193,18 @@ mod tests {
 
     #[test]
     fn the_wait_ends_when_a_rank_ends_not_at_its_timeout() {
-        let mut child = std::process::Command::new("sleep").arg("0.05").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.05")
+            .spawn()
+            .unwrap();
         let pid = child.id();
         let exits = Exits::open(std::iter::once(pid));
         let began = Instant::now();
         exits.wait(&[pid], Duration::from_secs(30));
-        assert!(began.elapsed() < Duration::from_secs(20), "woken by the exit");
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "woken by the exit"
+        );
         assert!(ended(pid).unwrap().is_some_and(|s| s.success()));
         assert!(child.wait().unwrap().success());
     }

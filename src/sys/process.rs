@@ -463,17 +463,20 @@ fn take_streams(streams: &Streams) -> bool {
         (sink_fd(&streams.stdout), 1),
         (sink_fd(&streams.stderr), 2),
     ];
-    targets.into_iter().filter(|&(fd, _)| fd >= 0).all(|(fd, target)| {
-        // SAFETY: plain syscalls on descriptors `streams` owns. dup2 onto itself keeps
-        // close-on-exec set: clear it instead.
-        unsafe {
-            if fd == target {
-                libc::fcntl(fd, libc::F_SETFD, 0) == 0
-            } else {
-                libc::dup2(fd, target) == target
+    targets
+        .into_iter()
+        .filter(|&(fd, _)| fd >= 0)
+        .all(|(fd, target)| {
+            // SAFETY: plain syscalls on descriptors `streams` owns. dup2 onto itself keeps
+            // close-on-exec set: clear it instead.
+            unsafe {
+                if fd == target {
+                    libc::fcntl(fd, libc::F_SETFD, 0) == 0
+                } else {
+                    libc::dup2(fd, target) == target
+                }
             }
-        }
-    })
+        })
 }
 
 fn sink_fd(sink: &Sink) -> RawFd {

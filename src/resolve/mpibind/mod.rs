@@ -15,13 +15,13 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::context::{Mapped, Placement, Unit, visibility_variable};
-use crate::plan::environment::Visible;
 use super::error::{MpibindRestriction, ResolveError, ResolveErrorKind};
 use super::inside::Inside;
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
 use crate::ids::NodeId;
 use crate::pci_addr::PciAddr;
+use crate::plan::environment::Visible;
 use crate::spec::{CpuOption, Smt, Spec};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Vendor};
