@@ -6,6 +6,9 @@
 /// What tells a process started by someone else's code its local rank (a number or `gpu`), as
 /// `bind --local-rank` does. The user's alone: numaplan reads it and never sets it.
 pub const NUMAPLAN_LOCAL_RANK: &str = "NUMAPLAN_LOCAL_RANK";
+/// The plan a rank was started from, where numaplan (and `numaplan.check_binding()`) finds it
+/// when given none: a path, `env:VAR`, or the plan itself (the generated scripts hand it so).
+pub const NUMAPLAN_PLAN: &str = "NUMAPLAN_PLAN";
 /// Which group of a plan of several groups this node runs (`rank::group`).
 pub const NUMAPLAN_GROUP: &str = "NUMAPLAN_GROUP";
 
@@ -96,4 +99,27 @@ pub const VISIBILITY: [&str; 4] = [
     ROCR_VISIBLE_DEVICES,
     HIP_VISIBLE_DEVICES,
     ZE_AFFINITY_MASK,
+];
+
+/// TensorRT-LLM's switch of its own worker affinity: unset, it sets its NVML mask where the
+/// affinity is unconstrained and clears a constrained one; `0` leaves the affinity as it is.
+pub const TLLM_NUMA_AWARE_WORKER_AFFINITY: &str = "TLLM_NUMA_AWARE_WORKER_AFFINITY";
+/// SGLang's binding of each worker to its GPU's first NUMA node where no `--numa-node` is
+/// given (on by default); `0` turns it off.
+pub const SGLANG_AUTO_NUMA_BIND: &str = "SGLANG_AUTO_NUMA_BIND";
+/// vLLM's table of each GPU's NIC (`GPU_BUS_ID=NIC_BUS_ID,...`) and the variables it sets
+/// from it in each worker.
+pub const VLLM_GPU_NIC_PCIE_MAPPING: &str = "VLLM_GPU_NIC_PCIE_MAPPING";
+pub const VLLM_NIC_SELECTION_VARS: &str = "VLLM_NIC_SELECTION_VARS";
+
+/// The variables that name a rank's NIC to NCCL, UCX and libfabric (`resolve::nics`).
+pub const NCCL_IB_HCA: &str = "NCCL_IB_HCA";
+pub const UCX_NET_DEVICES: &str = "UCX_NET_DEVICES";
+pub const FI_PROVIDER: &str = "FI_PROVIDER";
+pub const NCCL_SOCKET_IFNAME: &str = "NCCL_SOCKET_IFNAME";
+pub const NIC_VARIABLES: [&str; 4] = [
+    NCCL_IB_HCA,
+    UCX_NET_DEVICES,
+    FI_PROVIDER,
+    NCCL_SOCKET_IFNAME,
 ];

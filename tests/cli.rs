@@ -229,7 +229,14 @@ fn bash_completes_subcommands_flags_and_values() {
     );
     assert_eq!(
         bash_completes(&script, &["numaplan", "compile", "--emit", ""]),
-        ["bash", "sbatch", "sbatch-exec", "torchrun", "mpirun"]
+        [
+            "bash",
+            "sbatch",
+            "sbatch-exec",
+            "torchrun",
+            "mpirun",
+            "vllm"
+        ]
     );
     for shell in ["zsh", "fish"] {
         let script = numaplan(&["completions", shell]).ok();
@@ -436,8 +443,13 @@ fn bash_completes_files_spec_keys_and_codes() {
         keys.contains(&"cpu.policy=exclusive".to_string()),
         "{keys:?}"
     );
-    let keys = bash_completes(&script, &["numaplan", "exec", "--set", "en"]);
+    let keys = bash_completes(&script, &["numaplan", "exec", "--set", "env"]);
     assert_eq!(keys, ["env."]);
+    let keys = bash_completes(&script, &["numaplan", "exec", "--set", "eng"]);
+    assert_eq!(
+        keys,
+        ["engine=", "engine=vllm", "engine=sglang", "engine=trtllm"]
+    );
     // mpibind's knobs are spec keys like any other.
     let keys = bash_completes(&script, &["numaplan", "exec", "--set", "cpu.gpu_"]);
     assert!(

@@ -499,7 +499,8 @@ fn dry_run_and_multi_node_places() {
     let stdout = text(&flags.stdout);
     assert!(stdout.contains("GROUP_RANK=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=head MASTER_PORT=29500 NODE_RANK=1 NUMAPLAN_BOUND="), "{stdout}");
     // The mark: this plan's id (as `verify` computes it) and the local rank.
-    assert!(stdout.contains(":1 OMP_NUM_THREADS="), "{stdout}");
+    // Then where the rank finds its plan again (`numaplan.check_binding()`): the file's path.
+    assert!(stdout.contains(":1 NUMAPLAN_PLAN=/"), "{stdout}");
     assert!(
         stdout.contains(" RANK=3 WORLD_SIZE=4\n  argv python train.py --lr 3e-4\n"),
         "{stdout}"

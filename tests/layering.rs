@@ -20,7 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("plan", &["spec", "diag"]),
     ("resolve", &["plan", "spec", "topology", "diag"]),
     ("plan_file", &["provenance", "plan", "spec", "yaml", "diag"]),
-    ("emit", &["provenance", "plan", "spec", "topology"]),
+    ("emit", &["provenance", "plan", "spec", "topology", "diag"]),
     ("rank", &["plan", "diag"]),
     ("observe", &["rank", "plan", "spec", "sys"]),
     ("exec", &["plan", "spec", "sys"]),

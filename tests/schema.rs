@@ -285,6 +285,7 @@ fn the_job_schema_helps_editors() {
         "gpus_per_rank@GroupOptions",
         "policy@MemoryOptions",
         "required@MemoryOptions",
+        "engine",
         "partition",
         "account",
         "time",

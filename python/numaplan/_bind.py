@@ -13,7 +13,7 @@ import platform
 import stat
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple, Union
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ._binary import run_json
 from ._errors import Error, NumaplanWarning, warn
@@ -123,7 +123,8 @@ def bind(
     # All or nothing: what can be refused is found first (the binary checks the CPUs and the
     # memory policy, dropping a default one this process may not have, W0217; `migrate_pages`
     # is probed here), and CPUs already set are put back if the memory policy fails after all.
-    entry = resolve(plan, local_rank, topology=topology, group=group, force=force, quiet=quiet)
+    entry = resolve(plan, local_rank, topology=topology, group=group, force=force, quiet=quiet,
+                    program=_this_program())
     if migrate and entry.memory.policy != "none":
         _migrate_allowed(entry.memory)
     elif migrate and _policy_refused(entry):
@@ -140,6 +141,12 @@ def bind(
     _mark(entry)
     _runtimes_already_loaded(entry, started_before, quiet)
     return entry
+
+
+def _this_program() -> List[str]:
+    """This interpreter's command line as it was started (`python3 -m sglang.launch_server
+    ...`), where Python keeps it (3.10 on), else its script and arguments."""
+    return list(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv])
 
 
 def _mark(entry: Rank) -> None:
@@ -279,8 +286,12 @@ def resolve(
     group: Optional[str] = None,
     force: bool = False,
     quiet: bool = False,
+    program: Optional[Sequence[str]] = None,
 ) -> Rank:
-    """The entry `bind` would apply, without applying it (`numaplan bind --dry-run`)."""
+    """The entry `bind` would apply, without applying it (`numaplan bind --dry-run`).
+
+    `program`: the command line the rank runs, which the binary looks at as `bind` looks at
+    its command (a serving engine the plan does not name is warning W0220)."""
     args: List[str] = ["--quiet"] if quiet else []
     args += ["bind", _plan_input(plan), "--dry-run", "--format", "json"]
     if local_rank is not None:
@@ -291,6 +302,8 @@ def resolve(
         args += ["--group", group]
     if force:
         args.append("--force")
+    if program:
+        args += ["--", *program]
     try:
         return _entry(run_json(args))
     except Error as error:

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::input::{PlanMachine, load_subject};
 use super::memory::without_refused_policies;
+use super::started;
 use super::write::{emit, json};
 use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
@@ -24,7 +25,7 @@ use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 use crate::shell::quote as sh;
 use crate::sys::node::environment;
 use crate::topology::pci_gpus;
-use crate::variables::RANK;
+use crate::variables::{NUMAPLAN_PLAN, RANK};
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let env = environment();
@@ -47,6 +48,8 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     };
     let node = exec::NodeFacts::read(pci_gpus::count())?;
     let facts = launcher_binding_replaced(node, &env, &local, rank, &mut shown);
+    // The spec's own command was looked at when it was compiled (W0220 is in the plan).
+    shown.extend(started::engine(&plan, &args.command));
     warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
     // What is this rank's own is said by every rank it is true of, whichever speaks for the
     // node: a memory policy this node refuses (an error, or not required: none), numbering.
@@ -76,7 +79,8 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         local_rank: rank.local_rank,
         without_memory,
     };
-    let set = numbering::rank_environment(&plan, &mark, &rank, &local, &env);
+    let mut set = numbering::rank_environment(&plan, &mark, &rank, &local, &env);
+    set.extend(started::plan_source(&args.input).map(|s| (NUMAPLAN_PLAN.to_string(), s)));
     let own: Vec<_> = numbering::unknown_numbering(&plan, &local, &set, &env)
         .into_iter()
         .collect();

@@ -38,6 +38,14 @@ pub(super) fn compile(
         files,
     } = plan_job(&loaded, &spec_dir, args.topology.as_ref())?;
     show_warnings(&job, &spec_file, warnings)?;
+    // An engine's launch of a job of several groups is refused when it is rendered.
+    let one_group = job.shape == crate::plan::job::Shape::OneGroup;
+    if let Some(engine) = args.emit.and_then(EmitKind::engine).filter(|_| one_group) {
+        for plan in &job.groups {
+            let lost = emit::engine::losses(plan, engine)?;
+            warnings.plan_warnings(&spec_file, &lost, &plan.allowed_warnings)?;
+        }
+    }
     let plan_dir = plan_dir(args);
     let regenerate = regenerate_words(args, plan_dir);
     let spec_shown = spec_shown(args, &spec_file, plan_dir);

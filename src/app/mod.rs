@@ -16,6 +16,7 @@ mod planned;
 mod review;
 mod schema;
 mod shown;
+mod started;
 mod topo;
 mod verify;
 mod version;

@@ -176,7 +176,7 @@ pub struct BindArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(group = clap::ArgGroup::new("which").required(true).args(["pids", "match_name"]))]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["pids", "match_name", "process"]))]
 pub struct VerifyArgs {
     /// The plan the ranks were started from (a plan file, a job spec, or `git:REV:PATH`).
     #[arg(value_name = "PLAN.yaml|JOB.yaml", value_hint = clap::ValueHint::FilePath)]
@@ -205,6 +205,16 @@ pub struct VerifyArgs {
     /// moves only the invoking user's marked ranks.
     #[arg(long = "match", value_name = "NAME")]
     pub match_name: Option<String>,
+
+    /// One process checked as its rank of the plan alone (the plan's other ranks are not
+    /// looked for): which rank, as `--pids` finds it, or `--local-rank`. What
+    /// `numaplan.check_binding()` runs for the calling process.
+    #[arg(long, value_name = "PID")]
+    pub process: Option<u32>,
+
+    /// With `--process`: the local rank the process is, whatever it says of itself.
+    #[arg(long, value_name = "N", requires = "process")]
+    pub local_rank: Option<u32>,
 
     /// Text for people, or JSON (`"numaplan_verify": 2`, schemas/verify.schema.json); with
     /// `--watch`, JSON Lines: the report on one line, then one `"numaplan_watch": 2` object per

@@ -2,11 +2,13 @@
 //! `plan`, `ids`, `cpuset` and the spec's plain enums.
 
 pub mod context;
+pub mod engine;
 pub mod sbatch;
 pub mod templates;
 
 use crate::plan::Plan;
 use crate::plan::job::{JobPlan, Shape};
+use crate::spec::Engine;
 pub use context::Origin;
 
 /// What to emit.
@@ -23,6 +25,9 @@ pub enum EmitKind {
     Torchrun,
     /// A script that starts mpirun (Open MPI or MPICH), each rank bound by `numaplan bind`.
     Mpirun,
+    /// A script that starts `vllm serve`, which binds each GPU worker to its rank's node and
+    /// CPUs (`--numa-bind-nodes`, `--numa-bind-cpus`).
+    Vllm,
 }
 
 impl EmitKind {
@@ -33,6 +38,15 @@ impl EmitKind {
             EmitKind::SbatchExec => "sbatch-exec",
             EmitKind::Torchrun => "torchrun",
             EmitKind::Mpirun => "mpirun",
+            EmitKind::Vllm => "vllm",
+        }
+    }
+
+    /// The serving engine whose launch it is.
+    pub fn engine(self) -> Option<Engine> {
+        match self {
+            EmitKind::Vllm => Some(Engine::Vllm),
+            _ => None,
         }
     }
 }
@@ -47,6 +61,19 @@ pub enum EmitError {
     /// A launch needs the program to run.
     #[error("the job spec has no `command`, which a launch script needs")]
     MissingCommand,
+    /// A worker of vLLM or SGLang drives one GPU: a rank with none or several has no worker.
+    #[error("{engine} gives each worker one GPU, and rank {rank} has {gpus}")]
+    EngineRankGpus {
+        engine: &'static str,
+        rank: u32,
+        gpus: usize,
+    },
+    /// `--emit vllm` of a spec that says another engine.
+    #[error("`--emit {emitted}` launches another engine than the spec's `engine: {spec}`")]
+    OtherEngine {
+        emitted: &'static str,
+        spec: &'static str,
+    },
     /// A template failed to render: a bug in numaplan.
     #[error("template `{name}` failed to render: {detail}")]
     Template { name: &'static str, detail: String },
@@ -91,6 +118,7 @@ fn render_groups(
         EmitKind::SbatchExec => "slurm-groups-exec.sbatch.j2",
         EmitKind::Torchrun => "torchrun-groups.sh.j2",
         EmitKind::Mpirun => "mpirun-groups.sh.j2",
+        EmitKind::Vllm => return Err(EmitError::GroupsNotOneNode { kind: kind.name() }),
     };
     let ctx = minijinja::Value::from(minijinja::value::Serde(sbatch::groups(
         plan, origin, plan_ids,
@@ -106,7 +134,7 @@ fn render_groups(
 
 pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, EmitError> {
     // The torchrun and mpirun scripts take the command after `--` when the spec has none.
-    let takes_command = matches!(kind, EmitKind::Torchrun | EmitKind::Mpirun);
+    let takes_command = matches!(kind, EmitKind::Torchrun | EmitKind::Mpirun | EmitKind::Vllm);
     if plan.command.is_empty() && !takes_command {
         return Err(EmitError::MissingCommand);
     }
@@ -138,6 +166,14 @@ pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, Em
             minijinja::Value::from(minijinja::value::Serde(context::bind_launcher(
                 plan, origin,
             ))),
+        ),
+        EmitKind::Vllm => render(
+            "vllm.sh.j2",
+            minijinja::Value::from(minijinja::value::Serde(engine::context(
+                plan,
+                origin,
+                Engine::Vllm,
+            )?)),
         ),
     };
     rendered.map_err(|e| EmitError::Template {

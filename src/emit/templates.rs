@@ -59,6 +59,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         "torchrun.sh.j2",
         include_str!("../../templates/torchrun.sh.j2"),
     ),
+    ("vllm.sh.j2", include_str!("../../templates/vllm.sh.j2")),
 ];
 
 pub fn environment() -> Environment<'static> {

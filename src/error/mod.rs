@@ -264,6 +264,10 @@ fn emit(e: &EmitError) -> Diagnostic {
             e.to_string(),
         )
         .help("emit `sbatch`, `sbatch-exec`, `torchrun` or `mpirun`, or run `numaplan exec` on each node (it finds the node's group)"),
+        e @ EmitError::EngineRankGpus { .. } => Diagnostic::error(E0445_ENGINE_RANK_GPUS, e.to_string())
+            .help("plan one GPU per rank (`gpus_per_rank: 1`), or launch with `numaplan exec` or `--emit torchrun`"),
+        e @ EmitError::OtherEngine { .. } => Diagnostic::error(E0446_OTHER_ENGINE, e.to_string())
+            .help("set `engine:` to the engine the script starts, or emit the spec's engine's launch"),
         e @ EmitError::Template { .. } => Diagnostic::error(
             E0403_INTERNAL,
             e.to_string(),

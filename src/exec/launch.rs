@@ -10,6 +10,7 @@ use super::ExecError;
 use crate::ids::{Mark, PlanId};
 use crate::plan::{Plan, environment};
 pub use crate::sys::process::Check;
+use crate::variables::NUMAPLAN_PLAN;
 
 /// Where the node sits in a multi-node job, decided by `app` from flags or Slurm's environment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +43,8 @@ pub struct ExecOptions {
     pub extra_args: Vec<OsString>,
     /// The plan's identity, which each rank carries in its mark (`NUMAPLAN_BOUND`).
     pub plan_id: PlanId,
+    /// Where a rank finds the plan again (`NUMAPLAN_PLAN`), when it came from a file.
+    pub plan_source: Option<String>,
     /// Whether the ranks run without the plan's memory policies, which this node refused and
     /// the plan does not require (W0217): their marks say so, for `verify`.
     pub without_memory: bool,
@@ -92,6 +95,9 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
                 without_memory: opts.without_memory,
             };
             env.extend(environment::marks(plan, &mark));
+            if let Some(source) = &opts.plan_source {
+                env.insert(NUMAPLAN_PLAN.to_string(), source.clone());
+            }
             let node = opts.place.node_rank;
             // Of a group, numbered in the whole job: after the groups before it.
             let rank = plan.global_rank(node, r.local_rank) as u32;

@@ -48,6 +48,17 @@ pub fn given(pids: &[u32], plan: &PlanId, ranks_per_node: u32) -> Result<Found, 
     Ok(found)
 }
 
+/// `--process`: one process as its rank (`local_rank`, else as `given` finds it), the plan's
+/// other ranks not looked for.
+pub fn alone(pid: u32, local_rank: Option<u32>, plan: &PlanId) -> Result<Found, ObserveError> {
+    let mut found = given(&[pid], plan, 1)?;
+    if let Some(rank) = local_rank {
+        found.ranks = vec![RankPid { rank, pid }];
+    }
+    found.missing.clear();
+    Ok(found)
+}
+
 /// What process `pid` says of its rank: its mark file, else `NUMAPLAN_BOUND`, else the first
 /// launcher variable `bind` reads.
 fn claim_of(pid: u32) -> Claim {

@@ -43,6 +43,8 @@ pub struct Parts<'a> {
     pub chosen: Option<(&'a str, &'a str)>,
     /// Its NIC's variables.
     pub nic: &'a [(&'static str, String)],
+    /// What keeps its serving engine from binding it again (`Engine::variables`).
+    pub engine: &'a [(&'static str, &'static str)],
     /// The spec's `env:`, which wins.
     pub user: &'a BTreeMap<String, String>,
 }
@@ -76,6 +78,9 @@ pub fn planned(p: &Parts) -> BTreeMap<String, String> {
     }
     for (k, v) in p.nic {
         set(k, v.clone());
+    }
+    for (k, v) in p.engine {
+        set(k, v.to_string());
     }
     for (k, v) in p.user {
         set(k, v.clone());

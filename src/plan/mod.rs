@@ -15,7 +15,9 @@ use std::collections::BTreeMap;
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
 use crate::pci_addr::PciAddr;
-use crate::spec::{AffinityMode, MemPolicy, MpirunSpec, Policy, ProcBind, SlurmSpec, TorchMode};
+use crate::spec::{
+    AffinityMode, Engine, MemPolicy, MpirunSpec, Policy, ProcBind, SlurmSpec, TorchMode,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -44,6 +46,8 @@ pub struct Plan {
     pub slurm: SlurmSpec,
     /// Extra mpirun words for `--emit mpirun`.
     pub mpirun: MpirunSpec,
+    /// The serving engine the ranks run (`engine:`).
+    pub engine: Option<Engine>,
     /// Its place in its job (and, of a job of several groups, its group).
     pub place: place::Place,
 }

@@ -21,6 +21,9 @@ pub struct PlanFile {
     /// The program each rank runs (empty when the spec has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
+    /// The serving engine the ranks run (`vllm`, `sglang`, `trtllm`): the spec's `engine:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
     pub topology: TopologyRef,
     /// The CPU policy that produced the plan.
     pub policy: String,

@@ -31,6 +31,7 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
         numaplan_plan: FORMAT_VERSION,
         name: plan.name.clone(),
         command: plan.command.clone(),
+        engine: plan.engine.map(|e| e.word().to_string()),
         topology: TopologyRef {
             name: plan.topology.clone(),
             file: p.topology_file.map(str::to_string),

@@ -8,7 +8,7 @@ use crate::diag::codes::{W0200_PLAN_WARNING, warning_code};
 use crate::ids::{GpuIndex, NodeId};
 use crate::plan::place::Place;
 use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
-use crate::spec::{MemPolicy, Policy, ProcBind, SlurmSpec};
+use crate::spec::{Engine, MemPolicy, Policy, ProcBind, SlurmSpec};
 use crate::variables::{MASTER_PORT, OMP_NUM_THREADS, omp_threads};
 
 pub(super) type Problem = (String, String);
@@ -177,6 +177,15 @@ pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Prob
             format!("unknown policy `{}`", f.policy),
         )
     })?;
+    let engine = match f.engine.as_deref() {
+        None => None,
+        Some(word) => Some(Engine::from_word(word).ok_or_else(|| {
+            (
+                "engine".to_string(),
+                format!("unknown engine `{word}` (`vllm`, `sglang` or `trtllm`)"),
+            )
+        })?),
+    };
     let reserved = cpus("reserved_cpus".into(), &f.reserved_cpus)?;
     let excluded = cpus("excluded_cpus".into(), &f.excluded_cpus)?;
     let ranks = f
@@ -220,6 +229,7 @@ pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Prob
         port,
         slurm: SlurmSpec::default(),
         mpirun: Default::default(),
+        engine,
         place,
     };
     let allowed: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();

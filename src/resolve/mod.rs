@@ -59,6 +59,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         }
         _ => placed_ranks(spec, topo, &selected, allowed, &mut warnings)?,
     };
+    warnings.extend(crate::spec::engine::unsaid(spec.engine, &spec.command));
     let ctx = Ctx::new(topo, &spec.cpu, allowed);
     let memory = memory::memory_bindings(spec, topo, &placements, &mut warnings)?;
     let chosen = choose_nics(spec, &ctx, &units, &placements);
@@ -93,6 +94,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         port: spec.port,
         slurm: spec.slurm.clone(),
         mpirun: spec.mpirun.clone(),
+        engine: spec.engine,
         place: Place::whole_job(spec.nodes, rpn),
     })
 }
@@ -349,6 +351,7 @@ fn environment(
         visible: &visible,
         chosen,
         nic: &nic,
+        engine: spec.engine.map(|e| e.variables()).unwrap_or_default(),
         user: &spec.env,
     })
 }

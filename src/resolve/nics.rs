@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::ids::{NodeId, PackageId};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, NicKind};
+use crate::variables::{FI_PROVIDER, NCCL_IB_HCA, NCCL_SOCKET_IFNAME, UCX_NET_DEVICES};
 
 /// How close a NIC is to a rank's device; lower is closer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -91,17 +92,17 @@ pub fn choose<'t>(topo: &'t Topology, anchors: &[Anchor]) -> Vec<Option<&'t Nic>
 pub fn env(nic: &Nic) -> Vec<(&'static str, String)> {
     match nic.kind {
         NicKind::Infiniband | NicKind::Roce => vec![
-            ("NCCL_IB_HCA", format!("={}", nic.name)),
-            ("UCX_NET_DEVICES", format!("{}:1", nic.name)),
+            (NCCL_IB_HCA, format!("={}", nic.name)),
+            (UCX_NET_DEVICES, format!("{}:1", nic.name)),
         ],
-        NicKind::Efa => vec![("FI_PROVIDER", "efa".into())],
+        NicKind::Efa => vec![(FI_PROVIDER, "efa".into())],
         NicKind::Slingshot => {
-            let mut v = vec![("FI_PROVIDER", "cxi".to_string())];
+            let mut v = vec![(FI_PROVIDER, "cxi".to_string())];
             if nic.name.starts_with("hsn") {
-                v.push(("NCCL_SOCKET_IFNAME", format!("={}", nic.name)));
+                v.push((NCCL_SOCKET_IFNAME, format!("={}", nic.name)));
             }
             v
         }
-        NicKind::Ethernet => vec![("NCCL_SOCKET_IFNAME", format!("={}", nic.name))],
+        NicKind::Ethernet => vec![(NCCL_SOCKET_IFNAME, format!("={}", nic.name))],
     }
 }

@@ -1,6 +1,7 @@
 //! The job spec: `raw` (as written), `load` (YAML -> raw + positions), `validate` (raw -> `Spec`).
 //! `Spec` is what the resolver sees: ids, `CpuSet`s and enums, no strings standing for CPUs.
 
+pub mod engine;
 pub mod error;
 pub mod load;
 mod model;
@@ -10,7 +11,7 @@ pub mod words;
 
 pub use error::SpecError;
 pub use model::{
-    AffinityMode, Balance, CpuOption, CpuSpec, Family, GpuChoice, GroupSpec, JobGroup, MemPolicy,
-    MemoryNode, MemorySpec, MpibindOptions, MpirunSpec, NicPolicy, OpenMpSpec, Places, Policy,
-    ProcBind, Scope, SlurmSpec, Smt, Spec, Threads, TorchMode, Visibility,
+    AffinityMode, Balance, CpuOption, CpuSpec, Engine, Family, GpuChoice, GroupSpec, JobGroup,
+    MemPolicy, MemoryNode, MemorySpec, MpibindOptions, MpirunSpec, NicPolicy, OpenMpSpec, Places,
+    Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads, TorchMode, Visibility,
 };

@@ -33,6 +33,8 @@ pub struct Spec {
     pub slurm: SlurmSpec,
     /// Extra words of the `--emit mpirun` script's mpirun line.
     pub mpirun: MpirunSpec,
+    /// `engine:`, the serving engine the ranks run.
+    pub engine: Option<Engine>,
     /// What the spec says that the plan should repeat (a deprecated key), in order.
     pub warnings: Vec<crate::diag::Warning>,
     /// `allow_warnings:`, the warning codes accepted after review.
@@ -430,4 +432,12 @@ impl MemPolicy {
 pub enum NicPolicy {
     Closest,
     None,
+}
+
+/// A serving engine that places its GPU workers itself (`engine:`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Vllm,
+    Sglang,
+    Trtllm,
 }

@@ -138,6 +138,27 @@ def test_the_plans_warnings_are_python_warnings(tmp_path: Path):
     assert quiet == []
 
 
+
+ENGINE_CHILD = """
+import sys, warnings, numaplan
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    numaplan.bind(sys.argv[1], 0)
+print(",".join(w.message.code for w in caught if w.message.code == "W0220"))
+"""
+
+
+@pytest.mark.parametrize("engine, warned", [("", "W0220"), ("engine: vllm\n", "")])
+def test_a_python_rank_that_is_an_engine_is_warned_about(tmp_path: Path, engine: str,
+                                                         warned: str):
+    """`numaplan.bind()` in a process started as `vllm serve` (here a `python -c` whose command
+    line says so) warns W0220 unless the spec names the engine."""
+    plan = Plan(tmp_path, engine + TWO_RANKS)
+    done = subprocess.run([sys.executable, "-c", ENGINE_CHILD, str(plan.path), "vllm", "serve",
+                           "m"], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == warned, done.stderr
+
+
 # Errors: each a numaplan.Error with the binary's code and, where there is one, the place.
 
 

@@ -106,6 +106,13 @@ def test_gloo_all_reduce_across_bound_ranks(plan: Plan, tmp_path: Path) -> None:
     mp.spawn(torchmod.all_reduce, args=(str(plan.path), str(tmp_path), port), nprocs=2)
     assert {r["sum"] for r in seen(tmp_path).values()} == {3}
     assert_bound_as_planned(plan, tmp_path, torch_loaded=True)
+    # numaplan.check_binding() after the gloo init: true as bound, false once moved, naming
+    # the CPU the rank was moved to.
+    for record in seen(tmp_path).values():
+        assert record["after_init"] is True, record
+        assert record["moved"] is False, record
+        assert any(f"CPUs {record['moved_to']} outside" in p for p in record["moved_problems"]), \
+            record
 
 
 def test_two_torchrun_scripts_on_one_node_both_finish(plan: Plan, tmp_path: Path) -> None:

@@ -44,5 +44,15 @@ def all_reduce(index: int, plan: str, out: str, port: str) -> None:
     dist.init_process_group("gloo", rank=index, world_size=2)
     total = torch.tensor([index + 1])
     dist.all_reduce(total)
+    # Where docs/engines.md says to call it: after the communicator is made.
+    after_init = numaplan.check_binding(plan)
+    own = os.sched_getaffinity(0)
+    elsewhere = min(set(range(os.cpu_count() or 1)) - own)
+    os.sched_setaffinity(0, {elsewhere})
+    moved = numaplan.check_binding(plan)
+    os.sched_setaffinity(0, own)
     dist.destroy_process_group()
-    probe.write(probe.read_back({"sum": int(total.item())}))
+    probe.write(probe.read_back({
+        "sum": int(total.item()), "after_init": bool(after_init),
+        "moved": bool(moved), "moved_to": elsewhere,
+        "moved_problems": [p.message for p in moved.problems if p.about == "cpus"]}))

@@ -7,6 +7,7 @@ mod observed;
 use observed::Checks;
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io::Write;
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use serde::Serialize;
 use super::bind::Memory;
 use super::input::{PlanMachine, load_subject};
 use super::memory::without_refused_policies;
+use super::started;
 use super::write::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
@@ -60,7 +62,17 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         };
         return Err(ExecError::NoCommand { input }.into());
     }
-    let shown = visible::warnings(&plan, &plan.ranks, &environment());
+    let mut shown = visible::warnings(&plan, &plan.ranks, &environment());
+    // The words after `--` are appended to the spec's command (W0220 of which is in the plan).
+    if crate::spec::engine::runs(&plan.command).is_none() {
+        let line: Vec<OsString> = plan
+            .command
+            .iter()
+            .map(OsString::from)
+            .chain(args.extra.clone())
+            .collect();
+        shown.extend(started::engine(&plan, &line));
+    }
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     let checks = Checks::of(args)?;
     let opts = options(args, &plan, &checks)?;
@@ -119,6 +131,7 @@ fn options(args: &ExecArgs, plan: &Plan, checks: &Checks) -> Result<ExecOptions,
             false => Check::None,
         },
         plan_id: plan_file::id(plan),
+        plan_source: args.input.as_deref().and_then(started::plan_source),
         without_memory: false,
     })
 }

@@ -147,7 +147,7 @@ fn read_back_table(
                 ranks: job.ranks(),
                 ..Found::default()
             };
-            serde_json::to_string(&VerifyReport::new(&table, &found, None))
+            serde_json::to_string(&VerifyReport::new(&table, &found, None, plan))
                 .expect("invariant: reports serialize")
                 + "\n"
         }

@@ -41,7 +41,10 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
             plan.ranks_per_node,
             proc::effective_uid(),
         ),
-        None => find::given(&args.pids, &plan_id, plan.ranks_per_node)?,
+        None => match args.process {
+            Some(pid) => find::alone(pid, args.local_rank, &plan_id)?,
+            None => find::given(&args.pids, &plan_id, plan.ranks_per_node)?,
+        },
     };
     // A rank marked as running without its memory policy by design is checked as it runs.
     let plan = as_run(plan, &found.without_memory);
@@ -71,11 +74,11 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         }
         // JSON Lines under --watch: the report on one line, the events after it.
         ReportFormat::Json if watching => {
-            serde_json::to_string(&VerifyReport::new(&table, &found, counted.as_ref()))
+            serde_json::to_string(&VerifyReport::new(&table, &found, counted.as_ref(), &plan))
                 .expect("invariant: reports serialize")
                 + "\n"
         }
-        ReportFormat::Json => json(&VerifyReport::new(&table, &found, counted.as_ref())),
+        ReportFormat::Json => json(&VerifyReport::new(&table, &found, counted.as_ref(), &plan)),
     };
     match emit(stdout, None, &text) {
         Err(Error::Stdout(e)) if watching && e.kind() == std::io::ErrorKind::BrokenPipe => {

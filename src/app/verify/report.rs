@@ -11,7 +11,8 @@ use super::counted::CountersReport;
 use crate::observe::counters::Counted;
 use crate::observe::matching::Found;
 use crate::observe::{Problem, verify, watch};
-use crate::plan::ShownPolicy;
+use crate::plan::{Plan, ShownPolicy};
+use crate::variables::NIC_VARIABLES;
 
 /// `verify --format json` (`"numaplan_verify": 2`, schemas/verify.schema.json): per rank what
 /// was planned and what /proc shows. Version 2 reports each problem as an object with its
@@ -61,6 +62,9 @@ struct VerifyRank {
     min_local: Option<f64>,
     /// What differs from the plan, each with its `kind` and the line the text output prints.
     problems: Vec<ProblemReport>,
+    /// The variables the plan sets for the rank's NIC (`NCCL_IB_HCA`, `UCX_NET_DEVICES`...),
+    /// which a process can compare with its own environment (`numaplan.check_binding()`).
+    nic_env: BTreeMap<String, String>,
     /// How the rank ended, when it had exited before it was read.
     exited: Option<String>,
 }
@@ -197,11 +201,23 @@ struct SkippedProcess {
     why: String,
 }
 
+/// The NIC variables the plan sets for local rank `rank`.
+fn nic_env(plan: &Plan, rank: u32) -> BTreeMap<String, String> {
+    plan.ranks
+        .iter()
+        .filter(|r| r.local_rank == rank)
+        .flat_map(|r| &r.env)
+        .filter(|(k, _)| NIC_VARIABLES.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 impl VerifyReport {
     pub(crate) fn new(
         table: &verify::Table,
         found: &Found,
         counted: Option<&Counted>,
+        plan: &Plan,
     ) -> VerifyReport {
         let counters = counted.map(|counted| CountersReport::new(&found.ranks, counted));
         VerifyReport {
@@ -234,6 +250,7 @@ impl VerifyReport {
                         .filter(|_| !r.memory_nodes.is_empty()),
                     min_local: r.min_local,
                     problems: r.problems.iter().map(ProblemReport::of).collect(),
+                    nic_env: nic_env(plan, r.rank),
                     exited: r.exited.clone(),
                 })
                 .collect(),

@@ -82,6 +82,11 @@ pub struct JobSpec {
     /// Where ranks meet (torchrun's MASTER_ADDR / MASTER_PORT).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rendezvous: Option<Rendezvous>,
+    /// The serving engine the ranks run (`vllm`, `sglang`, `trtllm`), which binds its workers
+    /// itself unless told not to: the plan tells it (`--emit vllm`, and each rank's
+    /// environment), docs/engines.md says how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineName>,
     /// Options of the Slurm batch file (`--emit sbatch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmOptions>,
@@ -143,6 +148,9 @@ pub struct GroupOptions {
     /// OpenMP placement, over the top level's key by key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openmp: Option<OpenMpOptions>,
+    /// The serving engine its ranks run (default: the top level's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineName>,
     /// This component's `#SBATCH` settings, over the top level's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<SlurmOptions>,
@@ -235,6 +243,21 @@ pub struct SlurmOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
     pub verbose: Option<bool>,
+}
+
+/// `engine:`: a serving engine that places its GPU workers itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineName {
+    /// vLLM: `--emit vllm` gives `vllm serve` the plan as `--numa-bind-nodes` and
+    /// `--numa-bind-cpus`.
+    Vllm,
+    /// SGLang: each rank has `SGLANG_AUTO_NUMA_BIND=0`, which keeps SGLang from binding a
+    /// worker numaplan bound.
+    Sglang,
+    /// TensorRT-LLM: each rank has `TLLM_NUMA_AWARE_WORKER_AFFINITY=0`, which keeps the
+    /// plan's affinity.
+    Trtllm,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]

@@ -6,7 +6,7 @@ use super::{MAX_ARG_LEN, MAX_PER_NODE, Problems, cpu, launch, memory};
 use crate::ids::GpuIndex;
 use crate::spec::error::SpecProblem;
 use crate::spec::raw::{self, JobSpec};
-use crate::spec::{GpuChoice, NicPolicy, Spec, Visibility, words};
+use crate::spec::{Engine, GpuChoice, NicPolicy, Spec, Visibility, words};
 
 /// A spec of one group (nodes all alike).
 pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
@@ -52,6 +52,11 @@ pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>
         master_addr,
         slurm,
         mpirun,
+        engine: raw.engine.map(|e| match e {
+            raw::EngineName::Vllm => Engine::Vllm,
+            raw::EngineName::Sglang => Engine::Sglang,
+            raw::EngineName::Trtllm => Engine::Trtllm,
+        }),
         warnings,
         allowed_warnings,
         groups: Vec::new(),

@@ -1,0 +1,180 @@
+//! A plan in a serving engine's own words: `--emit vllm` (`vllm serve --numa-bind
+//! --numa-bind-nodes ... --numa-bind-cpus ...`). Each worker of the engine binds itself to the
+//! entry of its GPU, in CUDA's order of the visible GPUs, so entry i is the plan's local rank i
+//! and `CUDA_VISIBLE_DEVICES` lists the ranks' GPUs in that order. What the engine cannot say
+//! is refused (`EmitError::EngineRankGpus`) or said (`losses`, W0221); docs/engines.md.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::EmitError;
+use super::context::{BindLauncherContext, EnvVar, Origin, bind_launcher};
+use crate::diag::{Warning, codes};
+use crate::plan::{Plan, RankBinding};
+use crate::spec::{Engine, MemPolicy};
+use crate::variables::{NODE_PLACE, TORCHRUN_NUMBERING, VISIBILITY};
+
+/// The `--emit vllm` script's view: the launcher's header and embedded plan (its node check
+/// is `bind --dry-run` of every rank, as the torchrun script's), and the engine's lists.
+#[derive(Serialize)]
+pub struct EngineContext {
+    #[serde(flatten)]
+    launcher: BindLauncherContext,
+    /// Per GPU in CUDA's order (the plan's local ranks): its index, its rank's home node and
+    /// CPUs in numactl's list syntax.
+    gpus: Vec<String>,
+    nodes_list: Vec<String>,
+    cpus_list: Vec<String>,
+    /// Variables every rank of the plan has alike (its `env:`, OpenMP's, the engine's own),
+    /// which the engine's workers inherit from the server.
+    shared_env: Vec<EnvVar>,
+}
+
+/// The variables a launcher sets for every rank by itself: the numbering, and the GPUs each
+/// sees (the script sets `CUDA_VISIBLE_DEVICES` for the server).
+fn set_by_the_launch(name: &str) -> bool {
+    TORCHRUN_NUMBERING.contains(&name) || NODE_PLACE.contains(&name) || VISIBILITY.contains(&name)
+}
+
+pub fn context(plan: &Plan, origin: &Origin, engine: Engine) -> Result<EngineContext, EmitError> {
+    launchable(plan, engine)?;
+    Ok(EngineContext {
+        launcher: bind_launcher(plan, origin),
+        gpus: plan
+            .ranks
+            .iter()
+            .map(|r| r.gpus[0].index.to_string())
+            .collect(),
+        nodes_list: plan.ranks.iter().map(|r| home(r).to_string()).collect(),
+        cpus_list: plan.ranks.iter().map(|r| r.cpus.to_string()).collect(),
+        shared_env: shared(plan)
+            .into_iter()
+            .map(|(name, value)| EnvVar { name, value })
+            .collect(),
+    })
+}
+
+/// A rank's home node: every rank with a GPU has one (a CPU-only rank spanning nodes has no
+/// GPU, and is refused first).
+fn home(r: &RankBinding) -> u32 {
+    r.numa_node.map(|n| n.0).unwrap_or_default()
+}
+
+/// Whether `engine` can launch the plan at all: the spec names no other engine, and every rank
+/// is one GPU worker.
+fn launchable(plan: &Plan, engine: Engine) -> Result<(), EmitError> {
+    same_engine(plan, engine)?;
+    plan.ranks.iter().try_for_each(|r| one_gpu(r, engine))
+}
+
+/// A worker of vLLM and SGLang drives one GPU.
+fn one_gpu(r: &RankBinding, engine: Engine) -> Result<(), EmitError> {
+    match (r.gpus.len(), r.numa_node) {
+        (1, Some(_)) => Ok(()),
+        (gpus, _) => Err(EmitError::EngineRankGpus {
+            engine: engine.title(),
+            rank: r.local_rank,
+            gpus,
+        }),
+    }
+}
+
+/// The variables every rank has with the same value, but those the launch sets itself.
+fn shared(plan: &Plan) -> BTreeMap<String, String> {
+    let Some(first) = plan.ranks.first() else {
+        return BTreeMap::new();
+    };
+    first
+        .env
+        .iter()
+        .filter(|(k, v)| {
+            !set_by_the_launch(k) && plan.ranks.iter().all(|r| r.env.get(*k) == Some(v))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// What the plan says that `engine`'s launch cannot, each a W0221 naming what the engine
+/// does instead; first, a plan it cannot launch at all.
+pub fn losses(plan: &Plan, engine: Engine) -> Result<Vec<Warning>, EmitError> {
+    launchable(plan, engine)?;
+    let name = engine.title();
+    let mut lost = Vec::new();
+    let not_bound: Vec<String> = plan
+        .ranks
+        .iter()
+        .filter(|r| {
+            !(r.memory.policy == MemPolicy::Bind
+                && r.memory.nodes == r.numa_node.into_iter().collect::<Vec<_>>())
+        })
+        .map(|r| format!("rank {} {}", r.local_rank, r.memory.numa_maps()))
+        .collect();
+    if !not_bound.is_empty() {
+        lost.push(format!(
+            "{name} binds each worker's memory to its node (`numactl --membind`), not as the \
+             plan says ({}); say `memory: {{policy: bind}}` to plan what it does",
+            not_bound.join(", ")
+        ));
+    }
+    if plan.ranks.iter().any(|r| !r.helpers.is_empty()) {
+        lost.push(format!(
+            "{name} runs each worker on all of its rank's CPUs: the helper cores \
+             (`cpu.helpers`) are not set apart"
+        ));
+    }
+    if plan
+        .ranks
+        .iter()
+        .any(|r| r.openmp.as_ref().is_some_and(|o| !o.places.is_empty()))
+    {
+        lost.push(format!(
+            "{name} starts its workers with one environment: each rank's OpenMP places \
+             (`openmp:`) are not given to its worker"
+        ));
+    }
+    let differing = differing(plan);
+    if !differing.is_empty() {
+        lost.push(format!(
+            "{name} starts its workers with the server's environment, so a variable whose \
+             value differs between ranks reaches none of them: {}",
+            differing.join(", ")
+        ));
+    }
+    if !plan.command.is_empty() {
+        lost.push(format!(
+            "the spec's `command` is not run: the script starts {name} itself and passes its \
+             own arguments on to it"
+        ));
+    }
+    Ok(lost
+        .into_iter()
+        .map(|m| Warning::new(codes::W0221_ENGINE_CANNOT_SAY, m))
+        .collect())
+}
+
+/// The variables whose value differs between ranks, but those the launch sets itself.
+fn differing(plan: &Plan) -> Vec<String> {
+    let shared = shared(plan);
+    let mut names: Vec<String> = plan
+        .ranks
+        .iter()
+        .flat_map(|r| r.env.keys())
+        .filter(|k| !set_by_the_launch(k) && !shared.contains_key(*k))
+        .cloned()
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Refused where the spec names another engine than the one emitted for.
+fn same_engine(plan: &Plan, engine: Engine) -> Result<(), EmitError> {
+    match plan.engine {
+        Some(e) if e != engine => Err(EmitError::OtherEngine {
+            emitted: engine.word(),
+            spec: e.word(),
+        }),
+        _ => Ok(()),
+    }
+}

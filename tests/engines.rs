@@ -1,0 +1,394 @@
+//! Serving engines (`engine:`, docs/engines.md): the `--emit vllm` script of every example that
+//! names vLLM (snapshot, shellcheck) and what it refuses or warns about; the variables that
+//! keep TensorRT-LLM and SGLang from binding again, in every rank that `exec`, `bind` and the
+//! bash launcher start for real; W0220 where a command starts an engine the spec does not
+//! name. vLLM's own code reading the script is tests/engines/ (pytest, the real vLLM).
+
+mod common;
+
+use std::process::Command;
+
+use common::{numaplan, numaplan_in, rel};
+
+const A100: &str = "topology: examples/topologies/nvidia-dgx-a100.yaml\n";
+
+/// Writes `job` in a temp dir and compiles it with `args` there (the spec's paths are the
+/// repository's: the run's working directory is it).
+fn compile(job: &str, args: &[&str]) -> common::Run {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("job.yaml");
+    std::fs::write(
+        &file,
+        job.replace(
+            "examples/",
+            &format!("{}/examples/", common::repo().display()),
+        ),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap().to_string();
+    let run = numaplan(&[&["compile", &file][..], args].concat());
+    common::Run {
+        stderr: run.stderr.replace(&file, "job.yaml"),
+        ..run
+    }
+}
+
+#[test]
+fn every_vllm_example_gets_a_clean_script() {
+    let dir = tempfile::tempdir().unwrap();
+    insta::glob!("../examples", "*.yaml", |path| {
+        if !std::fs::read_to_string(path)
+            .unwrap()
+            .contains("\nengine: vllm")
+        {
+            return;
+        }
+        let run = numaplan(&["compile", &rel(path), "--emit", "vllm"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(run.stderr, "", "a plan vLLM can say has no warning");
+        let file = dir.path().join("serve.sh");
+        std::fs::write(&file, &run.stdout).unwrap();
+        common::check_script(&file);
+        insta::assert_snapshot!(run.stdout);
+    });
+}
+
+#[test]
+fn a_rank_of_two_gpus_is_no_vllm_worker() {
+    let run = compile(
+        &format!("{A100}engine: vllm\ngpus_per_rank: 2\n"),
+        &["--emit", "vllm"],
+    );
+    assert_eq!(run.code, 1);
+    assert!(run.stdout.is_empty());
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0445]: vLLM gives each worker one GPU, and rank 0 has 2
+     = help: plan one GPU per rank (`gpus_per_rank: 1`), or launch with `numaplan exec` or `--emit torchrun`
+    ");
+}
+
+#[test]
+fn cpu_only_ranks_are_no_vllm_workers() {
+    let run = compile(&format!("{A100}gpus: none\n"), &["--emit", "vllm"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("error[E0445]: vLLM gives each worker one GPU, and rank 0 has 0"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn emitting_vllm_for_a_spec_of_another_engine_is_refused() {
+    let run = compile(&format!("{A100}engine: sglang\n"), &["--emit", "vllm"]);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stderr, @r"
+    error[E0446]: `--emit vllm` launches another engine than the spec's `engine: sglang`
+     = help: set `engine:` to the engine the script starts, or emit the spec's engine's launch
+    ");
+}
+
+/// The default memory policy (`preferred`), helper cores, OpenMP places, a NIC per rank and a
+/// `command` are all things vLLM's own binding cannot say: each is a W0221, and
+/// `--deny-warnings` refuses the script.
+#[test]
+fn what_vllm_cannot_say_is_warned_with_its_code() {
+    let job = format!(
+        "{A100}engine: vllm\ncommand: vllm serve m\ncpu: {{helpers: 1}}\nopenmp: {{places: cores}}\ngpus: [0, 1]\n"
+    );
+    let run = compile(&job, &["--emit", "vllm"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!(run.stderr);
+    let denied = compile(&job, &["--emit", "vllm", "--deny-warnings"]);
+    assert_eq!(denied.code, 1);
+    assert!(denied.stdout.is_empty());
+    let allowed = compile(&job, &["--emit", "vllm", "--allow", "W0221"]);
+    assert_eq!((allowed.code, allowed.stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn a_job_of_several_groups_is_not_one_vllm_server() {
+    let run = numaplan(&["compile", "examples/rl-groups.yaml", "--emit", "vllm"]);
+    assert_eq!(run.code, 1);
+    assert!(
+        run.stderr
+            .contains("error[E0221]: `--emit vllm` cannot start a plan of several groups"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// Run here with the real numaplan, the script's node check refuses a DGX's plan before vLLM
+/// starts (the stand-in would leave a file).
+#[test]
+fn the_vllm_script_checks_the_node_before_vllm_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("serve.sh");
+    let out = dir.path().join("started");
+    std::fs::write(
+        &script,
+        numaplan(&["compile", "examples/dgx-a100-vllm.yaml", "--emit", "vllm"]).ok(),
+    )
+    .unwrap();
+    let run = Command::new("bash")
+        .arg(&script)
+        .arg("model")
+        .env("NUMAPLAN", env!("CARGO_BIN_EXE_numaplan"))
+        .env("VLLM", "touch")
+        .env("NO_COLOR", "1")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_ne!(run.status.code(), Some(0));
+    assert!(
+        stderr.contains("cannot run the plan") || stderr.contains("does not look like"),
+        "{stderr}"
+    );
+    assert!(!out.exists() && !dir.path().join("serve").exists());
+}
+
+/// `engine: trtllm` on this machine, CPU-only ranks running `env`: every rank that `exec`, `bind`
+/// and the bash launcher start has TLLM_NUMA_AWARE_WORKER_AFFINITY=0; `engine: sglang`
+/// SGLANG_AUTO_NUMA_BIND=0; without `engine:`, neither.
+#[test]
+fn every_launcher_starts_ranks_with_the_engines_variable() {
+    for (engine, variable) in [
+        ("trtllm", Some("TLLM_NUMA_AWARE_WORKER_AFFINITY=0")),
+        ("sglang", Some("SGLANG_AUTO_NUMA_BIND=0")),
+        ("", None),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let key = match engine {
+            "" => String::new(),
+            e => format!("engine: {e}\n"),
+        };
+        let job = format!("{key}command: [env]\ngpus: none\nranks_per_node: 2\n");
+        let _ = common::emit_here(dir.path(), &job, "bash", "launch.sh");
+        let ran = [
+            numaplan_in(
+                dir.path(),
+                &[
+                    "--quiet",
+                    "exec",
+                    "job.yaml",
+                    "--topology",
+                    "discover",
+                    "--no-prefix",
+                ],
+            )
+            .ok(),
+            numaplan_in(
+                dir.path(),
+                &[
+                    "--quiet",
+                    "bind",
+                    "job.yaml",
+                    "--topology",
+                    "discover",
+                    "--local-rank",
+                    "1",
+                ],
+            )
+            .ok(),
+            String::from_utf8(
+                Command::new("bash")
+                    .arg(dir.path().join("launch.sh"))
+                    .arg("--no-prefix")
+                    .current_dir(dir.path())
+                    .output()
+                    .unwrap()
+                    .stdout,
+            )
+            .unwrap(),
+        ];
+        for (launcher, out) in ["exec", "bind", "bash"].iter().zip(&ran) {
+            let lines: Vec<&str> = out
+                .lines()
+                .filter(|l| l.starts_with("TLLM_") || l.starts_with("SGLANG_"))
+                .collect();
+            let expected = match (variable, *launcher) {
+                (None, _) => 0,
+                (Some(_), "bind") => 1,
+                (Some(_), _) => 2,
+            };
+            assert_eq!(lines.len(), expected, "{engine} under {launcher}:\n{out}");
+            assert!(
+                lines.iter().all(|l| Some(*l) == variable),
+                "{engine} under {launcher}: {lines:?}"
+            );
+        }
+    }
+}
+
+/// W0220: a command that starts an engine the spec does not name, from `compile` (the spec's
+/// command), `exec` and `bind` (the command after `--`); the engine named: no warning.
+#[test]
+fn an_engine_the_spec_does_not_name_is_warned_about() {
+    let run = compile(
+        &format!("{A100}command: trtllm-serve /models/m --tp_size 8\n"),
+        &[],
+    );
+    assert_eq!(run.code, 0);
+    insta::assert_snapshot!(run.stderr, @r"
+    warning[W0220]: the command runs TensorRT-LLM, and the spec has no `engine:`: TensorRT-LLM clears a worker's affinity when it finds it constrained (TLLM_NUMA_AWARE_WORKER_AFFINITY unset), which throws the plan's CPUs away; add `engine: trtllm` to the spec
+     --> job.yaml
+    ");
+    let named = compile(
+        &format!("{A100}engine: trtllm\ncommand: trtllm-serve m\n"),
+        &[],
+    );
+    assert_eq!((named.code, named.stderr.as_str()), (0, ""));
+    let other = compile(
+        &format!("{A100}engine: vllm\ncommand: python3 -m sglang.launch_server\n"),
+        &[],
+    );
+    assert!(
+        other
+            .stderr
+            .contains("the command runs SGLang, and the spec says `engine: vllm`"),
+        "{}",
+        other.stderr
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 1\n",
+    )
+    .unwrap();
+    let common = ["job.yaml", "--topology", "discover", "--dry-run"];
+    let exec = numaplan_in(
+        dir.path(),
+        &[&["exec"][..], &common, &["--", "vllm", "serve", "m"]].concat(),
+    );
+    let bind = numaplan_in(
+        dir.path(),
+        &[
+            &["bind"][..],
+            &common,
+            &[
+                "--local-rank",
+                "0",
+                "--",
+                "python3",
+                "-m",
+                "sglang.launch_server",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        (exec.code, bind.code),
+        (0, 0),
+        "{}{}",
+        exec.stderr,
+        bind.stderr
+    );
+    assert!(
+        exec.stderr
+            .contains("warning[W0220]: the command runs vLLM, and the spec has no `engine:`"),
+        "{}",
+        exec.stderr
+    );
+    assert!(
+        bind.stderr
+            .contains("warning[W0220]: the command runs SGLang, and the spec has no `engine:`"),
+        "{}",
+        bind.stderr
+    );
+    let plain = numaplan_in(
+        dir.path(),
+        &[
+            &["bind"][..],
+            &common,
+            &["--local-rank", "0", "--", "python3", "train.py"],
+        ]
+        .concat(),
+    );
+    assert!(!plain.stderr.contains("W0220"), "{}", plain.stderr);
+}
+
+/// `verify --process PID`: one process as its rank alone (what `numaplan.check_binding()`
+/// runs): ok as `bind` started it, without the other rank reported missing; a mismatch once
+/// moved; `--local-rank` says which rank it is to be.
+#[test]
+fn verify_process_checks_one_rank_alone() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let job = "gpus: none\nranks_per_node: 2\ncpu: {policy: exclusive}\nmemory: {policy: bind}\n";
+    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+    let mut rank = Command::new(env!("CARGO_BIN_EXE_numaplan"))
+        .args([
+            "--quiet",
+            "bind",
+            "job.yaml",
+            "--topology",
+            "discover",
+            "--local-rank",
+            "1",
+        ])
+        .args(["--", "sleep", "30"])
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    let pid = rank.id().to_string();
+    // `bind` execs sleep in its own place: wait until the process is sleep.
+    let comm = format!("/proc/{pid}/comm");
+    while std::fs::read_to_string(&comm).unwrap_or_default().trim() != "sleep" {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let verify = |extra: &[&str]| {
+        let args = [
+            &[
+                "verify",
+                "job.yaml",
+                "--topology",
+                "discover",
+                "--process",
+                &pid,
+                "--format",
+                "json",
+            ][..],
+            extra,
+        ]
+        .concat();
+        let run = numaplan_in(dir.path(), &args);
+        let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        (run.code, report)
+    };
+    let (code, report) = verify(&[]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        (
+            report["ranks"][0]["rank"].as_u64(),
+            report["missing"].as_array().map(Vec::len)
+        ),
+        (Some(1), Some(0))
+    );
+    let (code, report) = verify(&["--local-rank", "0"]);
+    assert_eq!(
+        (code, report["ranks"][0]["rank"].as_u64()),
+        (1, Some(0)),
+        "{report}"
+    );
+    assert!(
+        Command::new("taskset")
+            .args(["-p", "-c", "0", &pid])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let (code, report) = verify(&[]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        report["ranks"][0]["problems"][0]["kind"], "thread-outside",
+        "{report}"
+    );
+    rank.kill().unwrap();
+    rank.wait().unwrap();
+}

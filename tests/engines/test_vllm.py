@@ -1,0 +1,119 @@
+"""`--emit vllm` read by vLLM's own code (vllm 0.33 from PyPI): its argument parser takes the
+script's command line, `ParallelConfig` is made from what it parsed, and
+`vllm.utils.numa_utils` derives each worker's numactl arguments as vLLM does before it starts
+the worker. Every worker must get exactly its plan rank's CPUs and node, and see that rank's
+GPU at its index: on the DGX A100 (GPUs on NUMA nodes 3, 3, 1, 1, 7, 7, 5, 5) and H100,
+all GPUs and `gpus: [2, 3, 6, 7]`, tensor and data parallel, one node and two."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, List
+
+import pytest
+
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # no GPU here; binding needs none
+
+from vllm.config.parallel import ParallelConfig  # noqa: E402
+from vllm.engine.arg_utils import EngineArgs  # noqa: E402
+from vllm.entrypoints.common.cli_args import make_arg_parser  # noqa: E402
+from vllm.utils import numa_utils  # noqa: E402
+from vllm.utils.argparse_utils import FlexibleArgumentParser  # noqa: E402
+
+MACHINES = ["nvidia-dgx-a100.yaml", "nvidia-dgx-h100.yaml"]
+SELECTIONS = {"all": "", "subset": "gpus: [2, 3, 6, 7]\n"}
+SPEC = "engine: vllm\nmemory: {policy: bind}\nnic: {policy: none}\n"
+
+
+def parallel_config(argv: List[str]) -> ParallelConfig:
+    """vLLM's ParallelConfig of a `vllm serve` command line, through vLLM's own parser; the
+    fields it takes are those of EngineArgs of the same name (`create_engine_config` needs a
+    model on disk)."""
+    assert argv[0] == "serve"
+    args = make_arg_parser(FlexibleArgumentParser()).parse_args(argv[1:])
+    engine = EngineArgs.from_cli_args(args)
+    fields = {f.name: getattr(engine, f.name) for f in dataclasses.fields(ParallelConfig)
+              if f.init and getattr(engine, f.name, None) is not None}
+    return ParallelConfig(**fields)
+
+
+def workers(config: ParallelConfig) -> List[tuple]:
+    """(local_rank, dp_local_rank) of every worker vLLM starts on one node."""
+    per_node = config.world_size // config.nnodes_within_dp
+    return [(lr, dp) for dp in range(config.data_parallel_size_local) for lr in range(per_node)]
+
+
+def check_workers(plan: Dict[str, Any], started: Dict[str, Any], expected_workers: int) -> None:
+    config = parallel_config(started["argv"])
+    assert started["env"]["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    visible = started["env"]["CUDA_VISIBLE_DEVICES"].split(",")
+    ranks = plan["ranks"]
+    assert len(visible) == len(ranks)
+    seen = workers(config)
+    assert len(seen) == expected_workers
+    for local_rank, dp in seen:
+        gpu = config.get_local_gpu_index(local_rank, dp)
+        rank = ranks[gpu]
+        numactl = numa_utils._get_numactl_worker_args(config, local_rank, dp)
+        assert numactl == f"--physcpubind={rank['cpus']} --membind={rank['numa_node']}", \
+            (local_rank, dp)
+        assert visible[gpu] == str(rank["gpus"][0]), (local_rank, dp)
+        # The EngineCore of the worker's shard binds to the union of its workers' nodes.
+        shard = {ranks[config.get_local_gpu_index(lr, dp)]["numa_node"]
+                 for lr, d in seen if d == dp}
+        nodes = ",".join(str(n) for n in sorted(shard))
+        if config.nnodes_within_dp == 1:
+            assert numa_utils._get_numactl_enginecore_args(config, 0, dp) == \
+                f"--cpunodebind={nodes} --membind={nodes}"
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("selection", SELECTIONS)
+@pytest.mark.parametrize("layout", ["tensor", "data"])
+def test_one_node(compiled, machine: str, selection: str, layout: str) -> None:
+    job = compiled(machine, SPEC + SELECTIONS[selection])
+    n = len(job.plan["ranks"])
+    args = {"tensor": ["--tensor-parallel-size", str(n)],
+            "data": ["--tensor-parallel-size", str(n // 2), "--data-parallel-size", "2",
+                     "--data-parallel-size-local", "2"]}[layout]
+    started = job.run("vllm", ["--force", "org/model", *args], "VLLM")
+    assert started["argv"][:2] == ["serve", "org/model"]
+    check_workers(job.plan, started, n)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("layout", ["tensor", "data"])
+@pytest.mark.parametrize("node_rank", [0, 1])
+def test_two_nodes(compiled, machine: str, layout: str, node_rank: int) -> None:
+    job = compiled(machine, SPEC + "nodes: 2\n" + SELECTIONS["subset"])
+    n = len(job.plan["ranks"])
+    args = {"tensor": ["--tensor-parallel-size", str(2 * n)],
+            "data": ["--tensor-parallel-size", str(n), "--data-parallel-size", "2",
+                     "--data-parallel-size-local", "1"]}[layout]
+    started = job.run("vllm", ["--node-rank", str(node_rank), "--master-addr", "10.0.0.1",
+                               "org/model", *args], "VLLM")
+    config = parallel_config(started["argv"])
+    assert (config.nnodes, config.node_rank, config.master_addr) == (2, node_rank, "10.0.0.1")
+    assert ("--headless" in started["argv"]) == (node_rank > 0)
+    check_workers(job.plan, started, n)
+
+
+def test_the_order_trap(compiled) -> None:
+    """DGX A100's GPUs 0-7 sit on NUMA nodes 3, 3, 1, 1, 7, 7, 5, 5: vLLM's worker of GPU 0
+    must get node 3, not node 0."""
+    job = compiled("nvidia-dgx-a100.yaml", SPEC)
+    started = job.run("vllm", ["m", "--tensor-parallel-size", "8"], "VLLM")
+    config = parallel_config(started["argv"])
+    assert config.numa_bind_nodes == [3, 3, 1, 1, 7, 7, 5, 5]
+    assert numa_utils._get_numactl_worker_args(config, 0, 0).endswith("--membind=3")
+
+
+def test_the_script_refuses_vllms_own_binding_flags(compiled) -> None:
+    job = compiled("nvidia-dgx-a100.yaml", SPEC)
+    script = job.emit("vllm")
+    run = __import__("subprocess").run(
+        ["bash", str(script), "m", "--numa-bind-nodes", "0"], capture_output=True, text=True,
+        env=dict(os.environ, NUMAPLAN="true", VLLM="true"))
+    assert run.returncode == 2
+    assert "--numa-bind-nodes: the plan says vLLM's NUMA binding" in run.stderr

@@ -1,0 +1,87 @@
+"""`numaplan.check_binding()` in real processes: true in a rank that `numaplan bind`,
+`numaplan exec` or `numaplan.bind()` started or bound, finding its plan and rank by itself;
+false, naming the CPUs, once the process is moved elsewhere; the NIC environment compared with
+the plan's NIC variables. (After a gloo init: tests/torch.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import numaplan
+from conftest import REPO, Plan
+
+# The child: check as started, then moved onto the CPUs of no rank of its own; JSON out.
+CHILD = """
+import json, os, sys, numaplan
+first = numaplan.check_binding()
+own = os.sched_getaffinity(0)
+elsewhere = min(set(range(os.cpu_count())) - own)
+os.sched_setaffinity(0, {elsewhere})
+moved = numaplan.check_binding()
+print(json.dumps({"first": bool(first), "rank": first.local_rank, "cpus": first.cpus.planned,
+                  "moved": bool(moved), "elsewhere": elsewhere,
+                  "problems": [p.code + ": " + p.message for p in moved.problems],
+                  "cpus_ok": moved.cpus.ok, "memory_ok": moved.memory.ok}))
+"""
+
+
+def run(*argv: str) -> dict:
+    done = subprocess.run(argv, capture_output=True, text=True, check=True,
+                          env={k: v for k, v in os.environ.items() if k != "NUMAPLAN_PLAN"})
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("local_rank", [0, 1])
+def test_a_rank_bind_started_checks_itself(two_ranks: Plan, local_rank: int):
+    seen = run(numaplan.executable(), "--quiet", "bind", str(two_ranks.path), "--local-rank",
+               str(local_rank), "--", sys.executable, "-c", CHILD)
+    assert seen["first"] is True, seen
+    assert (seen["rank"], seen["cpus"]) == (local_rank, two_ranks.rank(local_rank)["cpus"])
+    assert seen["moved"] is False
+    assert seen["cpus_ok"] is False and seen["memory_ok"] is True, seen
+    assert any(f"CPUs {seen['elsewhere']} outside the plan" in p for p in seen["problems"]), seen
+
+
+def test_every_rank_exec_started_checks_itself(two_ranks: Plan):
+    done = subprocess.run([numaplan.executable(), "--quiet", "exec", str(two_ranks.path),
+                           "--no-prefix", "--", sys.executable, "-c", CHILD],
+                          capture_output=True, text=True, check=True)
+    seen = sorted((json.loads(line) for line in done.stdout.splitlines()),
+                  key=lambda s: s["rank"])
+    assert [s["rank"] for s in seen] == [0, 1]
+    assert all(s["first"] and not s["moved"] for s in seen), seen
+
+
+def test_a_process_bound_in_python_checks_itself(two_ranks: Plan):
+    code = f"import numaplan; numaplan.bind({str(two_ranks.path)!r}, 1)\n" + CHILD
+    seen = run(sys.executable, "-c", code)
+    assert (seen["first"], seen["rank"], seen["moved"]) == (True, 1, False), seen
+
+
+def test_the_nic_environment_is_compared_with_the_plans(tmp_path: Path):
+    """A DGX A100 plan's rank 0 has NCCL_IB_HCA==mlx5_0 and UCX_NET_DEVICES=mlx5_0:1: the NIC
+    check holds with them, and names the variable without. (This process is no DGX rank: its
+    CPUs differ, which the CPU check says; it does not raise.)"""
+    job = tmp_path / "job.yaml"
+    job.write_text(f"topology: {REPO}/examples/topologies/nvidia-dgx-a100.yaml\n")
+    right = {"NCCL_IB_HCA": "=mlx5_0", "UCX_NET_DEVICES": "mlx5_0:1"}
+    found = numaplan.check_binding(job, 0, environ=right)
+    assert found.nic.ok and not found.cpus.ok and not found
+    assert found.cpus.planned == "48-55,176-183"
+    wrong = numaplan.check_binding(job, 0, environ=dict(right, NCCL_IB_HCA="=mlx5_1"))
+    [nic] = wrong.nic.problems
+    assert nic.code == "nic-variable" and "NCCL_IB_HCA is '=mlx5_1', planned '=mlx5_0'" in \
+        nic.message
+
+
+def test_no_plan_is_an_error_not_a_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(numaplan.Error) as raised:
+        numaplan.check_binding()
+    assert raised.value.code is not None
