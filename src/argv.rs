@@ -436,6 +436,7 @@ impl BindWords {
             topology: self.topology.as_deref().map(crate::topology::Source::named),
             overrides: SpecOverrides { set: self.set },
             force: self.force,
+            all_ranks: false,
             verbose: self.verbose,
             dry_run: self.dry_run,
             format: self.format.unwrap_or(ReportFormat::Text),

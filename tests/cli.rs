@@ -235,7 +235,8 @@ fn bash_completes_subcommands_flags_and_values() {
             "sbatch-exec",
             "torchrun",
             "mpirun",
-            "vllm"
+            "vllm",
+            "sglang"
         ]
     );
     for shell in ["zsh", "fish"] {

@@ -16,9 +16,11 @@ fn every_example_gets_a_clean_launcher() {
     insta::glob!("../examples", "*.yaml", |path| {
         let job = rel(path);
         // A job of several groups spans nodes: tests/groups.rs checks that it is refused here.
-        // vLLM's example has no command: vLLM starts its workers (tests/engines.rs).
+        // vLLM's and SGLang's examples have no command: the engine starts its workers
+        // (tests/engines.rs).
         let text = std::fs::read_to_string(path).unwrap();
-        if text.contains("\ngroups:") || text.contains("\nengine: vllm") {
+        let engines = text.contains("\nengine: ") && !text.contains("\ncommand:");
+        if text.contains("\ngroups:") || engines {
             return;
         }
         let script = numaplan(&["compile", &job, "--emit", "bash"]).ok();

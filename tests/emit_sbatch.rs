@@ -8,18 +8,18 @@ use std::path::Path;
 
 use common::{numaplan, repo};
 
-/// vLLM's example has no command: vLLM starts its own workers (`--emit vllm`, tests/engines.rs).
-fn serves_with_vllm(path: &std::path::Path) -> bool {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .contains("\nengine: vllm")
+/// vLLM's and SGLang's examples have no command: the engine starts its own workers (`--emit
+/// vllm`, `--emit sglang`, tests/engines.rs).
+fn started_by_its_engine(path: &std::path::Path) -> bool {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.contains("\nengine: ") && !text.contains("\ncommand:")
 }
 
 #[test]
 fn every_example_gets_a_clean_batch_file() {
     let dir = tempfile::tempdir().unwrap();
     insta::glob!("../examples", "*.yaml", |path| {
-        if serves_with_vllm(path) {
+        if started_by_its_engine(path) {
             return;
         }
         let job = common::rel(path);
@@ -38,7 +38,7 @@ fn every_example_gets_a_clean_exec_batch_file() {
     let dir = tempfile::tempdir().unwrap();
     for path in std::fs::read_dir(repo().join("examples")).unwrap() {
         let path = path.unwrap().path();
-        if path.extension().is_none_or(|e| e != "yaml") || serves_with_vllm(&path) {
+        if path.extension().is_none_or(|e| e != "yaml") || started_by_its_engine(&path) {
             continue;
         }
         let job = common::rel(&path);

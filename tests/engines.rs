@@ -34,18 +34,19 @@ fn compile(job: &str, args: &[&str]) -> common::Run {
 }
 
 #[test]
-fn every_vllm_example_gets_a_clean_script() {
+fn every_vllm_and_sglang_example_gets_a_clean_script() {
     let dir = tempfile::tempdir().unwrap();
     insta::glob!("../examples", "*.yaml", |path| {
-        if !std::fs::read_to_string(path)
-            .unwrap()
-            .contains("\nengine: vllm")
-        {
+        let text = std::fs::read_to_string(path).unwrap();
+        let Some(kind) = ["vllm", "sglang"]
+            .into_iter()
+            .find(|e| text.contains(&format!("\nengine: {e}\n")))
+        else {
             return;
-        }
-        let run = numaplan(&["compile", &rel(path), "--emit", "vllm"]);
+        };
+        let run = numaplan(&["compile", &rel(path), "--emit", kind]);
         assert_eq!(run.code, 0, "{}", run.stderr);
-        assert_eq!(run.stderr, "", "a plan vLLM can say has no warning");
+        assert_eq!(run.stderr, "", "a plan the engine can say has no warning");
         let file = dir.path().join("serve.sh");
         std::fs::write(&file, &run.stdout).unwrap();
         common::check_script(&file);
@@ -105,6 +106,69 @@ fn what_vllm_cannot_say_is_warned_with_its_code() {
     assert!(denied.stdout.is_empty());
     let allowed = compile(&job, &["--emit", "vllm", "--allow", "W0221"]);
     assert_eq!((allowed.code, allowed.stderr.as_str()), (0, ""));
+}
+
+/// SGLang says less than vLLM: a worker gets its node's CPUs (two ranks of one node, each its
+/// own CPUs, get both), and a memory policy it cannot set is relaxed, not refused.
+#[test]
+fn what_sglang_cannot_say_is_warned_with_its_code() {
+    let job = format!(
+        "{A100}engine: sglang\ngpus: [0, 1, 2]\nmemory: {{policy: bind}}\nnic: {{policy: none}}\n"
+    );
+    let run = compile(&job, &["--emit", "sglang"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!(run.stderr, @"
+    warning[W0221]: SGLang gives each worker all of its node's CPUs that the server may use, not its rank's own: ranks 0, 1 share node 3's CPUs 48-63,176-191; plan one rank per NUMA node (or `cpu: {policy: node}`) to plan what it does
+     --> job.yaml
+    warning[W0221]: SGLang relaxes a memory policy the node refuses (`--membind`, then `--preferred`, then none) and starts the worker anyway: the plan's required memory policy is not kept there; say `memory: {required: false}` to plan what it does
+     --> job.yaml
+    ");
+}
+
+/// `bind --all-ranks`: the server of `--emit sglang` runs on every rank's CPUs together, with
+/// no memory policy; a node unlike the plan's is refused before anything starts.
+#[test]
+fn bind_all_ranks_binds_the_union_of_the_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpus = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    // The last online CPU alone: a rank whose union is not the whole machine.
+    let last = cpus.trim().rsplit([',', '-']).next().unwrap().to_string();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        format!("gpus: none\nranks_per_node: 1\ncpu: {{allowed: \"{last}\"}}\nmemory: {{policy: bind}}\nallow_warnings: [W0203]\n"),
+    )
+    .unwrap();
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "--quiet",
+            "bind",
+            "job.yaml",
+            "--topology",
+            "discover",
+            "--all-ranks",
+            "--",
+            "sh",
+            "-c",
+            "grep Cpus_allowed_list /proc/self/status | cut -f2; head -1 /proc/self/numa_maps | cut -d' ' -f2",
+        ],
+    );
+    assert_eq!(run.stdout, format!("{last}\ndefault\n"), "{}", run.stderr);
+    let refused = numaplan(&[
+        "bind",
+        "examples/dgx-h100-sglang.yaml",
+        "--all-ranks",
+        "--",
+        "touch",
+        "started",
+    ]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("cannot run the plan"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!common::repo().join("started").exists());
 }
 
 #[test]

@@ -330,6 +330,7 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<usize, String
                         plan_file: &yaml,
                         script: Some("run.sh"),
                         plan_id: "0123456789abcdef",
+                        rdma_nics: &Default::default(),
                     };
                     for kind in [
                         EmitKind::Bash,

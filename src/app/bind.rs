@@ -127,7 +127,7 @@ fn alone(e: Error) -> Error {
 
 /// Binds this process as `rank` (all or nothing) and replaces it with `argv`; returns only on
 /// failure.
-fn bind_and_exec(
+pub(super) fn bind_and_exec(
     rank: &RankBinding,
     argv: &[OsString],
     set: &BTreeMap<String, String>,
@@ -154,7 +154,7 @@ fn bind_and_exec(
 
 /// `--force`, or `NUMAPLAN_FORCE=1`, which says it for a process started by someone else's code
 /// (a Ray actor, a server's worker), as it does for the batch files.
-fn forced(args: &BindArgs, env: &Env) -> Force {
+pub(super) fn forced(args: &BindArgs, env: &Env) -> Force {
     match args.force || env.get("NUMAPLAN_FORCE").is_some_and(|v| v == "1") {
         true => Force::Yes,
         false => Force::No,

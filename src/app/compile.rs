@@ -3,6 +3,7 @@
 //! file on disk (`--check`). A job of one group and one of several take the same path; the
 //! plan file and the emitters write each in its shape.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,7 @@ use crate::diag::report::Reporter;
 use crate::emit::{self, EmitKind};
 use crate::error::Error;
 use crate::output::FileMode;
+use crate::pci_addr::PciAddr;
 use crate::plan::job::JobPlan;
 use crate::plan_file;
 use crate::plan_file::job::{GroupProvenance, JobProvenance, render_job_json, render_job_yaml};
@@ -23,7 +25,8 @@ use crate::shell;
 use crate::spec::SpecError;
 use crate::spec::load::load_with;
 use crate::text::TextError;
-use crate::topology::fixture;
+use crate::topology::devices::NicKind;
+use crate::topology::{Topology, fixture};
 
 pub(super) fn compile(
     args: &CompileArgs,
@@ -42,7 +45,7 @@ pub(super) fn compile(
     let one_group = job.shape == crate::plan::job::Shape::OneGroup;
     if let Some(engine) = args.emit.and_then(EmitKind::engine).filter(|_| one_group) {
         for plan in &job.groups {
-            let lost = emit::engine::losses(plan, engine)?;
+            let lost = emit::engine::losses(plan, engine, &rdma_nics(&machines))?;
             warnings.plan_warnings(&spec_file, &lost, &plan.allowed_warnings)?;
         }
     }
@@ -83,7 +86,7 @@ pub(super) fn compile(
             .collect(),
     };
     let text = match (args.emit, args.format) {
-        (Some(kind), _) => launch_script(args, &job, kind, &provenance)?,
+        (Some(kind), _) => launch_script(args, &job, kind, &provenance, &machines)?,
         (None, PlanFormat::Json) => render_job_json(&job, &provenance),
         (None, PlanFormat::Yaml) => render_job_yaml(&job, &provenance),
     };
@@ -107,12 +110,23 @@ fn show_warnings(job: &JobPlan, spec_file: &str, warnings: &mut Reporter) -> Res
     Ok(())
 }
 
+/// The RDMA NICs (InfiniBand, RoCE) of the job's machines with a PCI address, by name.
+fn rdma_nics(machines: &[Topology]) -> BTreeMap<String, PciAddr> {
+    machines
+        .iter()
+        .flat_map(|m| m.nics())
+        .filter(|n| matches!(n.kind, NicKind::Infiniband | NicKind::Roce))
+        .filter_map(|n| Some((n.name.clone(), n.pci?)))
+        .collect()
+}
+
 /// `--emit KIND`: the job's launch script, the plan file embedded.
 fn launch_script(
     args: &CompileArgs,
     job: &JobPlan,
     kind: EmitKind,
     provenance: &JobProvenance,
+    machines: &[Topology],
 ) -> Result<String, Error> {
     let plan_file = render_job_yaml(job, provenance);
     let plan_ids: Vec<String> = job
@@ -130,6 +144,7 @@ fn launch_script(
         plan_file: &plan_file,
         script,
         plan_id: "",
+        rdma_nics: &rdma_nics(machines),
     };
     Ok(emit::render_job(job, kind, &origin, &plan_ids)?)
 }

@@ -6,6 +6,7 @@
 //! given, `write.rs` writes what it makes.
 
 mod bind;
+mod bind_all;
 mod codes;
 mod compile;
 mod docs;
@@ -44,6 +45,7 @@ pub fn run(cli: Cli, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<
         Command::Man { output } => emit(stdout, output.as_deref(), &docs::man()),
         Command::Compile(args) => compile::compile(&args, stdout, warnings),
         Command::Exec(args) => exec::exec(&args, stdout, warnings),
+        Command::Bind(args) if args.all_ranks => bind_all::bind_all(&args, stdout, warnings),
         Command::Bind(args) => bind::bind(&args, stdout, warnings),
         Command::Verify(args) => verify::verify(&args, stdout),
         Command::Diff(args) => review::diff(&args, stdout),

@@ -155,6 +155,12 @@ pub struct BindArgs {
     #[arg(long)]
     pub force: bool,
 
+    /// Bind to the CPUs of every local rank together (their union), with no memory policy and
+    /// none of a rank's variables: for a server that starts the ranks' workers and binds each
+    /// itself (`--emit sglang`). Every rank's binding is checked on this node first.
+    #[arg(long, conflicts_with_all = ["local_rank", "dry_run"])]
+    pub all_ranks: bool,
+
     /// Print the rank's binding on standard error (`rank 3: CPUs 48-55 memory bind:3 via
     /// LOCAL_RANK`), like `srun --cpu-bind=verbose`.
     #[arg(long, short)]

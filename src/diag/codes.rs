@@ -386,14 +386,14 @@ codes! {
          (`numaplan compile --emit sbatch`), whose components are the plan's groups in order. \
          Submit the plan's own batch file, or pass `--group NAME`.";
     E0445_ENGINE_RANK_GPUS = "E0445":
-        "`--emit vllm`: a worker of vLLM (and of SGLang) drives one GPU and binds itself to the \
+        "`--emit vllm`, `--emit sglang`: a worker of vLLM and of SGLang drives one GPU and binds itself to the \
          entry of that GPU, and a rank of the plan has no GPU or several, which no worker can \
          be. Plan one rank per GPU (`gpus_per_rank: 1`, the default), or launch the ranks \
          with `numaplan exec` or `--emit torchrun`.";
     E0446_OTHER_ENGINE = "E0446":
-        "`--emit vllm` of a spec whose `engine:` names another engine: the script would start \
-         vLLM where the spec says the ranks run SGLang or TensorRT-LLM. Change `engine:`, or \
-         emit the launch of the spec's engine.";
+        "`--emit vllm` or `--emit sglang` of a spec whose `engine:` names another engine: the \
+         script would start one engine where the spec says the ranks run another. Change \
+         `engine:`, or emit the launch of the spec's engine.";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \
@@ -497,12 +497,14 @@ codes! {
          off, and `--emit vllm` or `--emit sglang` writes the engine's launch \
          (docs/engines.md).";
     W0221_ENGINE_CANNOT_SAY = "W0221":
-        "`--emit vllm`: the plan says something the engine's own binding cannot: a memory \
-         policy other than bound to the rank's node (vLLM binds each worker's memory with \
-         `numactl --membind`), helper cores, OpenMP places, a variable whose value differs \
-         between ranks (the workers start with the server's environment), or a `command` (the \
-         script starts the engine itself). The warning names what the engine does instead; \
-         plan what it does (`memory: {policy: bind}`), or `--allow W0221` after review.";
+        "`--emit vllm`, `--emit sglang`: the plan says something the engine's own binding \
+         cannot: a memory policy other than bound to the rank's node (both bind each worker's \
+         memory with `numactl --membind`), helper cores, OpenMP places, a variable whose value \
+         differs between ranks (the workers start with the server's environment), or a \
+         `command` (the script starts the engine itself); SGLang also gives ranks that share a \
+         node all of their CPUs together, and relaxes a `required` memory policy the node \
+         refuses. The warning names what the engine does instead; plan what it does \
+         (`memory: {policy: bind}`, `cpu: {policy: node}`), or `--allow W0221` after review.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

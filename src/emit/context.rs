@@ -18,6 +18,9 @@ pub struct Origin<'a> {
     pub script: Option<&'a str>,
     /// The plan's identity (`plan_file::id`), which every rank's mark `NUMAPLAN_BOUND` carries.
     pub plan_id: &'a str,
+    /// The machine's RDMA NICs (InfiniBand, RoCE) by name, with their PCI addresses: what
+    /// vLLM maps a GPU's NIC by (`VLLM_GPU_NIC_PCIE_MAPPING`).
+    pub rdma_nics: &'a std::collections::BTreeMap<String, crate::pci_addr::PciAddr>,
 }
 
 /// What every generated file's header and node check (`templates/check-node.sh.j2`) show.

@@ -11,9 +11,10 @@ use serde::Serialize;
 use super::EmitError;
 use super::context::{BindLauncherContext, EnvVar, Origin, bind_launcher};
 use crate::diag::{Warning, codes};
+use crate::pci_addr::PciAddr;
 use crate::plan::{Plan, RankBinding};
 use crate::spec::{Engine, MemPolicy};
-use crate::variables::{NODE_PLACE, TORCHRUN_NUMBERING, VISIBILITY};
+use crate::variables::{NCCL_IB_HCA, NODE_PLACE, TORCHRUN_NUMBERING, UCX_NET_DEVICES, VISIBILITY};
 
 /// The `--emit vllm` script's view: the launcher's header and embedded plan (its node check
 /// is `bind --dry-run` of every rank, as the torchrun script's), and the engine's lists.
@@ -29,6 +30,16 @@ pub struct EngineContext {
     /// Variables every rank of the plan has alike (its `env:`, OpenMP's, the engine's own),
     /// which the engine's workers inherit from the server.
     shared_env: Vec<EnvVar>,
+    /// vLLM: each GPU's NIC by PCI address (`VLLM_GPU_NIC_PCIE_MAPPING`), where the plan gives
+    /// every rank an RDMA NIC; and the variables vLLM sets from it in each worker.
+    nic_mapping: Option<String>,
+    nic_vars: String,
+}
+
+/// The variables vLLM sets in each worker from its GPU's NIC (`VLLM_NIC_SELECTION_VARS`):
+/// the device name, and with `:1` its port, as `resolve::nics` names an RDMA NIC.
+fn vllm_nic_vars() -> String {
+    format!("{NCCL_IB_HCA},{UCX_NET_DEVICES}:1")
 }
 
 /// The variables a launcher sets for every rank by itself: the numbering, and the GPUs each
@@ -52,7 +63,26 @@ pub fn context(plan: &Plan, origin: &Origin, engine: Engine) -> Result<EngineCon
             .into_iter()
             .map(|(name, value)| EnvVar { name, value })
             .collect(),
+        nic_mapping: match engine {
+            Engine::Vllm => nic_mapping(plan, origin.rdma_nics),
+            _ => None,
+        },
+        nic_vars: vllm_nic_vars(),
     })
+}
+
+/// vLLM's `GPU_BUS_ID=NIC_BUS_ID,...` of the plan, where every rank's NIC is an RDMA NIC of
+/// the machine with a PCI address (a worker whose GPU the table lacks fails to start).
+fn nic_mapping(plan: &Plan, rdma: &BTreeMap<String, PciAddr>) -> Option<String> {
+    let pairs: Option<Vec<String>> = plan
+        .ranks
+        .iter()
+        .map(|r| {
+            let nic = rdma.get(r.nics.first()?)?;
+            Some(format!("{}={nic}", r.gpus.first()?.pci))
+        })
+        .collect();
+    pairs.filter(|p| !p.is_empty()).map(|p| p.join(","))
 }
 
 /// A rank's home node: every rank with a GPU has one (a CPU-only rank spanning nodes has no
@@ -97,8 +127,13 @@ fn shared(plan: &Plan) -> BTreeMap<String, String> {
 
 /// What the plan says that `engine`'s launch cannot, each a W0221 naming what the engine
 /// does instead; first, a plan it cannot launch at all.
-pub fn losses(plan: &Plan, engine: Engine) -> Result<Vec<Warning>, EmitError> {
+pub fn losses(
+    plan: &Plan,
+    engine: Engine,
+    rdma: &BTreeMap<String, PciAddr>,
+) -> Result<Vec<Warning>, EmitError> {
     launchable(plan, engine)?;
+    let mapped = engine == Engine::Vllm && nic_mapping(plan, rdma).is_some();
     let name = engine.title();
     let mut lost = Vec::new();
     let not_bound: Vec<String> = plan
@@ -117,6 +152,9 @@ pub fn losses(plan: &Plan, engine: Engine) -> Result<Vec<Warning>, EmitError> {
             not_bound.join(", ")
         ));
     }
+    if engine == Engine::Sglang {
+        lost.extend(sglang_cannot_say(plan));
+    }
     if plan.ranks.iter().any(|r| !r.helpers.is_empty()) {
         lost.push(format!(
             "{name} runs each worker on all of its rank's CPUs: the helper cores \
@@ -133,7 +171,17 @@ pub fn losses(plan: &Plan, engine: Engine) -> Result<Vec<Warning>, EmitError> {
              (`openmp:`) are not given to its worker"
         ));
     }
-    let differing = differing(plan);
+    // vLLM sets the NIC's variables in each worker itself from the mapping.
+    let differing: Vec<String> = differing(plan)
+        .into_iter()
+        .filter(|k| !(mapped && [NCCL_IB_HCA, UCX_NET_DEVICES].contains(&k.as_str())))
+        .collect();
+    if mapped {
+        lost.extend(prefix_names(plan, rdma));
+    }
+    if engine == Engine::Vllm && !mapped {
+        lost.extend(unmapped_nics(plan, rdma));
+    }
     if !differing.is_empty() {
         lost.push(format!(
             "{name} starts its workers with the server's environment, so a variable whose \
@@ -151,6 +199,89 @@ pub fn losses(plan: &Plan, engine: Engine) -> Result<Vec<Warning>, EmitError> {
         .into_iter()
         .map(|m| Warning::new(codes::W0221_ENGINE_CANNOT_SAY, m))
         .collect())
+}
+
+/// What SGLang's own binding loses beside vLLM's: it binds a worker to all of its node's CPUs
+/// within the server's, and relaxes a memory policy it cannot set.
+fn sglang_cannot_say(plan: &Plan) -> Vec<String> {
+    let mut lost = Vec::new();
+    let mut by_node: BTreeMap<u32, Vec<&RankBinding>> = BTreeMap::new();
+    for r in &plan.ranks {
+        by_node.entry(home(r)).or_default().push(r);
+    }
+    let shared: Vec<String> = by_node
+        .iter()
+        .filter(|(_, ranks)| ranks.iter().any(|r| r.cpus != ranks[0].cpus))
+        .map(|(node, ranks)| {
+            let cpus: crate::cpuset::CpuSet = ranks.iter().map(|r| &r.cpus).collect();
+            let names: Vec<String> = ranks.iter().map(|r| r.local_rank.to_string()).collect();
+            format!("ranks {} share node {node}'s CPUs {cpus}", names.join(", "))
+        })
+        .collect();
+    if !shared.is_empty() {
+        lost.push(format!(
+            "SGLang gives each worker all of its node's CPUs that the server may use, not its \
+             rank's own: {}; plan one rank per NUMA node (or `cpu: {{policy: node}}`) to plan \
+             what it does",
+            shared.join("; ")
+        ));
+    }
+    if plan
+        .ranks
+        .iter()
+        .any(|r| r.memory.required && r.memory.policy != MemPolicy::None)
+    {
+        lost.push(
+            "SGLang relaxes a memory policy the node refuses (`--membind`, then `--preferred`, \
+             then none) and starts the worker anyway: the plan's required memory policy is not \
+             kept there; say `memory: {required: false}` to plan what it does"
+                .to_string(),
+        );
+    }
+    lost
+}
+
+/// vLLM names a worker's NIC to NCCL without the `=` that makes NCCL take that name alone
+/// (`NCCL_IB_HCA=mlx5_1` takes `mlx5_10` too): said where a rank's NIC's name begins another's.
+fn prefix_names(plan: &Plan, rdma: &BTreeMap<String, PciAddr>) -> Option<String> {
+    let also: Vec<String> = plan
+        .ranks
+        .iter()
+        .filter_map(|r| r.nics.first())
+        .flat_map(|nic| {
+            rdma.keys()
+                .filter(move |other| *other != nic && other.starts_with(nic.as_str()))
+                .map(move |other| format!("{nic} also {other}"))
+        })
+        .collect();
+    (!also.is_empty()).then(|| {
+        format!(
+            "vLLM names each worker's NIC to NCCL without the `=` that makes NCCL take that \
+             name alone (`NCCL_IB_HCA=mlx5_1`, not `=mlx5_1`), so NCCL takes every NIC whose name \
+             begins with it: {}",
+            also.join(", ")
+        )
+    })
+}
+
+/// The ranks' NICs that vLLM cannot be told (no RDMA NIC with a PCI address in the topology),
+/// where the plan gives NICs and vLLM gets no table.
+fn unmapped_nics(plan: &Plan, rdma: &BTreeMap<String, PciAddr>) -> Option<String> {
+    let mut names: Vec<&str> = plan
+        .ranks
+        .iter()
+        .filter_map(|r| r.nics.first())
+        .filter(|n| !rdma.contains_key(*n))
+        .map(String::as_str)
+        .collect();
+    names.dedup();
+    (!names.is_empty()).then(|| {
+        format!(
+            "vLLM names a worker's NIC by its PCI address (`VLLM_GPU_NIC_PCIE_MAPPING`), and \
+             the topology gives none as an RDMA NIC's for {}: the workers are told no NIC",
+            names.join(", ")
+        )
+    })
 }
 
 /// The variables whose value differs between ranks, but those the launch sets itself.

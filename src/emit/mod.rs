@@ -28,6 +28,9 @@ pub enum EmitKind {
     /// A script that starts `vllm serve`, which binds each GPU worker to its rank's node and
     /// CPUs (`--numa-bind-nodes`, `--numa-bind-cpus`).
     Vllm,
+    /// A script that starts SGLang's server bound to the ranks' CPUs (`numaplan bind
+    /// --all-ranks`), which binds each GPU worker to its rank's node (`--numa-node`).
+    Sglang,
 }
 
 impl EmitKind {
@@ -39,6 +42,7 @@ impl EmitKind {
             EmitKind::Torchrun => "torchrun",
             EmitKind::Mpirun => "mpirun",
             EmitKind::Vllm => "vllm",
+            EmitKind::Sglang => "sglang",
         }
     }
 
@@ -46,6 +50,7 @@ impl EmitKind {
     pub fn engine(self) -> Option<Engine> {
         match self {
             EmitKind::Vllm => Some(Engine::Vllm),
+            EmitKind::Sglang => Some(Engine::Sglang),
             _ => None,
         }
     }
@@ -118,7 +123,9 @@ fn render_groups(
         EmitKind::SbatchExec => "slurm-groups-exec.sbatch.j2",
         EmitKind::Torchrun => "torchrun-groups.sh.j2",
         EmitKind::Mpirun => "mpirun-groups.sh.j2",
-        EmitKind::Vllm => return Err(EmitError::GroupsNotOneNode { kind: kind.name() }),
+        EmitKind::Vllm | EmitKind::Sglang => {
+            return Err(EmitError::GroupsNotOneNode { kind: kind.name() });
+        }
     };
     let ctx = minijinja::Value::from(minijinja::value::Serde(sbatch::groups(
         plan, origin, plan_ids,
@@ -134,7 +141,10 @@ fn render_groups(
 
 pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, EmitError> {
     // The torchrun and mpirun scripts take the command after `--` when the spec has none.
-    let takes_command = matches!(kind, EmitKind::Torchrun | EmitKind::Mpirun | EmitKind::Vllm);
+    let takes_command = matches!(
+        kind,
+        EmitKind::Torchrun | EmitKind::Mpirun | EmitKind::Vllm | EmitKind::Sglang
+    );
     if plan.command.is_empty() && !takes_command {
         return Err(EmitError::MissingCommand);
     }
@@ -173,6 +183,14 @@ pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, Em
                 plan,
                 origin,
                 Engine::Vllm,
+            )?)),
+        ),
+        EmitKind::Sglang => render(
+            "sglang.sh.j2",
+            minijinja::Value::from(minijinja::value::Serde(engine::context(
+                plan,
+                origin,
+                Engine::Sglang,
             )?)),
         ),
     };

@@ -60,6 +60,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/torchrun.sh.j2"),
     ),
     ("vllm.sh.j2", include_str!("../../templates/vllm.sh.j2")),
+    ("sglang.sh.j2", include_str!("../../templates/sglang.sh.j2")),
 ];
 
 pub fn environment() -> Environment<'static> {

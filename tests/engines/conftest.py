@@ -47,10 +47,11 @@ class Compiled:
         return script
 
     def run(self, kind: str, args: List[str], variable: str) -> Dict[str, Any]:
-        """Runs the `--emit KIND` script with ARGS, the engine's executable (`$VARIABLE`)
-        replaced by the stand-in; returns the argv and environment the engine got. The
-        script's node check is `numaplan bind --dry-run` of every rank, which a fixture's plan
-        fails on this machine (tests/emit_bash.rs runs it for real): `NUMAPLAN=true`."""
+        """Runs the `--emit KIND` script with ARGS, the program it execs (`$VARIABLE`: the
+        engine's, or `NUMAPLAN` where numaplan starts the engine) replaced by the stand-in;
+        returns the argv and environment that program got. The vLLM script's node check is
+        `numaplan bind --dry-run` of every rank, which a fixture's plan fails on this machine
+        (tests/engines.rs runs it for real): `NUMAPLAN=true`."""
         stand_in = self.dir / "engine"
         stand_in.write_text(STAND_IN.format(python=sys.executable))
         stand_in.chmod(0o755)

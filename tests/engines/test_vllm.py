@@ -8,10 +8,13 @@ all GPUs and `gpus: [2, 3, 6, 7]`, tensor and data parallel, one node and two.""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Any, Dict, List
 
 import pytest
+
+from conftest import TOPOLOGIES
 
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # no GPU here; binding needs none
 
@@ -117,3 +120,27 @@ def test_the_script_refuses_vllms_own_binding_flags(compiled) -> None:
         env=dict(os.environ, NUMAPLAN="true", VLLM="true"))
     assert run.returncode == 2
     assert "--numa-bind-nodes: the plan says vLLM's NUMA binding" in run.stderr
+
+
+def test_each_workers_nic_is_its_ranks(compiled) -> None:
+    """Where the plan gives every rank an RDMA NIC whose PCI address the topology knows (the
+    DGX H100), the script hands vLLM each GPU's NIC by address: vLLM's own parsers of
+    VLLM_GPU_NIC_PCIE_MAPPING and VLLM_NIC_SELECTION_VARS map every rank's GPU to its NIC, and
+    the variables they make name it as the plan's do."""
+    from vllm.v1.executor import vllm_net_devices as net
+
+    job = compiled("nvidia-dgx-h100.yaml", "engine: vllm\nmemory: {policy: bind}\n")
+    started = job.run("vllm", ["m", "--tensor-parallel-size", "8"], "VLLM")
+    topology = json.loads(job.numaplan("topo", "--topology", str(TOPOLOGIES / "nvidia-dgx-h100.yaml"),
+                                       "--format", "json").stdout)
+    nic_pci = {n["name"]: n["pci"] for n in topology["nics"]}
+    mapping = net.parse_gpu_nic_mapping(started["env"]["VLLM_GPU_NIC_PCIE_MAPPING"])
+    chosen = net.parse_nic_selection_vars(started["env"]["VLLM_NIC_SELECTION_VARS"])
+    assert len(mapping) == len(job.plan["ranks"]) == 8
+    for rank in job.plan["ranks"]:
+        [nic] = rank["nics"]
+        assert mapping[net.normalize_pci(rank["gpu_pci"][0])] == net.normalize_pci(nic_pci[nic])
+        # What vLLM sets in the worker: the device name and each entry's suffix.
+        made = {name: nic + suffix for name, suffix in chosen}
+        assert made["UCX_NET_DEVICES"] == rank["env"]["UCX_NET_DEVICES"]
+        assert "=" + made["NCCL_IB_HCA"] == rank["env"]["NCCL_IB_HCA"]

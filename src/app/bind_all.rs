@@ -1,0 +1,80 @@
+//! `numaplan bind --all-ranks`: this process bound to the CPUs of every local rank of the plan
+//! together, with no memory policy, then CMD in its place. For a server that starts the ranks'
+//! workers and binds each itself: SGLang binds a worker to its node's CPUs within the
+//! server's own, so within the union each worker gets its rank's node's planned CPUs
+//! (`--emit sglang`, docs/engines.md).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use super::bind::{bind_and_exec, forced};
+use super::input::{PlanMachine, load_subject};
+use super::started;
+use crate::cli::BindArgs;
+use crate::diag::report::Reporter;
+use crate::error::Error;
+use crate::exec::{self, ExecError};
+use crate::plan::{MemoryBinding, Plan, RankBinding};
+use crate::spec::MemPolicy;
+use crate::sys::node::environment;
+use crate::topology::pci_gpus;
+use crate::variables::NUMAPLAN_PLAN;
+
+pub fn bind_all(
+    args: &BindArgs,
+    stdout: &mut dyn Write,
+    warnings: &mut Reporter,
+) -> Result<(), Error> {
+    let subject = load_subject(
+        Some(&args.input),
+        args.topology.as_ref(),
+        PlanMachine::NotNeeded,
+        &args.overrides.set,
+        args.group.as_deref(),
+    )?;
+    let plan = subject.plan;
+    let mut shown = plan.warnings.clone();
+    shown.extend(started::engine(&plan, &args.command));
+    warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
+    // All or nothing: every rank's CPUs must be allowed here, as `exec` checks them.
+    let facts = exec::NodeFacts::read(pci_gpus::count())?;
+    exec::check_node(&plan, &plan.ranks, &facts, forced(args, &environment()))?;
+    if args.command.is_empty() {
+        return Err(ExecError::NoCommand {
+            input: exec::Input::Given,
+        }
+        .into());
+    }
+    let set: BTreeMap<String, String> = started::plan_source(&args.input)
+        .map(|s| (NUMAPLAN_PLAN.to_string(), s))
+        .into_iter()
+        .collect();
+    Err(bind_and_exec(
+        &every_rank(&plan),
+        &args.command,
+        &set,
+        stdout,
+    ))
+}
+
+/// The ranks together as one binding: their CPUs and GPUs, no memory policy (each worker's is
+/// its own), none of their variables.
+fn every_rank(plan: &Plan) -> RankBinding {
+    RankBinding {
+        local_rank: 0,
+        gpus: plan.ranks.iter().flat_map(|r| r.gpus.clone()).collect(),
+        numa_node: None,
+        cpus: plan.ranks.iter().map(|r| &r.cpus).collect(),
+        cores: plan.ranks.iter().map(|r| r.cores).sum(),
+        memory: MemoryBinding {
+            policy: MemPolicy::None,
+            nodes: Vec::new(),
+            required: false,
+        },
+        nics: Vec::new(),
+        env: BTreeMap::new(),
+        threads: 1,
+        helpers: Default::default(),
+        openmp: None,
+    }
+}
