@@ -294,12 +294,7 @@ def resolve(
     its command (a serving engine the plan does not name is warning W0220)."""
     args: List[str] = ["--quiet"] if quiet else []
     args += ["bind", _plan_input(plan), "--dry-run", "--format", "json"]
-    if local_rank is not None:
-        args += ["--local-rank", _local_rank_arg(local_rank)]
-    if topology is not None:
-        args += ["--topology", topology]
-    if group is not None:
-        args += ["--group", group]
+    args += _rank_args(local_rank, topology, group)
     if force:
         args.append("--force")
     if program:
@@ -314,6 +309,19 @@ def resolve(
 _FLAG_WORDS = (("`--local-rank N`", "`local_rank=N`"), ("--local-rank", "local_rank="),
                ("`--force`", "`force=True`"), ("--topology", "topology="),
                ("`--group NAME`", "`group=NAME`"), ("--group", "group="))
+
+
+def _rank_args(local_rank: LocalRankArg, topology: Optional[str],
+               group: Optional[str]) -> List[str]:
+    """The flags that say which rank of which plan: `--local-rank`, `--topology`, `--group`."""
+    args: List[str] = []
+    if local_rank is not None:
+        args += ["--local-rank", _local_rank_arg(local_rank)]
+    if topology is not None:
+        args += ["--topology", topology]
+    if group is not None:
+        args += ["--group", group]
+    return args
 
 
 def _local_rank_arg(local_rank: LocalRankArg) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ._binary import E0421, executable
-from ._bind import LocalRankArg, PlanArg, _local_rank_arg, _plan_input
+from ._bind import LocalRankArg, PlanArg, _plan_input, _rank_args
 from ._errors import Error
 
 # verify's problem kinds, by what they are about.
@@ -92,13 +92,7 @@ def check_binding(
     plan, else its launcher's variable; `local_rank` says it outright. Raises `numaplan.Error`
     only where there is nothing to compare with (no plan, a plan it cannot read)."""
     args = ["--message-format", "json", "verify", _plan_input(plan), "--process",
-            str(os.getpid()), "--format", "json"]
-    if local_rank is not None:
-        args += ["--local-rank", _local_rank_arg(local_rank)]
-    if topology is not None:
-        args += ["--topology", topology]
-    if group is not None:
-        args += ["--group", group]
+            str(os.getpid()), "--format", "json", *_rank_args(local_rank, topology, group)]
     report = _verify(args)
     [rank] = report["ranks"]
     return _binding(rank, os.environ if environ is None else environ)

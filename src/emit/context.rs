@@ -73,6 +73,9 @@ pub(super) fn header(plan: &Plan, origin: &Origin) -> Header {
 pub struct BashContext {
     #[serde(flatten)]
     header: Header,
+    /// The plan, which every rank finds in `NUMAPLAN_PLAN` (`numaplan.check_binding()`).
+    #[serde(flatten)]
+    embedded: EmbeddedPlan,
     /// Nodes of the job: above 1 the launcher needs `--node-rank` and `--master-addr`.
     nodes: u32,
     rank_count: usize,
@@ -105,6 +108,7 @@ fn numactl_memory(policy: MemPolicy, nodes: &str) -> String {
 pub fn bash(plan: &Plan, origin: &Origin) -> BashContext {
     BashContext {
         header: header(plan, origin),
+        embedded: embedded_plan(origin),
         nodes: plan.nodes,
         rank_count: plan.ranks.len(),
         command: plan.command.clone(),

@@ -1,8 +1,10 @@
 //! A plan in a serving engine's own words: `--emit vllm` (`vllm serve --numa-bind
-//! --numa-bind-nodes ... --numa-bind-cpus ...`). Each worker of the engine binds itself to the
-//! entry of its GPU, in CUDA's order of the visible GPUs, so entry i is the plan's local rank i
-//! and `CUDA_VISIBLE_DEVICES` lists the ranks' GPUs in that order. What the engine cannot say
-//! is refused (`EmitError::EngineRankGpus`) or said (`losses`, W0221); docs/engines.md.
+//! --numa-bind-nodes ... --numa-bind-cpus ...`, and each GPU's NIC) and `--emit sglang`
+//! (`--numa-node ...`, the server under `numaplan bind --all-ranks`). Each worker of the engine
+//! binds itself to the entry of its GPU, in CUDA's order of the visible GPUs, so entry i is the
+//! plan's local rank i and `CUDA_VISIBLE_DEVICES` lists the ranks' GPUs in that order. What the
+//! engine cannot say is refused (`EmitError::EngineRankGpus`, `OtherEngine`) or said
+//! (`losses`, W0221); docs/engines.md.
 
 use std::collections::BTreeMap;
 
@@ -16,8 +18,9 @@ use crate::plan::{Plan, RankBinding};
 use crate::spec::{Engine, MemPolicy};
 use crate::variables::{NCCL_IB_HCA, NODE_PLACE, TORCHRUN_NUMBERING, UCX_NET_DEVICES, VISIBILITY};
 
-/// The `--emit vllm` script's view: the launcher's header and embedded plan (its node check
-/// is `bind --dry-run` of every rank, as the torchrun script's), and the engine's lists.
+/// The `--emit vllm` and `--emit sglang` scripts' view: the launcher's header and embedded
+/// plan (vLLM's node check is `bind --dry-run` of every rank, as the torchrun script's), and
+/// the engine's lists.
 #[derive(Serialize)]
 pub struct EngineContext {
     #[serde(flatten)]

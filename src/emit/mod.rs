@@ -177,22 +177,18 @@ pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, Em
                 plan, origin,
             ))),
         ),
-        EmitKind::Vllm => render(
-            "vllm.sh.j2",
-            minijinja::Value::from(minijinja::value::Serde(engine::context(
-                plan,
-                origin,
-                Engine::Vllm,
-            )?)),
-        ),
-        EmitKind::Sglang => render(
-            "sglang.sh.j2",
-            minijinja::Value::from(minijinja::value::Serde(engine::context(
-                plan,
-                origin,
-                Engine::Sglang,
-            )?)),
-        ),
+        EmitKind::Vllm | EmitKind::Sglang => {
+            let (name, engine) = match kind {
+                EmitKind::Vllm => ("vllm.sh.j2", Engine::Vllm),
+                _ => ("sglang.sh.j2", Engine::Sglang),
+            };
+            render(
+                name,
+                minijinja::Value::from(minijinja::value::Serde(engine::context(
+                    plan, origin, engine,
+                )?)),
+            )
+        }
     };
     rendered.map_err(|e| EmitError::Template {
         name,

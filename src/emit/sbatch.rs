@@ -55,6 +55,9 @@ pub(super) fn job_name(name: &Option<String>) -> String {
 pub struct SbatchContext {
     #[serde(flatten)]
     header: Header,
+    /// The plan, which every task finds in `NUMAPLAN_PLAN` (`numaplan.check_binding()`).
+    #[serde(flatten)]
+    embedded: EmbeddedPlan,
     job_name: String,
     allocation: Allocation,
     command: Vec<String>,
@@ -225,6 +228,7 @@ fn hex_mask(set: &crate::cpuset::CpuSet) -> String {
 pub fn sbatch(plan: &Plan, origin: &Origin) -> SbatchContext {
     SbatchContext {
         header: header(plan, origin),
+        embedded: embedded_plan(origin),
         job_name: job_name(&plan.name),
         allocation: allocation(plan),
         command: plan.command.clone(),

@@ -100,16 +100,16 @@ def sglang_args(bind: List[str]) -> List[str]:
     return command[3:]
 
 
+@pytest.mark.parametrize("machine", MACHINES)
 @pytest.mark.parametrize("node_rank", [0, 1])
-def test_two_nodes(compiled, monkeypatch, node_rank: int) -> None:
-    job = compiled("nvidia-dgx-a100.yaml", SPEC + "nodes: 2\n" + SELECTIONS["subset"])
+def test_two_nodes(compiled, monkeypatch, machine: str, node_rank: int) -> None:
+    job = compiled(machine, SPEC + "nodes: 2\n" + SELECTIONS["subset"])
     started = job.run("sglang", ["--node-rank", str(node_rank), "--master-addr", "10.0.0.1",
                                  "--model-path", "org/model", "--tp-size", "8"], "NUMAPLAN")
     sglang = sglang_args(started["argv"])
     args = server_args(sglang)
     assert (args.nnodes, args.node_rank, args.dist_init_addr) == (2, node_rank, "10.0.0.1:29500")
-    check_workers("nvidia-dgx-a100.yaml", job.plan, {"argv": sglang, "env": started["env"]},
-                  monkeypatch)
+    check_workers(machine, job.plan, {"argv": sglang, "env": started["env"]}, monkeypatch)
 
 
 def test_the_order_trap(compiled) -> None:

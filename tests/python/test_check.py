@@ -85,3 +85,22 @@ def test_no_plan_is_an_error_not_a_result(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(numaplan.Error) as raised:
         numaplan.check_binding()
     assert raised.value.code is not None
+
+
+def test_every_rank_the_bash_launcher_started_checks_itself(tmp_path: Path):
+    """`--emit bash` binds with numactl, not numaplan: the plan it embeds is every rank's
+    `NUMAPLAN_PLAN`, and the rank's mark says which rank it is."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    from conftest import TWO_RANKS
+    spec = TWO_RANKS + f"command: [{sys.executable}, -c, {json.dumps(CHILD)}]\n"
+    plan = Plan(tmp_path, spec)
+    script = tmp_path / "launch.sh"
+    subprocess.run([numaplan.executable(), "compile", str(plan.job), "--emit", "bash", "-o",
+                    str(script)], check=True, capture_output=True)
+    done = subprocess.run(["bash", str(script), "--no-prefix"], capture_output=True, text=True,
+                          check=True)
+    seen = sorted((json.loads(line) for line in done.stdout.splitlines()),
+                  key=lambda s: s["rank"])
+    assert [s["rank"] for s in seen] == [0, 1], done.stderr
+    assert all(s["first"] and not s["moved"] for s in seen), seen
