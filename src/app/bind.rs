@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt as _;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::input::{PlanMachine, load_subject};
+use super::input::{PlanMachine, Subject, load_subject};
 use super::memory::without_refused_policies;
 use super::started;
 use super::write::{emit, json};
@@ -29,13 +29,7 @@ use crate::variables::{NUMAPLAN_PLAN, RANK};
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let env = environment();
-    let subject = load_subject(
-        Some(&args.input),
-        args.topology.as_ref(),
-        PlanMachine::NotNeeded,
-        &args.overrides.set,
-        args.group.as_deref(),
-    )?;
+    let subject = subject(args)?;
     let plan = subject.plan;
     let local = rank::local_rank(args.local_rank, &plan, &env)?;
     // Local rank 0 speaks for the node; the others would print the same warnings again.
@@ -107,6 +101,17 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         warnings.info(&report.verbose_line());
     }
     Err(bind_and_exec(&rank, &argv, &set, stdout))
+}
+
+/// The plan `bind` binds by: its input, as a plan or a job spec compiled for this machine.
+pub(super) fn subject(args: &BindArgs) -> Result<Subject, Error> {
+    load_subject(
+        Some(&args.input),
+        args.topology.as_ref(),
+        PlanMachine::NotNeeded,
+        &args.overrides.set,
+        args.group.as_deref(),
+    )
 }
 
 /// The program the rank runs: the command line's, else the plan's `command`.

@@ -7,8 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use super::bind::{bind_and_exec, forced};
-use super::input::{PlanMachine, load_subject};
+use super::bind::{bind_and_exec, forced, subject};
 use super::started;
 use crate::cli::BindArgs;
 use crate::diag::report::Reporter;
@@ -25,13 +24,7 @@ pub fn bind_all(
     stdout: &mut dyn Write,
     warnings: &mut Reporter,
 ) -> Result<(), Error> {
-    let subject = load_subject(
-        Some(&args.input),
-        args.topology.as_ref(),
-        PlanMachine::NotNeeded,
-        &args.overrides.set,
-        args.group.as_deref(),
-    )?;
+    let subject = subject(args)?;
     let plan = subject.plan;
     let mut shown = plan.warnings.clone();
     shown.extend(started::engine(&plan, &args.command));
