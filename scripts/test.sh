@@ -52,7 +52,7 @@ scripts/python-test.sh
 if [ "${NUMAPLAN_TEST_TORCH:-0}" = 1 ] || [ -x target/torch-venv/bin/python ]; then
   echo "== torch: PyTorch's own paths (tests/torch)" >&2
   scripts/torch-test.sh
-  echo "== engines: vLLM's own code reading --emit vllm (tests/engines)" >&2
+  echo "== engines: vLLM's and SGLang's own code reading --emit vllm and sglang (tests/engines)" >&2
   scripts/engines-test.sh
 else
   echo "== torch: skipped (NUMAPLAN_TEST_TORCH=1 runs it, installing PyTorch)" >&2
