@@ -33,19 +33,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         args.group.as_deref(),
     )?
     .plan;
-    let plan_id = plan_file::id(&plan);
-    let found = match &args.match_name {
-        Some(name) => matching::select(
-            &find::matching(name),
-            &plan_id,
-            plan.ranks_per_node,
-            proc::effective_uid(),
-        ),
-        None => match args.process {
-            Some(pid) => find::alone(pid, args.local_rank, &plan_id)?,
-            None => find::given(&args.pids, &plan_id, plan.ranks_per_node)?,
-        },
-    };
+    let found = ranks_of(args, &plan)?;
     // A rank marked as running without its memory policy by design is checked as it runs.
     let plan = as_run(plan, &found.without_memory);
     let ranked = found.ranks.clone();
@@ -104,6 +92,22 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
         0 => Ok(()),
         mismatches => Err(ObserveError::Verify { mismatches }.into()),
     }
+}
+
+/// Which processes are the plan's ranks: by name (`--match`), one process alone
+/// (`--process`), or the pids given.
+fn ranks_of(args: &VerifyArgs, plan: &Plan) -> Result<Found, Error> {
+    let plan_id = plan_file::id(plan);
+    Ok(match (&args.match_name, args.process) {
+        (Some(name), _) => matching::select(
+            &find::matching(name),
+            &plan_id,
+            plan.ranks_per_node,
+            proc::effective_uid(),
+        ),
+        (None, Some(pid)) => find::alone(pid, args.local_rank, &plan_id)?,
+        (None, None) => find::given(&args.pids, &plan_id, plan.ranks_per_node)?,
+    })
 }
 
 /// How a watch of `verify` ended.
