@@ -16,7 +16,8 @@ import pytest
 import numaplan
 from conftest import REPO, Plan
 
-# The child: check as started, then moved onto the CPUs of no rank of its own; JSON out.
+# The child: check as started, then moved onto the CPUs of no rank of its own; JSON out, in
+# one write (ranks share the pipe, and print() makes two where PYTHONUNBUFFERED is set).
 CHILD = """
 import json, os, sys, numaplan
 first = numaplan.check_binding()
@@ -24,10 +25,11 @@ own = os.sched_getaffinity(0)
 elsewhere = min(set(range(os.cpu_count())) - own)
 os.sched_setaffinity(0, {elsewhere})
 moved = numaplan.check_binding()
-print(json.dumps({"first": bool(first), "rank": first.local_rank, "cpus": first.cpus.planned,
-                  "moved": bool(moved), "elsewhere": elsewhere,
-                  "problems": [p.code + ": " + p.message for p in moved.problems],
-                  "cpus_ok": moved.cpus.ok, "memory_ok": moved.memory.ok}))
+line = json.dumps({"first": bool(first), "rank": first.local_rank, "cpus": first.cpus.planned,
+                   "moved": bool(moved), "elsewhere": elsewhere,
+                   "problems": [p.code + ": " + p.message for p in moved.problems],
+                   "cpus_ok": moved.cpus.ok, "memory_ok": moved.memory.ok})
+os.write(1, (line + "\\n").encode())
 """
 
 
