@@ -41,11 +41,12 @@ pub(super) fn compile(
         files,
     } = plan_job(&loaded, &spec_dir, args.topology.as_ref())?;
     show_warnings(&job, &spec_file, warnings)?;
+    let rdma = rdma_nics(&machines);
     // An engine's launch of a job of several groups is refused when it is rendered.
     let one_group = job.shape == crate::plan::job::Shape::OneGroup;
     if let Some(engine) = args.emit.and_then(EmitKind::engine).filter(|_| one_group) {
         for plan in &job.groups {
-            let lost = emit::engine::losses(plan, engine, &rdma_nics(&machines))?;
+            let lost = emit::engine::losses(plan, engine, &rdma)?;
             warnings.plan_warnings(&spec_file, &lost, &plan.allowed_warnings)?;
         }
     }
@@ -86,7 +87,7 @@ pub(super) fn compile(
             .collect(),
     };
     let text = match (args.emit, args.format) {
-        (Some(kind), _) => launch_script(args, &job, kind, &provenance, &machines)?,
+        (Some(kind), _) => launch_script(args, &job, kind, &provenance, &rdma)?,
         (None, PlanFormat::Json) => render_job_json(&job, &provenance),
         (None, PlanFormat::Yaml) => render_job_yaml(&job, &provenance),
     };
@@ -126,7 +127,7 @@ fn launch_script(
     job: &JobPlan,
     kind: EmitKind,
     provenance: &JobProvenance,
-    machines: &[Topology],
+    rdma_nics: &BTreeMap<String, PciAddr>,
 ) -> Result<String, Error> {
     let plan_file = render_job_yaml(job, provenance);
     let plan_ids: Vec<String> = job
@@ -144,7 +145,7 @@ fn launch_script(
         plan_file: &plan_file,
         script,
         plan_id: "",
-        rdma_nics: &rdma_nics(machines),
+        rdma_nics,
     };
     Ok(emit::render_job(job, kind, &origin, &plan_ids)?)
 }
