@@ -1,15 +1,53 @@
 #!/usr/bin/env bash
-# The rooms (modules) two commands walk through, compared: every numaplan function callgrind
-# sees called, by its module. By default `compile` of a spec without groups against one with
-# groups, which should differ only in what is about groups as such (validating `groups:`, and
-# the grouped plan file's serializer). Needs valgrind and a debug build (`cargo build`).
-# Usage: scripts/walk.sh [SPEC_A SPEC_B]
+# The rooms (modules) numaplan's commands walk through, read off callgrind's call graph. Needs
+# valgrind and a debug build (`cargo build`).
+#
+#   scripts/walk.sh [SPEC_A SPEC_B]
+#     every numaplan function callgrind sees called, by its module, for `compile` of two specs:
+#     by default one without groups against one with, which should differ only in what is
+#     about groups as such (validating `groups:`, and the grouped plan file's serializer).
+#   scripts/walk.sh --entries MODULE -- ARGS...
+#     how often `numaplan ARGS...` enters MODULE (`app::input`): the calls from a numaplan
+#     function outside it to one inside it, each (caller, callee) pair once, listed. Calls from
+#     the standard library (an iterator adaptor running a closure of MODULE's own) and drop glue
+#     are MODULE's own work, not entries; a closure MODULE hands out and another module calls
+#     back is one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-a=${1:-examples/dgx-a100-llama.yaml}
-b=${2:-examples/rl-groups.yaml}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+if [ "${1:-}" = --entries ]; then
+  module=$2
+  shift 3
+  valgrind --tool=callgrind --callgrind-out-file="$out/run.cg" target/debug/numaplan "$@" >/dev/null 2>&1 || true
+  python3 - "$out/run.cg" "$module" <<'PY'
+import re, sys
+path, module = sys.argv[1], sys.argv[2]
+inside = re.compile(r"^numaplan::" + re.escape(module) + r"(::|$)")
+names, current, entries = {}, None, set()
+def name(line):
+    m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
+    if not m:
+        return line.split("=", 1)[1].strip()
+    if m.group(2):
+        names[m.group(1)] = m.group(2).strip()
+    return names.get(m.group(1), "?")
+for line in open(path, errors="replace"):
+    if line.startswith("fn="):
+        current = name(line.rstrip("\n"))
+    elif line.startswith("cfn="):
+        callee = name(line.rstrip("\n"))
+        if (inside.match(callee) and current.startswith("numaplan::")
+                and not inside.match(current) and "drop_in_place" not in callee):
+            entries.add((current, callee))
+print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} into {module}")
+for caller, callee in sorted(entries):
+    print(f"  {caller} -> {callee}")
+PY
+  exit
+fi
+a=${1:-examples/dgx-a100-llama.yaml}
+b=${2:-examples/rl-groups.yaml}
 for spec in "$a" "$b"; do
   valgrind --tool=callgrind --callgrind-out-file="$out/$(basename "$spec").cg" \
     target/debug/numaplan -q compile "$spec" -o "$out/$(basename "$spec").plan" >/dev/null 2>&1

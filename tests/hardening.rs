@@ -852,3 +852,121 @@ fn inputs_that_grew_are_refused_within_a_bound() {
         );
     }
 }
+
+/// 14. A plan file is input too (issue 56): a machine of 2^64 GPUs panicked `exec` and `bind`
+///     (capacity overflow), 2^32 aborted on a 96 GB allocation, 40 million took 2.2 GB and 5 s
+///     before E0411, and `explain` and `diff` took such a plan. Every count of a plan is bounded
+///     before anything is sized by it: each is refused with the count named, at its key, within
+///     64 MB and a second, by every command that reads a plan. A spec that plans 65,535 ranks
+///     with no command for them is refused before it is planned, by `exec` and a launch script
+///     that needs the command; a spec's indented first key is named as such, not "more than one
+///     document".
+#[test]
+fn plan_counts_and_a_missing_command_are_refused_before_any_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_numaplan");
+    let plan = numaplan(&["compile", "examples/dgx-a100-llama.yaml"]).ok();
+    let grouped = numaplan(&["compile", "examples/rl-groups.yaml"]).ok();
+    let huge = |from: &str, to: &str| {
+        assert!(plan.contains(from), "the example plan has `{from}`");
+        plan.replacen(from, to, 1)
+    };
+    let plans = [
+        (
+            "gpus-2^64",
+            huge("  gpus: 8\n", "  gpus: 18446744073709551615\n"),
+            "14:9",
+        ),
+        (
+            "gpus-2^32",
+            huge("  gpus: 8\n", "  gpus: 4294967296\n"),
+            "14:9",
+        ),
+        (
+            "gpus-40M",
+            huge("  gpus: 8\n", "  gpus: 40000000\n"),
+            "14:9",
+        ),
+        (
+            "cpus-2^32",
+            huge("  cpus: 256\n", "  cpus: 4294967296\n"),
+            "12:9",
+        ),
+        ("nodes-0", huge("nodes: 2\n", "nodes: 0\n"), "16:8"),
+        (
+            "world-2^33",
+            grouped
+                .replacen("world_size: ", "world_size: 8589934592 #", 1)
+                .replacen("\n  nodes: 2\n", "\n  nodes: 4294967295\n", 1),
+            "",
+        ),
+    ];
+    for (name, content, at) in &plans {
+        let file = format!("{name}.yaml");
+        std::fs::write(dir.path().join(&file), content).unwrap();
+        for args in [
+            vec!["bind", "--dry-run", "--local-rank", "0", &file],
+            vec!["exec", "--dry-run", &file],
+            vec!["explain", &file],
+            vec!["diff", &file, &file],
+            vec!["verify", &file, "--pids", "1"],
+        ] {
+            let (out, kib, cpu) = peak(Command::new(bin).args(&args).current_dir(dir.path()));
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{name} {args:?}: {stderr}");
+            assert!(
+                stderr.starts_with("error[E0406]"),
+                "{name} {args:?}: {stderr}"
+            );
+            assert!(stderr.contains(&format!("{file}:{at}")), "{name}: {stderr}");
+            assert!(kib < 64 * 1024, "{name} {args:?}: {kib} KiB");
+            assert!(cpu < Duration::from_secs(1), "{name} {args:?}: {cpu:?}");
+        }
+    }
+    let run = numaplan_in(dir.path(), &["explain", "gpus-40M.yaml"]);
+    insta::assert_snapshot!(run.stderr, @"
+    error[E0406]: invalid plan: 40000000 GPUs: more than the 65536 a machine can have
+      --> gpus-40M.yaml:14:9
+       |
+    14 |   gpus: 40000000
+       |         ^^^^^^^^ in `topology.gpus`
+       |
+       = help: regenerate the plan with the command in its header
+    ");
+
+    let spec = format!(
+        "topology: {}\nranks_per_node: 65535\ncpu: {{policy: mpibind}}\n",
+        repo().join(DGX).display()
+    );
+    std::fs::write(dir.path().join("no-command.yaml"), spec).unwrap();
+    for args in [
+        vec!["exec", "no-command.yaml"],
+        vec!["exec", "--dry-run", "no-command.yaml"],
+        vec!["compile", "no-command.yaml", "--emit", "bash"],
+        vec!["compile", "no-command.yaml", "--emit", "sbatch-exec"],
+    ] {
+        let (out, kib, cpu) = peak(Command::new(bin).args(&args).current_dir(dir.path()));
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error[E0402]"), "{args:?}: {stderr}");
+        assert!(kib < 64 * 1024, "{args:?}: {kib} KiB");
+        assert!(cpu < Duration::from_secs(1), "{args:?}: {cpu:?}");
+    }
+
+    std::fs::write(
+        dir.path().join("indented.yaml"),
+        "  topology: machine.yaml\ncommand: [python, train.py]\n",
+    )
+    .unwrap();
+    let run = numaplan_in(dir.path(), &["compile", "indented.yaml"]);
+    assert_eq!(run.code, 1);
+    insta::assert_snapshot!(run.stderr, @"
+    error[E0101]: job spec is not well-formed YAML: the first key `topology` is indented by 2 space(s), and `command` on line 2 by 0: a document's top-level keys start in one column
+     --> indented.yaml:1:3
+      |
+    1 |   topology: machine.yaml
+      |   ^^^^^^^^ here
+      |
+      = help: fix the YAML syntax here; a truncated file fails at its end
+    ");
+}

@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt as _;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::input::{PlanMachine, Subject, load_subject};
+use super::input::{self, PlanMachine, Request, Subject};
 use super::memory::without_refused_policies;
 use super::started;
 use super::write::{emit, json};
@@ -24,7 +24,6 @@ use crate::plan_file;
 use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
 use crate::shell::quote as sh;
 use crate::sys::node::environment;
-use crate::topology::pci_gpus;
 use crate::variables::{NUMAPLAN_PLAN, RANK};
 
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
@@ -40,7 +39,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         true => plan.warnings.clone(),
         false => visible::warnings(&plan, std::slice::from_ref(rank), &env),
     };
-    let node = exec::NodeFacts::read(pci_gpus::count())?;
+    let node = super::node::facts()?;
     let facts = launcher_binding_replaced(node, &env, &local, rank, &mut shown);
     // The spec's own command was looked at when it was compiled (W0220 is in the plan).
     shown.extend(started::engine(&plan, &args.command));
@@ -105,13 +104,14 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
 
 /// The plan `bind` binds by: its input, as a plan or a job spec compiled for this machine.
 pub(super) fn subject(args: &BindArgs) -> Result<Subject, Error> {
-    load_subject(
-        Some(&args.input),
-        args.topology.as_ref(),
-        PlanMachine::NotNeeded,
-        &args.overrides.set,
-        args.group.as_deref(),
-    )
+    let request = Request {
+        arg: Some(&args.input),
+        topology: args.topology.as_ref(),
+        machine: PlanMachine::NotNeeded,
+        overrides: &args.overrides.set,
+        needs_command: false,
+    };
+    input::this_nodes(&request, args.group.as_deref())
 }
 
 /// The program the rank runs: the command line's, else the plan's `command`.

@@ -16,7 +16,6 @@ use crate::exec::{self, ExecError};
 use crate::plan::{MemoryBinding, Plan, RankBinding};
 use crate::spec::MemPolicy;
 use crate::sys::node::environment;
-use crate::topology::pci_gpus;
 use crate::variables::NUMAPLAN_PLAN;
 
 pub fn bind_all(
@@ -30,7 +29,7 @@ pub fn bind_all(
     shown.extend(started::engine(&plan, &args.command));
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     // All or nothing: every rank's CPUs must be allowed here, as `exec` checks them.
-    let facts = exec::NodeFacts::read(pci_gpus::count())?;
+    let facts = super::node::facts()?;
     exec::check_node(&plan, &plan.ranks, &facts, forced(args, &environment()))?;
     if args.command.is_empty() {
         return Err(ExecError::NoCommand {

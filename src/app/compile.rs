@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::planned::{PlannedJob, plan_job};
+use super::input::spec::{PlannedJob, plan_job};
 use super::shown::{plan_dir, regenerate_words, relative_to, spec_shown};
 use super::write::emit_as;
 use crate::cli::{CompileArgs, PlanFormat};
@@ -35,6 +35,9 @@ pub(super) fn compile(
 ) -> Result<(), Error> {
     let (spec_file, text, spec_dir) = read_spec(&args.spec)?;
     let loaded = load_with(&spec_file, &text, &args.overrides.set)?;
+    if let Some(kind) = args.emit {
+        emit::command_given(kind, &loaded.spec)?;
+    }
     let PlannedJob {
         job,
         machines,

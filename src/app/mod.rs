@@ -13,7 +13,7 @@ mod docs;
 mod exec;
 mod input;
 mod memory;
-mod planned;
+mod node;
 mod review;
 mod schema;
 mod shown;

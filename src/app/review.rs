@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal as _, Write};
 
-use super::input::{PlanMachine, Subject, group_shapes, load_subjects};
+use super::input::{PlanMachine, Request, Subject, every_group, group_shapes};
 use super::write::emit;
 use super::write::json;
 use crate::cli::{ColourChoice, DiffArgs, ExplainArgs, ExplainFormat, ReportFormat};
@@ -15,13 +15,20 @@ use crate::topology::Topology;
 pub fn diff(args: &DiffArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let old_t = args.old_topology.as_ref().or(args.topology.as_ref());
     let new_t = args.new_topology.as_ref().or(args.topology.as_ref());
-    let old = load_subjects(Some(&args.old), old_t, PlanMachine::Lenient, &[])?;
-    let mut new = load_subjects(
-        Some(&args.new),
-        new_t,
-        PlanMachine::Lenient,
-        &args.overrides.set,
-    )?;
+    let old = every_group(&Request {
+        arg: Some(&args.old),
+        topology: old_t,
+        machine: PlanMachine::Lenient,
+        overrides: &[],
+        needs_command: false,
+    })?;
+    let mut new = every_group(&Request {
+        arg: Some(&args.new),
+        topology: new_t,
+        machine: PlanMachine::Lenient,
+        overrides: &args.overrides.set,
+        needs_command: false,
+    })?;
     // The new side's label says what `--set` changed on it.
     for subject in &mut new {
         for o in &args.overrides.set {
@@ -54,12 +61,13 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     } else {
         PlanMachine::Strict
     };
-    let mut subjects = load_subjects(
-        Some(&args.input),
-        args.topology.as_ref(),
+    let mut subjects = every_group(&Request {
+        arg: Some(&args.input),
+        topology: args.topology.as_ref(),
         machine,
-        &args.overrides.set,
-    )?;
+        overrides: &args.overrides.set,
+        needs_command: false,
+    })?;
     if let Some(name) = &args.group {
         let groups = group_shapes(&subjects);
         subjects.retain(|s| s.plan.group().is_some_and(|g| &g.name == name));

@@ -8,7 +8,7 @@ pub mod templates;
 
 use crate::plan::Plan;
 use crate::plan::job::{JobPlan, Shape};
-use crate::spec::Engine;
+use crate::spec::{Engine, Groups, Spec};
 pub use context::Origin;
 
 /// What to emit.
@@ -44,6 +44,15 @@ impl EmitKind {
             EmitKind::Vllm => "vllm",
             EmitKind::Sglang => "sglang",
         }
+    }
+
+    /// Whether its script takes the program after `--` where the spec names none (the
+    /// launchers that pass their own arguments on to every rank or to the engine).
+    pub fn takes_command(self) -> bool {
+        matches!(
+            self,
+            EmitKind::Torchrun | EmitKind::Mpirun | EmitKind::Vllm | EmitKind::Sglang
+        )
     }
 
     /// The serving engine whose launch it is.
@@ -82,6 +91,15 @@ pub enum EmitError {
     /// A template failed to render: a bug in numaplan.
     #[error("template `{name}` failed to render: {detail}")]
     Template { name: &'static str, detail: String },
+}
+
+/// Refuses, before anything is planned, a launch of `kind` that needs the spec's `command`
+/// where a group of the job has none.
+pub fn command_given(kind: EmitKind, spec: &Spec) -> Result<(), EmitError> {
+    match !kind.takes_command() && spec.lacks_command(Groups::Any) {
+        true => Err(EmitError::MissingCommand),
+        false => Ok(()),
+    }
 }
 
 /// A job as `kind`: a job of one group as its plan always was, a job of several groups as one

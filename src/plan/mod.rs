@@ -68,6 +68,17 @@ impl Plan {
         self.place.group.as_ref()
     }
 
+    /// Its group as the search for a node's group and its errors show it: its name, node
+    /// count and machine; `None` for the one group of a job without groups.
+    pub fn group_shape(&self) -> Option<place::GroupShape> {
+        Some(place::GroupShape {
+            name: self.group()?.name.clone(),
+            nodes: self.nodes,
+            topology: self.topology.clone(),
+            shape: self.machine,
+        })
+    }
+
     /// The global rank of local rank `local` on the plan's node `node`: group by group, node
     /// by node, local rank by local rank.
     pub fn global_rank(&self, node: u32, local: u32) -> u64 {

@@ -170,6 +170,15 @@ fn load_grouped(file: &str, text: &str) -> Result<Vec<LoadedPlan>, FileError> {
         .iter()
         .map(|g| u64::from(g.plan.nodes) * u64::from(g.plan.ranks_per_node))
         .sum();
+    if ranks > u64::from(u32::MAX) {
+        return Err(at(
+            "world_size".into(),
+            format!(
+                "the groups have {ranks} ranks, more than the {} a job numbers",
+                u32::MAX
+            ),
+        ));
+    }
     if f.world_size != ranks {
         return Err(at(
             "world_size".into(),

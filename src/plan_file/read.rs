@@ -8,6 +8,7 @@ use crate::diag::codes::{W0200_PLAN_WARNING, warning_code};
 use crate::ids::{GpuIndex, NodeId};
 use crate::plan::place::Place;
 use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
+use crate::spec::validate::MAX_PER_NODE;
 use crate::spec::{Engine, MemPolicy, Policy, ProcBind, SlurmSpec};
 use crate::variables::{MASTER_PORT, OMP_NUM_THREADS, omp_threads};
 
@@ -157,11 +158,47 @@ fn warning_from_entry(i: usize, entry: &WarningEntry) -> Result<Warning, Problem
     }
 }
 
+/// Every count of a plan file within what a machine can have, before anything is sized by one:
+/// a plan is input, and a count of 2^64 GPUs would otherwise size the lists that number them.
+/// A machine has at most `MAX_CPU` CPUs, and as many NUMA nodes and GPUs; a job numbers its
+/// ranks in a `u32` (`WORLD_SIZE`), as a job spec's validation says.
+fn counts_bounded(f: &PlanFile) -> Result<(), Problem> {
+    let machine = [
+        ("topology.cpus", f.topology.cpus, "CPUs"),
+        ("topology.numa_nodes", f.topology.numa_nodes, "NUMA nodes"),
+        ("topology.gpus", f.topology.gpus, "GPUs"),
+        (
+            "ranks_per_node",
+            f.ranks_per_node as usize,
+            "ranks on a node",
+        ),
+    ];
+    for (key, count, what) in machine {
+        if count > MAX_PER_NODE as usize {
+            return Err((
+                key.into(),
+                format!("{count} {what}: more than the {MAX_PER_NODE} a machine can have"),
+            ));
+        }
+    }
+    let world = u64::from(f.nodes) * u64::from(f.ranks_per_node);
+    if f.nodes == 0 || world > u64::from(u32::MAX) {
+        return Err((
+            "nodes".into(),
+            format!(
+                "{} node(s) of {} ranks: a job has at least one node, and at most {} ranks",
+                f.nodes,
+                f.ranks_per_node,
+                u32::MAX
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// A plan file's plan; of a group of a plan of several groups, `place` is its place (`None`:
 /// a plan of one group, the whole job).
 pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Problem> {
-    let place = place.unwrap_or_else(|| Place::whole_job(f.nodes, f.ranks_per_node));
-    let first_rank = place.first_rank;
     if f.numaplan_plan != FORMAT_VERSION {
         return Err((
             "numaplan_plan".into(),
@@ -171,6 +208,9 @@ pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Prob
             ),
         ));
     }
+    counts_bounded(f)?;
+    let place = place.unwrap_or_else(|| Place::whole_job(f.nodes, f.ranks_per_node));
+    let first_rank = place.first_rank;
     let policy = Policy::named(&f.policy).ok_or_else(|| {
         (
             "policy".to_string(),

@@ -66,6 +66,26 @@ impl Spec {
                 .collect(),
         }
     }
+
+    /// Whether some group of the job (or all of them) has no `command`: known before anything
+    /// is planned, so that a launch that needs one is refused before planning costs anything.
+    pub fn lacks_command(&self, which: Groups) -> bool {
+        let mut lacking = self
+            .job_groups()
+            .into_iter()
+            .map(|g| g.spec.command.is_empty());
+        match which {
+            Groups::Any => lacking.any(|l| l),
+            Groups::All => lacking.all(|l| l),
+        }
+    }
+}
+
+/// Of a job's groups: whether some or every one is meant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Groups {
+    Any,
+    All,
 }
 
 /// One group of a job as the stages after validation see it (`Spec::job_groups`).

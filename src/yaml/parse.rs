@@ -53,7 +53,10 @@ pub fn parse<T: DeserializeOwned>(
         };
         return Err((error, Box::new(map)));
     }
-    if let Some(error) = too_deep(text).or_else(|| expands_too_far(text)) {
+    if let Some(error) = indented_first_key(text)
+        .or_else(|| too_deep(text))
+        .or_else(|| expands_too_far(text))
+    {
         return Err((error, Box::new(map)));
     }
     if text.trim_start().starts_with('{') {
@@ -100,6 +103,45 @@ pub fn has_top_level_key(text: &str, key: &str) -> Option<bool> {
         serde_yaml::Value::Mapping(m) => Some(m.contains_key(key)),
         _ => Some(false),
     }
+}
+
+/// A first key indented further than a later one (`  topology: x` above `command: [a]`):
+/// YAML then ends the first mapping at the later key and takes what follows for a second
+/// document, which says nothing of the cause. Found by scanning lines; the error points at
+/// the first key and names the later one.
+fn indented_first_key(text: &str) -> Option<YamlError> {
+    let content = |line: &&str| {
+        let t = line.trim_start();
+        !t.is_empty() && !t.starts_with('#') && !t.starts_with('%') && *line != "---"
+    };
+    let mut lines = text.lines().enumerate().filter(|(_, l)| content(l));
+    let (first_at, first) = lines.next()?;
+    let indent = |l: &str| l.len() - l.trim_start_matches(' ').len();
+    let depth = indent(first);
+    if depth == 0 || first.trim_start().starts_with(['{', '[', '-', '"', '\'']) {
+        return None;
+    }
+    let (later_at, later) = lines.find(|(_, l)| indent(l) < depth)?;
+    let key = |l: &str| {
+        let t = l.trim_start();
+        t.split(':').next().unwrap_or(t).trim().to_string()
+    };
+    let first_key = key(first);
+    Some(YamlError {
+        kind: YamlErrorKind::Syntax,
+        message: format!(
+            "the first key `{first_key}` is indented by {depth} space(s), and `{}` on line {} by \
+             {}: a document's top-level keys start in one column",
+            key(later),
+            later_at + 1,
+            indent(later)
+        ),
+        spot: Some(Spot {
+            line: first_at + 1,
+            col: depth + 1,
+            width: first_key.len().max(1),
+        }),
+    })
 }
 
 /// The line where a second document starts (`---` after content, or content after `...`), found

@@ -15,23 +15,20 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::bind::Memory;
-use super::input::{PlanMachine, load_subject};
+use super::input::{self, PlanMachine, Request};
 use super::memory::without_refused_policies;
 use super::started;
 use super::write::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
 use crate::error::Error;
-use crate::exec::{
-    self, Check, ExecError, ExecOptions, Force, Input, NodeFacts, NodePlace, OutputMode,
-};
+use crate::exec::{self, Check, ExecError, ExecOptions, Force, Input, NodePlace, OutputMode};
 use crate::plan::Plan;
 use crate::plan_file;
 use crate::rank::{hostlist, visible};
 use crate::resolve::ResolveErrorKind;
 use crate::shell::quote as sh;
 use crate::sys::node::environment;
-use crate::topology::pci_gpus;
 use crate::variables::MASTER_ADDR;
 use crate::yaml::Override;
 
@@ -42,17 +39,18 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         .into_iter()
         .chain(args.overrides.set.clone())
         .collect();
-    let subject = load_subject(
-        args.input.as_deref(),
-        args.topology.as_ref(),
-        PlanMachine::NotNeeded,
-        &overrides,
-        args.group.as_deref(),
-    )
-    .map_err(|e| match nproc_gpu {
-        true => in_the_flags_words(e),
-        false => e,
-    })?;
+    let request = Request {
+        arg: args.input.as_deref(),
+        topology: args.topology.as_ref(),
+        machine: PlanMachine::NotNeeded,
+        overrides: &overrides,
+        needs_command: args.extra.is_empty(),
+    };
+    let subject =
+        input::this_nodes(&request, args.group.as_deref()).map_err(|e| match nproc_gpu {
+            true => in_the_flags_words(e),
+            false => e,
+        })?;
     let mut plan = subject.plan;
     if plan.command.is_empty() && args.extra.is_empty() {
         // Without a spec, the program can only come after `--`: say that, not "the spec".
@@ -77,12 +75,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let checks = Checks::of(args)?;
     let opts = options(args, &plan, &checks)?;
     let force = if args.force { Force::Yes } else { Force::No };
-    let checked = exec::check_node(
-        &plan,
-        &plan.ranks,
-        &NodeFacts::read(pci_gpus::count())?,
-        force,
-    );
+    let checked = exec::check_node(&plan, &plan.ranks, &super::node::facts()?, force);
     if args.dry_run {
         let text = match args.format {
             ReportFormat::Text => dry_run(&plan, &opts)?,

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::Duration;
 
-use super::input::{PlanMachine, load_subject};
+use super::input::{self, PlanMachine, Request};
 use super::write::{emit, json};
 use crate::cli::{ReportFormat, VerifyArgs, WatchArgs};
 use crate::error::Error;
@@ -25,14 +25,14 @@ use counted::counters_text;
 pub(crate) use report::{VerifyReport, WatchLine};
 
 pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
-    let plan = load_subject(
-        Some(&args.input),
-        args.topology.as_ref(),
-        PlanMachine::NotNeeded,
-        &[],
-        args.group.as_deref(),
-    )?
-    .plan;
+    let request = Request {
+        arg: Some(&args.input),
+        topology: args.topology.as_ref(),
+        machine: PlanMachine::NotNeeded,
+        overrides: &[],
+        needs_command: false,
+    };
+    let plan = input::this_nodes(&request, args.group.as_deref())?.plan;
     let found = ranks_of(args, &plan)?;
     // A rank marked as running without its memory policy by design is checked as it runs.
     let plan = as_run(plan, &found.without_memory);

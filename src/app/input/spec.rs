@@ -7,11 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
+use super::subject::{Subject, label};
 use crate::error::Error;
 use crate::plan::job::JobPlan;
 use crate::resolve::job::resolve_job;
 use crate::spec::load::LoadedSpec;
-use crate::topology::{Source, Topology};
+use crate::topology::{Source, Topology, fixture};
 
 /// A job spec planned: the job, and each group's machine and the file it was read from
 /// (`None`: this machine, discovered), in group order.
@@ -99,4 +100,27 @@ fn fill_visible_gpus(spec: &mut crate::spec::Spec) {
             .into_iter()
             .find_map(|var| Some((var.to_string(), std::env::var(var).ok()?)));
     }
+}
+
+/// Every group of a job spec, planned on its machine: the groups' subjects, in order.
+pub(super) fn compiled_subjects(
+    arg: &str,
+    loaded: &LoadedSpec,
+    spec_dir: &Path,
+    topology: Option<&Source>,
+) -> Result<Vec<Subject>, Error> {
+    let PlannedJob { job, machines, .. } = plan_job(loaded, spec_dir, topology)?;
+    Ok(job
+        .groups
+        .into_iter()
+        .zip(machines)
+        .map(|(plan, topology)| Subject {
+            input: arg.to_string(),
+            label: label(arg, Some(&topology)),
+            fingerprint: fixture::fingerprint(&topology),
+            plan,
+            topology: Some(topology),
+            notes: Vec::new(),
+        })
+        .collect())
 }
