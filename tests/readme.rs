@@ -233,7 +233,7 @@ fn collect(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 }
 
 /// ARCHITECTURE.md's code map names files and folders that exist: each backquoted path with a
-/// `/` in it, from the repository's root or within one of its folders (`app/planned.rs`,
+/// `/` in it, from the repository's root or within one of its folders (`app/input/spec.rs`,
 /// `verify/` in its module's paragraph, `common/mod.rs` among the tests). A file moved or renamed without the map following fails here.
 #[test]
 fn architecture_md_names_paths_that_exist() {

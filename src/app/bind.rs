@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::input::{self, PlanMachine, Request, Subject};
 use super::memory::without_refused_policies;
-use super::started;
+use super::program;
 use super::write::{emit, json};
 use crate::cli::{BindArgs, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
@@ -21,7 +21,7 @@ use crate::exec::{self, ExecError, Force};
 use crate::ids::{Mark, PlanId, node_list};
 use crate::plan::{Plan, RankBinding};
 use crate::plan_file;
-use crate::rank::{self, Env, LocalRank, numbering, replaced, visible};
+use crate::rank::{self, Env, LocalRank, launcher_binding, numbering, visible};
 use crate::shell::quote as sh;
 use crate::sys::node::environment;
 use crate::variables::{NUMAPLAN_PLAN, RANK};
@@ -42,7 +42,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let node = super::node::facts()?;
     let facts = launcher_binding_replaced(node, &env, &local, rank, &mut shown);
     // The spec's own command was looked at when it was compiled (W0220 is in the plan).
-    shown.extend(started::engine(&plan, &args.command));
+    shown.extend(program::engine(&plan, &args.command));
     warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
     // What is this rank's own is said by every rank it is true of, whichever speaks for the
     // node: a memory policy this node refuses (an error, or not required: none), numbering.
@@ -73,7 +73,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         without_memory,
     };
     let mut set = numbering::rank_environment(&plan, &mark, &rank, &local, &env);
-    set.extend(started::plan_source(&args.input).map(|s| (NUMAPLAN_PLAN.to_string(), s)));
+    set.extend(program::plan_source(&args.input).map(|s| (NUMAPLAN_PLAN.to_string(), s)));
     let own: Vec<_> = numbering::unknown_numbering(&plan, &local, &set, &env)
         .into_iter()
         .collect();
@@ -181,7 +181,7 @@ fn launcher_binding_replaced(
         true => facts.online_cpus.clone(),
         false => crate::sys::cgroup::cgroup_cpus(&facts.online_cpus),
     };
-    if let Some(found) = replaced::launcher_binding(env, &facts.allowed, may_use) {
+    if let Some(found) = launcher_binding::launcher_binding(env, &facts.allowed, may_use) {
         shown.extend(found.warning(local.rank, &rank.cpus));
         facts.allowed = found.may_use;
     }

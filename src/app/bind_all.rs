@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use super::bind::{bind_and_exec, forced, subject};
-use super::started;
+use super::program;
 use crate::cli::BindArgs;
 use crate::diag::report::Reporter;
 use crate::error::Error;
@@ -26,7 +26,7 @@ pub fn bind_all(
     let subject = subject(args)?;
     let plan = subject.plan;
     let mut shown = plan.warnings.clone();
-    shown.extend(started::engine(&plan, &args.command));
+    shown.extend(program::engine(&plan, &args.command));
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     // All or nothing: every rank's CPUs must be allowed here, as `exec` checks them.
     let facts = super::node::facts()?;
@@ -37,7 +37,7 @@ pub fn bind_all(
         }
         .into());
     }
-    let set: BTreeMap<String, String> = started::plan_source(&args.input)
+    let set: BTreeMap<String, String> = program::plan_source(&args.input)
         .map(|s| (NUMAPLAN_PLAN.to_string(), s))
         .into_iter()
         .collect();

@@ -1,4 +1,4 @@
-//! `numaplan compile`: a job spec planned (`planned.rs`) and written as its plan (YAML or
+//! `numaplan compile`: a job spec planned (`input/spec.rs`) and written as its plan (YAML or
 //! JSON) or launch script (`--emit`), to standard output or a file (`-o`), or compared with the
 //! file on disk (`--check`). A job of one group and one of several take the same path; the
 //! plan file and the emitters write each in its shape.
@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::header::{plan_dir, regenerate_words, relative_to, spec_shown};
 use super::input::spec::{PlannedJob, plan_job};
-use super::shown::{plan_dir, regenerate_words, relative_to, spec_shown};
 use super::write::emit_as;
 use crate::cli::{CompileArgs, PlanFormat};
 use crate::diag::Warning;

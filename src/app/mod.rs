@@ -1,9 +1,10 @@
 //! One file per subcommand, and this front door that routes each command to it. Commands return
-//! data to `main` and never print errors themselves: `compile.rs` (with `planned.rs`, a spec
-//! planned on its machines, and `shown.rs`, how generated files name their inputs), `exec/`,
-//! `bind.rs`, `verify/`, `review.rs` (`diff`, `explain`), `topo.rs`, `schema.rs`, `codes.rs`,
-//! `version.rs` and `docs.rs` (completions, the manual page); `input.rs` reads what a command is
-//! given, `write.rs` writes what it makes.
+//! data to `main` and never print errors themselves: `compile.rs` (with `header.rs`, how
+//! generated files name their inputs), `exec/`, `bind.rs`, `verify/`, `review.rs` (`diff`,
+//! `explain`), `topo.rs`, `schema.rs`, `codes.rs`, `version.rs` and `docs.rs` (completions, the
+//! manual page); `input/` reads what a command is given (a spec planned on its machines
+//! included), `node.rs` this node's facts, `program.rs` what a started rank's program is told,
+//! `write.rs` writes what it makes.
 
 mod bind;
 mod bind_all;
@@ -11,13 +12,13 @@ mod codes;
 mod compile;
 mod docs;
 mod exec;
+mod header;
 mod input;
 mod memory;
 mod node;
+mod program;
 mod review;
 mod schema;
-mod shown;
-mod started;
 mod topo;
 mod verify;
 mod version;

@@ -11,9 +11,9 @@ mod env;
 pub mod error;
 pub mod group;
 pub mod hostlist;
+pub mod launcher_binding;
 pub mod local_rank;
 pub mod numbering;
-pub mod replaced;
 pub mod visible;
 
 pub use env::Env;

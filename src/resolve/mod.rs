@@ -2,13 +2,12 @@
 //! BTreeMaps only). One step per stage of docs/policies.md: the allowed CPUs, the GPUs and the ranks
 //! they form, the family's CPU placement, then memory policy, NIC and environment per rank.
 
-pub mod allowed;
+pub mod allowed_cpus;
 pub mod auto;
 pub mod context;
 pub mod error;
 pub mod gpu_affinity;
 pub mod gpus;
-pub mod ignored;
 pub mod inside;
 pub mod job;
 pub mod memory;
@@ -16,10 +15,11 @@ pub mod mpibind;
 pub mod nics;
 pub mod on_machine;
 pub mod pytorch;
+pub mod unused_options;
 
 use std::collections::BTreeMap;
 
-use allowed::{allowed_cpus, restriction_warnings};
+use allowed_cpus::{allowed_cpus, restriction_warnings};
 use context::{Ctx, Mapped, Placement, Unit, visibility_variable};
 pub use error::{ResolveError, ResolveErrorKind, SpecKey};
 
@@ -42,7 +42,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     warnings.extend(spec.warnings.iter().cloned());
     let allowed = allowed_cpus(spec, topo)?;
     warnings.extend(restriction_warnings(topo, &allowed));
-    warnings.extend(ignored::ignored_options(&spec.cpu));
+    warnings.extend(unused_options::ignored_options(&spec.cpu));
     let selected = gpus::select_gpus(spec, topo)?;
     warnings.extend(gpus::visible_warning(spec, &selected));
     let Mapped {

@@ -1,6 +1,6 @@
 //! Family 1, compatible with `torchrun --numa-binding`: `node`, `socket`, `exclusive`,
 //! `core-complex` (docs/policies.md). `smt`, `balanced`, `min_cores`, `max_cores`, the reservations
-//! and `scope` do not apply (`ignored.rs` says so in the plan).
+//! and `scope` do not apply (`unused_options.rs` says so in the plan).
 
 use std::collections::BTreeMap;
 

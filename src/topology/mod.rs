@@ -1,12 +1,12 @@
 //! Topology: what the machine is. Sources: numaplan's YAML fixtures and hwloc XML exports,
 //! detected by content; the model they both produce; the text summary.
 
+mod container_gpus;
 pub mod cpu_kinds;
 pub mod devices;
 pub mod error;
 pub mod fixture;
 pub mod fixture_file;
-mod handed_out;
 pub mod hwloc;
 mod hwloc_v3;
 pub mod kfd;

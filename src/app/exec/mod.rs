@@ -1,10 +1,10 @@
 //! `numaplan exec`: the edge around `exec` that reads the environment (Slurm's variables,
-//! this process's affinity, the kernel's NUMA nodes) and prints; `observed.rs` composes the
+//! this process's affinity, the kernel's NUMA nodes) and prints; `checks.rs` composes the
 //! start with the checks of the running ranks.
 
-mod observed;
+mod checks;
 
-use observed::Checks;
+use checks::Checks;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::bind::Memory;
 use super::input::{self, PlanMachine, Request};
 use super::memory::without_refused_policies;
-use super::started;
+use super::program;
 use super::write::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
@@ -69,7 +69,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
             .map(OsString::from)
             .chain(args.extra.clone())
             .collect();
-        shown.extend(started::engine(&plan, &line));
+        shown.extend(program::engine(&plan, &line));
     }
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     let checks = Checks::of(args)?;
@@ -102,7 +102,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let _ = stdout.flush();
     let mut report = std::io::stderr();
     let job = exec::start(&plan, &opts)?;
-    observed::observe_and_wait(&plan, &opts, &checks, job, &mut report)
+    checks::observe_and_wait(&plan, &opts, &checks, job, &mut report)
 }
 
 /// How `exec` starts the plan's ranks, from its flags (the memory fallback is found later).
@@ -124,7 +124,7 @@ fn options(args: &ExecArgs, plan: &Plan, checks: &Checks) -> Result<ExecOptions,
             false => Check::None,
         },
         plan_id: plan_file::id(plan),
-        plan_source: args.input.as_deref().and_then(started::plan_source),
+        plan_source: args.input.as_deref().and_then(program::plan_source),
         without_memory: false,
     })
 }

@@ -18,10 +18,10 @@ use crate::plan_file;
 use crate::spec::MemPolicy;
 use crate::sys::{pipe, proc};
 
-mod counted;
+mod counters_report;
 mod report;
 
-use counted::counters_text;
+use counters_report::counters_text;
 pub(crate) use report::{VerifyReport, WatchLine};
 
 pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::counted::CountersReport;
+use super::counters_report::CountersReport;
 use crate::observe::counters::Counted;
 use crate::observe::matching::Found;
 use crate::observe::{Problem, verify, watch};

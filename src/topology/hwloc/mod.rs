@@ -98,8 +98,8 @@ pub fn discover(reading: Reading) -> Result<Topology, TopologyError> {
     // Inside a container, only the GPUs it was handed (`/dev` is read only where there are
     // GPUs: `bind job.yaml` discovers at every rank's start).
     if !parts.gpus.is_empty() {
-        let handed = super::handed_out::read(&root, std::env::var(NVIDIA_VISIBLE_DEVICES).ok());
-        let notes = super::handed_out::restrict(&mut parts, &handed, nvml_answered);
+        let handed = super::container_gpus::read(&root, std::env::var(NVIDIA_VISIBLE_DEVICES).ok());
+        let notes = super::container_gpus::restrict(&mut parts, &handed, nvml_answered);
         parts.notes.extend(notes);
     }
     if snapshot.is_none() {
