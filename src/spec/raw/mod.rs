@@ -20,147 +20,141 @@ pub use cpu::{
 pub use gpu::{GpuKeyword, GpuOptions, GpuSelection, VisibleName};
 pub use memory::{MemPolicyName, MemoryOptions, NodeList};
 
-/// A numaplan job spec: what a distributed job wants from each node.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(title = "numaplan job spec")]
-pub struct JobSpec {
-    /// The job's name (Slurm job name, log prefix).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// The program each rank runs: an argv list, or one string split into words as a POSIX
-    /// shell splits them (no shell runs it). Needed only to launch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<CommandLine>,
-    /// The topology to plan for (a fixture or hwloc XML, relative to this file); `--topology`
-    /// overrides it; default: this machine.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<String>,
-    /// Number of nodes, all alike (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1), extend("default" = 1))]
-    pub nodes: Option<u32>,
-    /// Ranks on each node (default: one per selected GPU, or one per NUMA node with CPUs for
-    /// CPU-only jobs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub ranks_per_node: Option<u32>,
-    /// Which GPUs to use: `all` (default), `none` (CPU-only ranks), a count, or a list of
-    /// indices. Written out, `all` and `visible` require GPUs: on a machine without any they
-    /// are an error, where the default plans CPU-only ranks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(extend("default" = "all"))]
-    pub gpus: Option<GpuSelection>,
-    /// GPUs per rank (default 1); rank i takes the i-th run of that many selected GPUs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1), extend("default" = 1))]
-    pub gpus_per_rank: Option<u32>,
-    /// GPU options: which GPUs each rank sees.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<GpuOptions>,
-    /// CPU binding: the policy and its options.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<CpuOptions>,
-    /// Memory policy of every rank: `preferred`, `bind`, `interleave` or `none`, and its nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<MemoryOptions>,
-    /// NIC choice: the NIC closest to each rank's GPU, and the variables naming it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nic: Option<NicOptions>,
-    /// Extra environment for every rank; wins over numaplan's own variables.
-    #[serde(
-        default,
-        skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "crate::yaml::unique_keys"
-    )]
-    pub env: BTreeMap<String, String>,
-    /// OpenMP placement inside each rank: OMP_PLACES, OMP_PROC_BIND, OMP_NUM_THREADS and
-    /// KMP_AFFINITY computed from the rank's compute cores (default: only OMP_NUM_THREADS, one
-    /// thread per core).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub openmp: Option<OpenMpOptions>,
-    /// Where ranks meet (torchrun's MASTER_ADDR / MASTER_PORT).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rendezvous: Option<Rendezvous>,
-    /// The serving engine the ranks run (`vllm`, `sglang`, `trtllm`), which binds its workers
-    /// itself unless told not to: the plan tells it (`--emit vllm`, and each rank's
-    /// environment), docs/engines.md says how.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<EngineName>,
-    /// Options of the Slurm batch file (`--emit sbatch`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slurm: Option<SlurmOptions>,
-    /// Options of the `--emit mpirun` script's mpirun command line.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mpirun: Option<MpirunOptions>,
-    /// Warning codes accepted after review (`[W0203]`; `numaplan codes` lists them): the plan
-    /// keeps such warnings for its reader, but they are not printed and `--deny-warnings`
-    /// does not fail on them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(extend("default" = []))]
-    pub allow_warnings: Vec<String>,
-    /// Nodes of different shapes in one job (a heterogeneous job): each group has a name, a
-    /// node count and its own topology, and sets what differs; what it does not set it takes
-    /// from the top level, key by key (`env:` by variable). Not with `nodes:`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub groups: Option<Vec<GroupOptions>>,
+/// Declares a spec mapping: its own keys (`before`, `after`) around the keys that a job's top
+/// level and each of its groups both take, a group's laid over the top level's key by key
+/// (`spec/validate/groups.rs`). Those keys are declared once, here, for both. `defaults(all())`
+/// gives the schema the top level's defaults; a group's (`defaults(any())`) are the top
+/// level's values, so its schema names none.
+macro_rules! spec_mapping {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            defaults($defaults:meta)
+            before { $($before:tt)* }
+            after { $($after:tt)* }
+        }
+    ) => {
+        $(#[$attr])*
+        pub struct $name {
+            $($before)*
+            /// The program each rank runs: an argv list, or one string split into words as a
+            /// POSIX shell splits them (no shell runs it). Needed only to launch.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub command: Option<CommandLine>,
+            /// The topology to plan for (a fixture or hwloc XML, relative to this file);
+            /// `--topology` overrides it; default: this machine.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub topology: Option<String>,
+            /// Ranks on each node (default: one per selected GPU, or one per NUMA node with
+            /// CPUs for CPU-only jobs).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schemars(range(min = 1))]
+            pub ranks_per_node: Option<u32>,
+            /// Which GPUs to use: `all` (default), `none` (CPU-only ranks), a count, or a list
+            /// of indices. Written out, `all` and `visible` require GPUs: on a machine without
+            /// any they are an error, where the default plans CPU-only ranks.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[cfg_attr($defaults, schemars(extend("default" = "all")))]
+            pub gpus: Option<GpuSelection>,
+            /// GPUs per rank (default 1); rank i takes the i-th run of that many selected GPUs.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schemars(range(min = 1))]
+            #[cfg_attr($defaults, schemars(extend("default" = 1)))]
+            pub gpus_per_rank: Option<u32>,
+            /// GPU options: which GPUs each rank sees.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub gpu: Option<GpuOptions>,
+            /// CPU binding: the policy and its options.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub cpu: Option<CpuOptions>,
+            /// Memory policy of every rank: `preferred`, `bind`, `interleave` or `none`, and its
+            /// nodes.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub memory: Option<MemoryOptions>,
+            /// NIC choice: the NIC closest to each rank's GPU, and the variables naming it.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub nic: Option<NicOptions>,
+            /// Extra environment for every rank; wins over numaplan's own variables.
+            #[serde(
+                default,
+                skip_serializing_if = "BTreeMap::is_empty",
+                deserialize_with = "crate::yaml::unique_keys"
+            )]
+            pub env: BTreeMap<String, String>,
+            /// OpenMP placement inside each rank: OMP_PLACES, OMP_PROC_BIND, OMP_NUM_THREADS and
+            /// KMP_AFFINITY computed from the rank's compute cores (default: only
+            /// OMP_NUM_THREADS, one thread per core).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub openmp: Option<OpenMpOptions>,
+            /// The serving engine the ranks run (`vllm`, `sglang`, `trtllm`), which binds its
+            /// workers itself unless told not to: the plan tells it (`--emit vllm`, and each
+            /// rank's environment), docs/engines.md says how.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub engine: Option<EngineName>,
+            /// Options of the Slurm batch file (`--emit sbatch`).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub slurm: Option<SlurmOptions>,
+            $($after)*
+        }
+    };
 }
 
-/// One group of a heterogeneous job: nodes alike, planned together.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GroupOptions {
-    /// The group's name (letters, digits, `-` and `_`), as the plan and messages name it.
-    pub name: String,
-    /// Its number of nodes (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1), extend("default" = 1))]
-    pub nodes: Option<u32>,
-    /// Its machine (default: the top level's `topology:`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<String>,
-    /// Its program (default: the top level's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<CommandLine>,
-    /// Ranks on each of its nodes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub ranks_per_node: Option<u32>,
-    /// Its GPUs, as the top level's `gpus:`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpus: Option<GpuSelection>,
-    /// GPUs per rank.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
-    pub gpus_per_rank: Option<u32>,
-    /// GPU options, over the top level's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<GpuOptions>,
-    /// CPU binding, over the top level's key by key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<CpuOptions>,
-    /// Memory policy, over the top level's key by key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<MemoryOptions>,
-    /// NIC choice, over the top level's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nic: Option<NicOptions>,
-    /// OpenMP placement, over the top level's key by key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub openmp: Option<OpenMpOptions>,
-    /// The serving engine its ranks run (default: the top level's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine: Option<EngineName>,
-    /// This component's `#SBATCH` settings, over the top level's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slurm: Option<SlurmOptions>,
-    /// Extra environment of its ranks, over the top level's by variable.
-    #[serde(
-        default,
-        skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "crate::yaml::unique_keys"
-    )]
-    pub env: BTreeMap<String, String>,
+spec_mapping! {
+    /// A numaplan job spec: what a distributed job wants from each node.
+    #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    #[schemars(title = "numaplan job spec")]
+    pub struct JobSpec {
+        defaults(all())
+        before {
+            /// The job's name (Slurm job name, log prefix).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub name: Option<String>,
+            /// Number of nodes, all alike (default 1).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schemars(range(min = 1), extend("default" = 1))]
+            pub nodes: Option<u32>,
+        }
+        after {
+            /// Where ranks meet (torchrun's MASTER_ADDR / MASTER_PORT).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub rendezvous: Option<Rendezvous>,
+            /// Options of the `--emit mpirun` script's mpirun command line.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub mpirun: Option<MpirunOptions>,
+            /// Warning codes accepted after review (`[W0203]`; `numaplan codes` lists them): the
+            /// plan keeps such warnings for its reader, but they are not printed and
+            /// `--deny-warnings` does not fail on them.
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            #[schemars(extend("default" = []))]
+            pub allow_warnings: Vec<String>,
+            /// Nodes of different shapes in one job (a heterogeneous job): each group has a name,
+            /// a node count and its own topology, and sets what differs; what it does not set it
+            /// takes from the top level, key by key (`env:` by variable). Not with `nodes:`.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub groups: Option<Vec<GroupOptions>>,
+        }
+    }
+}
+
+spec_mapping! {
+    /// One group of a heterogeneous job: nodes alike, planned together. Each key it sets is
+    /// laid over the top level's, key by key inside a mapping (`env:` by variable); a group's
+    /// `topology:` is relative to the spec.
+    #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    pub struct GroupOptions {
+        defaults(any())
+        before {
+            /// The group's name (letters, digits, `-` and `_`), as the plan and messages name it.
+            pub name: String,
+            /// Its number of nodes (default 1).
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[schemars(range(min = 1), extend("default" = 1))]
+            pub nodes: Option<u32>,
+        }
+        after {}
+    }
 }
 
 /// `command:`: `[python, train.py]`, or `"python train.py"`.
