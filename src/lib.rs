@@ -10,6 +10,7 @@ pub mod emit;
 pub mod error;
 pub mod exec;
 pub mod ids;
+pub mod nic_kind;
 pub mod observe;
 pub mod output;
 pub mod pci_addr;

@@ -325,13 +325,15 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<usize, String
                             near(&b)
                         ));
                     }
+                    let plan_ids = ["0123456789abcdef".to_string()];
                     let origin = Origin {
                         header: header("0"),
                         plan_file: &yaml,
                         script: Some("run.sh"),
-                        plan_id: "0123456789abcdef",
-                        rdma_nics: &Default::default(),
+                        plan_ids: &plan_ids,
                     };
+                    let ranks = plan.ranks.len();
+                    let job = numaplan::plan::job::JobPlan::of_one_group(plan);
                     for kind in [
                         EmitKind::Bash,
                         EmitKind::Sbatch,
@@ -339,11 +341,11 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<usize, String
                         EmitKind::Torchrun,
                         EmitKind::Mpirun,
                     ] {
-                        if let Err(e) = numaplan::emit::render(&plan, kind, &origin) {
+                        if let Err(e) = numaplan::emit::launch(&job, kind, &origin) {
                             show(e.into());
                         }
                     }
-                    return Ok(plan.ranks.len());
+                    return Ok(ranks);
                 }
             },
         },

@@ -871,34 +871,44 @@ fn plan_counts_and_a_missing_command_are_refused_before_any_cost() {
         assert!(plan.contains(from), "the example plan has `{from}`");
         plan.replacen(from, to, 1)
     };
+    // Where a replaced key's value is: the line of `key` (a whole line of the plan), the column
+    // after its `: `.
+    let at = |key: &str| {
+        let line = plan.lines().position(|l| format!("{l}\n") == key).unwrap() + 1;
+        format!("{line}:{}", key.find(": ").unwrap() + 3)
+    };
     let plans = [
         (
             "gpus-2^64",
             huge("  gpus: 8\n", "  gpus: 18446744073709551615\n"),
-            "14:9",
+            at("  gpus: 8\n"),
         ),
         (
             "gpus-2^32",
             huge("  gpus: 8\n", "  gpus: 4294967296\n"),
-            "14:9",
+            at("  gpus: 8\n"),
         ),
         (
             "gpus-40M",
             huge("  gpus: 8\n", "  gpus: 40000000\n"),
-            "14:9",
+            at("  gpus: 8\n"),
         ),
         (
             "cpus-2^32",
             huge("  cpus: 256\n", "  cpus: 4294967296\n"),
-            "12:9",
+            at("  cpus: 256\n"),
         ),
-        ("nodes-0", huge("nodes: 2\n", "nodes: 0\n"), "16:8"),
+        (
+            "nodes-0",
+            huge("nodes: 2\n", "nodes: 0\n"),
+            at("nodes: 2\n"),
+        ),
         (
             "world-2^33",
             grouped
                 .replacen("world_size: ", "world_size: 8589934592 #", 1)
                 .replacen("\n  nodes: 2\n", "\n  nodes: 4294967295\n", 1),
-            "",
+            String::new(),
         ),
     ];
     for (name, content, at) in &plans {

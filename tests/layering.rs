@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Module -> the modules it may import (beside itself). The foundation (`cpuset`, `ids`,
-/// `pci_addr`, `phrase`, `shell`, `text`, `output`, `variables`) is open to every module.
+/// `nic_kind`, `pci_addr`, `phrase`, `shell`, `text`, `output`, `variables`) is open to every
+/// module.
 const LAYERS: &[(&str, &[&str])] = &[
     ("sys", &[]),
     ("diag", &[]),
@@ -69,6 +70,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 const FOUNDATION: &[&str] = &[
     "cpuset",
     "ids",
+    "nic_kind",
     "pci_addr",
     "phrase",
     "shell",

@@ -259,7 +259,7 @@ impl Report {
             memory: Memory::of(&rank.memory),
             gpus: rank.gpus.iter().map(|g| g.index.0).collect(),
             gpu_pci: rank.gpus.iter().map(|g| g.pci.to_string()).collect(),
-            nics: rank.nics.clone(),
+            nics: rank.nic_names(),
             env: set.clone(),
             argv: argv
                 .iter()

@@ -3,7 +3,6 @@
 //! file on disk (`--check`). A job of one group and one of several take the same path; the
 //! plan file and the emitters write each in its shape.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -11,12 +10,10 @@ use super::header::{plan_dir, regenerate_words, relative_to, spec_shown};
 use super::input::spec::{PlannedJob, plan_job};
 use super::write::emit_as;
 use crate::cli::{CompileArgs, PlanFormat};
-use crate::diag::Warning;
 use crate::diag::report::Reporter;
 use crate::emit::{self, EmitKind};
 use crate::error::Error;
 use crate::output::FileMode;
-use crate::pci_addr::PciAddr;
 use crate::plan::job::JobPlan;
 use crate::plan_file;
 use crate::plan_file::job::{GroupProvenance, JobProvenance, render_job_json, render_job_yaml};
@@ -25,8 +22,7 @@ use crate::shell;
 use crate::spec::SpecError;
 use crate::spec::load::load_with;
 use crate::text::TextError;
-use crate::topology::devices::NicKind;
-use crate::topology::{Topology, fixture};
+use crate::topology::fixture;
 
 pub(super) fn compile(
     args: &CompileArgs,
@@ -43,15 +39,8 @@ pub(super) fn compile(
         machines,
         files,
     } = plan_job(&loaded, &spec_dir, args.topology.as_ref())?;
-    show_warnings(&job, &spec_file, warnings)?;
-    let rdma = rdma_nics(&machines);
-    // An engine's launch of a job of several groups is refused when it is rendered.
-    let one_group = job.shape == crate::plan::job::Shape::OneGroup;
-    if let Some(engine) = args.emit.and_then(EmitKind::engine).filter(|_| one_group) {
-        for plan in &job.groups {
-            let lost = emit::engine::losses(plan, engine, &rdma)?;
-            warnings.plan_warnings(&spec_file, &lost, &plan.allowed_warnings)?;
-        }
+    for plan in &job.groups {
+        warnings.plan_warnings(&spec_file, &plan.shown_warnings(), &plan.allowed_warnings)?;
     }
     let plan_dir = plan_dir(args);
     let regenerate = regenerate_words(args, plan_dir);
@@ -90,38 +79,15 @@ pub(super) fn compile(
             .collect(),
     };
     let text = match (args.emit, args.format) {
-        (Some(kind), _) => launch_script(args, &job, kind, &provenance, &rdma)?,
+        (Some(kind), _) => {
+            let launch = launch_script(args, &job, kind, &provenance)?;
+            warnings.plan_warnings(&spec_file, &launch.warnings, &job.allowed_warnings())?;
+            launch.script
+        }
         (None, PlanFormat::Json) => render_job_json(&job, &provenance),
         (None, PlanFormat::Yaml) => render_job_yaml(&job, &provenance),
     };
     write_compiled(args, stdout, &text, files.iter().all(Option::is_some))
-}
-
-/// The plan's warnings on standard error (or an error, `--deny-warnings`), each of a job of
-/// several groups with its group's name; the plan keeps them in the group's entry.
-fn show_warnings(job: &JobPlan, spec_file: &str, warnings: &mut Reporter) -> Result<(), Error> {
-    for plan in &job.groups {
-        let named: Vec<Warning> = match plan.group() {
-            None => plan.warnings.clone(),
-            Some(place) => plan
-                .warnings
-                .iter()
-                .map(|w| Warning::new(w.code, format!("group `{}`: {}", place.name, w.message)))
-                .collect(),
-        };
-        warnings.plan_warnings(spec_file, &named, &plan.allowed_warnings)?;
-    }
-    Ok(())
-}
-
-/// The RDMA NICs (InfiniBand, RoCE) of the job's machines with a PCI address, by name.
-fn rdma_nics(machines: &[Topology]) -> BTreeMap<String, PciAddr> {
-    machines
-        .iter()
-        .flat_map(|m| m.nics())
-        .filter(|n| matches!(n.kind, NicKind::Infiniband | NicKind::Roce))
-        .filter_map(|n| Some((n.name.clone(), n.pci?)))
-        .collect()
 }
 
 /// `--emit KIND`: the job's launch script, the plan file embedded.
@@ -130,8 +96,7 @@ fn launch_script(
     job: &JobPlan,
     kind: EmitKind,
     provenance: &JobProvenance,
-    rdma_nics: &BTreeMap<String, PciAddr>,
-) -> Result<String, Error> {
+) -> Result<emit::Launch, Error> {
     let plan_file = render_job_yaml(job, provenance);
     let plan_ids: Vec<String> = job
         .groups
@@ -142,15 +107,13 @@ fn launch_script(
         Some(o) if o != Path::new("-") => o.file_name().and_then(|n| n.to_str()),
         _ => None,
     };
-    // Each group's id is in `plan_ids`; `render_job` gives a job of one group its own.
     let origin = emit::Origin {
         header: provenance.header,
         plan_file: &plan_file,
         script,
-        plan_id: "",
-        rdma_nics,
+        plan_ids: &plan_ids,
     };
-    Ok(emit::render_job(job, kind, &origin, &plan_ids)?)
+    Ok(emit::launch(job, kind, &origin)?)
 }
 
 /// A compiled file written (`-o`, or standard output), or compared with the file on disk

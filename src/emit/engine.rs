@@ -10,21 +10,19 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::EmitError;
-use super::context::{BindLauncherContext, EnvVar, Origin, bind_launcher};
+use super::view::{EnvVar, JobView, job_view};
+use super::{EmitError, EmitKind, Origin};
 use crate::diag::{Warning, codes};
 use crate::pci_addr::PciAddr;
+use crate::plan::job::JobPlan;
 use crate::plan::{Plan, RankBinding};
 use crate::spec::{Engine, MemPolicy};
 use crate::variables::{NCCL_IB_HCA, NODE_PLACE, TORCHRUN_NUMBERING, UCX_NET_DEVICES, VISIBILITY};
 
-/// The `--emit vllm` and `--emit sglang` scripts' view: the launcher's header and embedded
-/// plan (vLLM's node check is `bind --dry-run` of every rank, as the torchrun script's), and
-/// the engine's lists.
+/// The `--emit vllm` and `--emit sglang` scripts' own parts of the job's view: the engine's
+/// lists (vLLM's node check is `bind --dry-run` of every rank, as the torchrun script's).
 #[derive(Serialize)]
-pub struct EngineContext {
-    #[serde(flatten)]
-    launcher: BindLauncherContext,
+pub struct EngineLists {
     /// Per GPU in CUDA's order (the plan's local ranks): its index, its rank's home node and
     /// CPUs in numactl's list syntax.
     gpus: Vec<String>,
@@ -51,10 +49,25 @@ fn set_by_the_launch(name: &str) -> bool {
     TORCHRUN_NUMBERING.contains(&name) || NODE_PLACE.contains(&name) || VISIBILITY.contains(&name)
 }
 
-pub fn context(plan: &Plan, origin: &Origin, engine: Engine) -> Result<EngineContext, EmitError> {
-    launchable(plan, engine)?;
-    Ok(EngineContext {
-        launcher: bind_launcher(plan, origin),
+/// The engine's launch of `job`, and what it cannot say of the plan (W0221): a job of one
+/// group whose every rank is one GPU worker.
+pub fn view(
+    job: &JobPlan,
+    origin: &Origin,
+    engine: Engine,
+) -> Result<(JobView<EngineLists, ()>, Vec<Warning>), EmitError> {
+    let kind = [EmitKind::Vllm, EmitKind::Sglang]
+        .into_iter()
+        .find(|k| k.engine() == Some(engine))
+        .unwrap_or(EmitKind::Sglang);
+    let plan = super::view::one_node_shape(job, kind)?;
+    let warnings = losses(plan, engine)?;
+    let lists = lists(plan, engine);
+    Ok((job_view(job, origin, lists, |_, _| ()), warnings))
+}
+
+fn lists(plan: &Plan, engine: Engine) -> EngineLists {
+    EngineLists {
         gpus: plan
             .ranks
             .iter()
@@ -67,25 +80,33 @@ pub fn context(plan: &Plan, origin: &Origin, engine: Engine) -> Result<EngineCon
             .map(|(name, value)| EnvVar { name, value })
             .collect(),
         nic_mapping: match engine {
-            Engine::Vllm => nic_mapping(plan, origin.rdma_nics),
+            Engine::Vllm => nic_mapping(plan),
             _ => None,
         },
         nic_vars: vllm_nic_vars(),
-    })
+    }
 }
 
-/// vLLM's `GPU_BUS_ID=NIC_BUS_ID,...` of the plan, where every rank's NIC is an RDMA NIC of
-/// the machine with a PCI address (a worker whose GPU the table lacks fails to start).
-fn nic_mapping(plan: &Plan, rdma: &BTreeMap<String, PciAddr>) -> Option<String> {
+/// vLLM's `GPU_BUS_ID=NIC_BUS_ID,...` of the plan, where every rank's NIC is an RDMA NIC
+/// whose PCI address the plan knows (a worker whose GPU the table lacks fails to start).
+fn nic_mapping(plan: &Plan) -> Option<String> {
     let pairs: Option<Vec<String>> = plan
         .ranks
         .iter()
         .map(|r| {
-            let nic = rdma.get(r.nics.first()?)?;
+            let nic = mapped_nic(r)?;
             Some(format!("{}={nic}", r.gpus.first()?.pci))
         })
         .collect();
     pairs.filter(|p| !p.is_empty()).map(|p| p.join(","))
+}
+
+/// The PCI address vLLM names a rank's NIC by: its first NIC's, where that is an RDMA verbs
+/// device (InfiniBand, RoCE) of known address.
+fn mapped_nic(r: &RankBinding) -> Option<PciAddr> {
+    let nic = r.nics.first()?;
+    nic.kind.filter(|k| k.is_verbs())?;
+    nic.pci
 }
 
 /// A rank's home node: every rank with a GPU has one (a CPU-only rank spanning nodes has no
@@ -130,13 +151,9 @@ fn shared(plan: &Plan) -> BTreeMap<String, String> {
 
 /// What the plan says that `engine`'s launch cannot, each a W0221 naming what the engine
 /// does instead; first, a plan it cannot launch at all.
-pub fn losses(
-    plan: &Plan,
-    engine: Engine,
-    rdma: &BTreeMap<String, PciAddr>,
-) -> Result<Vec<Warning>, EmitError> {
+fn losses(plan: &Plan, engine: Engine) -> Result<Vec<Warning>, EmitError> {
     launchable(plan, engine)?;
-    let mapped = engine == Engine::Vllm && nic_mapping(plan, rdma).is_some();
+    let mapped = engine == Engine::Vllm && nic_mapping(plan).is_some();
     let name = engine.title();
     let mut lost = Vec::new();
     let not_bound: Vec<String> = plan
@@ -180,10 +197,10 @@ pub fn losses(
         .filter(|k| !(mapped && [NCCL_IB_HCA, UCX_NET_DEVICES].contains(&k.as_str())))
         .collect();
     if mapped {
-        lost.extend(prefix_names(plan, rdma));
+        lost.extend(prefix_names(plan));
     }
     if engine == Engine::Vllm && !mapped {
-        lost.extend(unmapped_nics(plan, rdma));
+        lost.extend(unmapped_nics(plan));
     }
     if !differing.is_empty() {
         lost.push(format!(
@@ -245,18 +262,31 @@ fn sglang_cannot_say(plan: &Plan) -> Vec<String> {
 }
 
 /// vLLM names a worker's NIC to NCCL without the `=` that makes NCCL take that name alone
-/// (`NCCL_IB_HCA=mlx5_1` takes `mlx5_10` too): said where a rank's NIC's name begins another's.
-fn prefix_names(plan: &Plan, rdma: &BTreeMap<String, PciAddr>) -> Option<String> {
-    let also: Vec<String> = plan
+/// (`NCCL_IB_HCA=mlx5_1` takes `mlx5_10` too): said where a rank's NIC's name begins another
+/// NIC's of the machine (or, of a plan that does not list the machine's, another rank's).
+fn prefix_names(plan: &Plan) -> Option<String> {
+    let mut names: Vec<&str> = plan.machine_nics.iter().map(String::as_str).collect();
+    names.extend(
+        plan.ranks
+            .iter()
+            .flat_map(|r| &r.nics)
+            .map(|n| n.name.as_str()),
+    );
+    names.sort();
+    names.dedup();
+    let mut also: Vec<String> = plan
         .ranks
         .iter()
         .filter_map(|r| r.nics.first())
         .flat_map(|nic| {
-            rdma.keys()
-                .filter(move |other| *other != nic && other.starts_with(nic.as_str()))
+            let nic = nic.name.as_str();
+            names
+                .iter()
+                .filter(move |other| **other != nic && other.starts_with(nic))
                 .map(move |other| format!("{nic} also {other}"))
         })
         .collect();
+    also.dedup();
     (!also.is_empty()).then(|| {
         format!(
             "vLLM names each worker's NIC to NCCL without the `=` that makes NCCL take that \
@@ -267,15 +297,15 @@ fn prefix_names(plan: &Plan, rdma: &BTreeMap<String, PciAddr>) -> Option<String>
     })
 }
 
-/// The ranks' NICs that vLLM cannot be told (no RDMA NIC with a PCI address in the topology),
+/// The ranks' NICs that vLLM cannot be told (no RDMA NIC with a PCI address in the plan),
 /// where the plan gives NICs and vLLM gets no table.
-fn unmapped_nics(plan: &Plan, rdma: &BTreeMap<String, PciAddr>) -> Option<String> {
+fn unmapped_nics(plan: &Plan) -> Option<String> {
     let mut names: Vec<&str> = plan
         .ranks
         .iter()
+        .filter(|r| mapped_nic(r).is_none())
         .filter_map(|r| r.nics.first())
-        .filter(|n| !rdma.contains_key(*n))
-        .map(String::as_str)
+        .map(|n| n.name.as_str())
         .collect();
     names.dedup();
     (!names.is_empty()).then(|| {

@@ -1,15 +1,22 @@
-//! Emitters: a plan rendered as a launch script from the embedded templates. Imports only
-//! `plan`, `ids`, `cpuset` and the spec's plain enums.
+//! Launches: a job's plan as a launch script, from the embedded templates (`templates/`).
+//! Every launcher takes the same view of a job (`view.rs`: the job, then its groups, a job of
+//! one group as a list of one), with its own parts of it (`bash.rs`, `sbatch.rs`, `engine.rs`;
+//! torchrun and mpirun need none), rendered by its one template. [`launch`] is the one entry:
+//! a job of any shape in, the script and what it could not say out. docs/launchers.md (and
+//! ARCHITECTURE.md, "The launch wing") says how to add a launcher.
 
-pub mod context;
+pub mod bash;
 pub mod engine;
 pub mod sbatch;
 pub mod templates;
+pub mod view;
 
-use crate::plan::Plan;
-use crate::plan::job::{JobPlan, Shape};
+use serde::Serialize;
+
+use crate::diag::Warning;
+use crate::plan::job::JobPlan;
+use crate::provenance;
 use crate::spec::{Engine, Groups, Spec};
-pub use context::Origin;
 
 /// What to emit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -53,6 +60,19 @@ impl EmitKind {
             self,
             EmitKind::Torchrun | EmitKind::Mpirun | EmitKind::Vllm | EmitKind::Sglang
         )
+    }
+
+    /// The template that writes its script.
+    fn template(self) -> &'static str {
+        match self {
+            EmitKind::Bash => "bash.sh.j2",
+            EmitKind::Sbatch => "slurm.sbatch.j2",
+            EmitKind::SbatchExec => "slurm-exec.sbatch.j2",
+            EmitKind::Torchrun => "torchrun.sh.j2",
+            EmitKind::Mpirun => "mpirun.sh.j2",
+            EmitKind::Vllm => "vllm.sh.j2",
+            EmitKind::Sglang => "sglang.sh.j2",
+        }
     }
 
     /// The serving engine whose launch it is.
@@ -102,114 +122,57 @@ pub fn command_given(kind: EmitKind, spec: &Spec) -> Result<(), EmitError> {
     }
 }
 
-/// A job as `kind`: a job of one group as its plan always was, a job of several groups as one
-/// launch of them all; `plan_ids`: each group's plan id (`plan_file::id`), which its ranks'
-/// marks carry.
-pub fn render_job(
-    job: &JobPlan,
-    kind: EmitKind,
-    origin: &Origin,
-    plan_ids: &[String],
-) -> Result<String, EmitError> {
-    match (job.shape, job.groups.as_slice(), plan_ids) {
-        (Shape::OneGroup, [plan], [id]) => render(
-            plan,
-            kind,
-            &Origin {
-                plan_id: id,
-                ..*origin
-            },
-        ),
-        _ => render_groups(job, kind, origin, plan_ids),
-    }
+/// What a generated file records of where it came from, and the plan it embeds.
+#[derive(Clone, Copy)]
+pub struct Origin<'a> {
+    pub header: provenance::Header<'a>,
+    /// The plan file (YAML), which every script embeds and its ranks read.
+    pub plan_file: &'a str,
+    /// The script's file name (`-o`), for its usage line; `None` on standard output.
+    pub script: Option<&'a str>,
+    /// Each group's plan id (`plan_file::id`), in order, which its ranks' marks carry.
+    pub plan_ids: &'a [String],
 }
 
-/// A job of several groups as `kind`.
-fn render_groups(
-    plan: &JobPlan,
-    kind: EmitKind,
-    origin: &Origin,
-    plan_ids: &[String],
-) -> Result<String, EmitError> {
-    let takes_command = matches!(kind, EmitKind::Torchrun | EmitKind::Mpirun);
-    if plan.groups.iter().any(|g| g.command.is_empty()) && !takes_command {
+/// A launch script, and what the plan says that the launch cannot (W0221), to be told
+/// beside the plan's own warnings.
+pub struct Launch {
+    pub script: String,
+    pub warnings: Vec<Warning>,
+}
+
+/// `job` as `kind`'s launch script.
+pub fn launch(job: &JobPlan, kind: EmitKind, origin: &Origin) -> Result<Launch, EmitError> {
+    if !kind.takes_command() && job.groups.iter().any(|g| g.command.is_empty()) {
         return Err(EmitError::MissingCommand);
     }
-    let name = match kind {
-        EmitKind::Bash => return Err(EmitError::GroupsNotOneNode { kind: kind.name() }),
-        EmitKind::Sbatch => "slurm-groups.sbatch.j2",
-        EmitKind::SbatchExec => "slurm-groups-exec.sbatch.j2",
-        EmitKind::Torchrun => "torchrun-groups.sh.j2",
-        EmitKind::Mpirun => "mpirun-groups.sh.j2",
+    let name = kind.template();
+    let (view, warnings) = match kind {
+        EmitKind::Bash => (value(bash::view(job, origin)?), Vec::new()),
+        EmitKind::Sbatch | EmitKind::SbatchExec => (value(sbatch::view(job, origin)), Vec::new()),
+        EmitKind::Torchrun | EmitKind::Mpirun => (
+            value(view::job_view(job, origin, (), |_, _| ())),
+            Vec::new(),
+        ),
         EmitKind::Vllm | EmitKind::Sglang => {
-            return Err(EmitError::GroupsNotOneNode { kind: kind.name() });
+            let engine = kind
+                .engine()
+                .expect("invariant: an engine's launch has its engine");
+            let (view, lost) = engine::view(job, origin, engine)?;
+            (value(view), lost)
         }
     };
-    let ctx = minijinja::Value::from(minijinja::value::Serde(sbatch::groups(
-        plan, origin, plan_ids,
-    )));
-    templates::environment()
+    let script = templates::environment()
         .get_template(name)
-        .and_then(|t| t.render(ctx))
+        .and_then(|t| t.render(view))
         .map_err(|e| EmitError::Template {
             name,
             detail: format!("{e:#}"),
-        })
+        })?;
+    Ok(Launch { script, warnings })
 }
 
-pub fn render(plan: &Plan, kind: EmitKind, origin: &Origin) -> Result<String, EmitError> {
-    // The torchrun and mpirun scripts take the command after `--` when the spec has none.
-    let takes_command = matches!(
-        kind,
-        EmitKind::Torchrun | EmitKind::Mpirun | EmitKind::Vllm | EmitKind::Sglang
-    );
-    if plan.command.is_empty() && !takes_command {
-        return Err(EmitError::MissingCommand);
-    }
-    let env = templates::environment();
-    let render = |name: &'static str, ctx: minijinja::Value| {
-        (name, env.get_template(name).and_then(|t| t.render(ctx)))
-    };
-    let (name, rendered) = match kind {
-        EmitKind::Bash => render(
-            "bash.sh.j2",
-            minijinja::Value::from(minijinja::value::Serde(context::bash(plan, origin))),
-        ),
-        EmitKind::Sbatch => render(
-            "slurm.sbatch.j2",
-            minijinja::Value::from(minijinja::value::Serde(sbatch::sbatch(plan, origin))),
-        ),
-        EmitKind::SbatchExec => render(
-            "slurm-exec.sbatch.j2",
-            minijinja::Value::from(minijinja::value::Serde(sbatch::sbatch_exec(plan, origin))),
-        ),
-        EmitKind::Torchrun => render(
-            "torchrun.sh.j2",
-            minijinja::Value::from(minijinja::value::Serde(context::bind_launcher(
-                plan, origin,
-            ))),
-        ),
-        EmitKind::Mpirun => render(
-            "mpirun.sh.j2",
-            minijinja::Value::from(minijinja::value::Serde(context::bind_launcher(
-                plan, origin,
-            ))),
-        ),
-        EmitKind::Vllm | EmitKind::Sglang => {
-            let (name, engine) = match kind {
-                EmitKind::Vllm => ("vllm.sh.j2", Engine::Vllm),
-                _ => ("sglang.sh.j2", Engine::Sglang),
-            };
-            render(
-                name,
-                minijinja::Value::from(minijinja::value::Serde(engine::context(
-                    plan, origin, engine,
-                )?)),
-            )
-        }
-    };
-    rendered.map_err(|e| EmitError::Template {
-        name,
-        detail: format!("{e:#}"),
-    })
+/// A view as the templates take it.
+fn value(view: impl Serialize) -> minijinja::Value {
+    minijinja::Value::from(minijinja::value::Serde(view))
 }

@@ -1,19 +1,48 @@
-//! The Slurm batch files' views of a plan: `--emit sbatch` (Slurm binds every task) and
-//! `--emit sbatch-exec` (one `numaplan exec` per node); and of a job of several groups, one
-//! heterogeneous Slurm job whose components are made of the same pieces (`sbatch`,
-//! `sbatch-exec`), which its torchrun and mpirun scripts read too (each node starts its group).
+//! The Slurm batch files' views of a job: `--emit sbatch` (Slurm binds every task) and
+//! `--emit sbatch-exec` (one `numaplan exec` per node). Each group is an allocation (a
+//! component of a heterogeneous Slurm job, where the job has several groups), a step that
+//! binds its tasks, and the function every task of it runs first.
 
 use serde::Serialize;
 
-use super::context::{
-    EmbeddedPlan, EnvVar, Header, Origin, embedded_plan, header, plan_master_addr,
-};
+use super::Origin;
+use super::view::{EnvVar, JobView, job_view};
 use crate::ids::node_list;
 use crate::plan::Plan;
 use crate::plan::job::JobPlan;
-use crate::plan::place::Group;
 use crate::spec::MemPolicy;
 use crate::variables::{LOCAL_WORLD_SIZE, TORCHRUN_NUMBERING};
+
+/// A group of the batch file: its `#SBATCH` lines, its step and its tasks' function.
+#[derive(Serialize)]
+pub struct SbatchGroup {
+    allocation: Allocation,
+    step: Step,
+    rank_fn: RankFunction,
+}
+
+/// The batch file's view of `job`: a group per component.
+pub fn view(job: &JobPlan, origin: &Origin) -> JobView<(), SbatchGroup> {
+    job_view(job, origin, (), |plan, _| {
+        let step = step(plan);
+        let mut allocation = allocation(plan);
+        // A component asks its step's CPUs per task: Slurm gives a component one CPU per task
+        // otherwise, and its masks would lie outside the allocation. A job of one group asks
+        // them in its `srun`.
+        let prefix = match plan.group() {
+            Some(g) => {
+                allocation.cpus_per_task = step.cpus.cpus_per_task;
+                format!("NUMAPLAN_VALUE_G{}_", g.index)
+            }
+            _ => "NUMAPLAN_VALUE_".to_string(),
+        };
+        SbatchGroup {
+            rank_fn: rank_function(plan, &prefix),
+            allocation,
+            step,
+        }
+    })
+}
 
 /// The `#SBATCH` lines of a job or of one component of a heterogeneous job
 /// (`templates/sbatch-macros.j2`).
@@ -33,7 +62,7 @@ pub struct Allocation {
     extra: Vec<String>,
 }
 
-pub(super) fn allocation(plan: &Plan) -> Allocation {
+fn allocation(plan: &Plan) -> Allocation {
     Allocation {
         nodes: plan.nodes,
         ranks_per_node: plan.ranks_per_node,
@@ -45,28 +74,6 @@ pub(super) fn allocation(plan: &Plan) -> Allocation {
         time: plan.slurm.time.clone().unwrap_or_default(),
         extra: plan.slurm.extra.clone(),
     }
-}
-
-pub(super) fn job_name(name: &Option<String>) -> String {
-    name.clone().unwrap_or_else(|| "numaplan".into())
-}
-
-#[derive(Serialize)]
-pub struct SbatchContext {
-    #[serde(flatten)]
-    header: Header,
-    /// The plan, which every task finds in `NUMAPLAN_PLAN` (`numaplan.check_binding()`).
-    #[serde(flatten)]
-    embedded: EmbeddedPlan,
-    job_name: String,
-    allocation: Allocation,
-    command: Vec<String>,
-    port: String,
-    /// MASTER_ADDR of a one-node plan (the plan's, as `numaplan exec` sets it); a multi-node
-    /// job meets at its first host.
-    master_addr: String,
-    step: Step,
-    rank_fn: RankFunction,
 }
 
 /// What one `srun` (or one component of a heterogeneous `srun`) asks and binds.
@@ -90,40 +97,8 @@ pub struct RankFunction {
     /// Values too long to write into the function, each in its own variable
     /// (`NUMAPLAN_VALUE_1`...), exported before `srun`.
     long_values: Vec<EnvVar>,
-    /// What each rank's mark starts with (`NUMAPLAN_BOUND=PLAN_ID:LOCAL_RANK`).
-    plan_id: String,
     /// A numactl `--interleave=` option when the plan interleaves (Slurm cannot), else "".
     interleave: String,
-    /// Of a group of a plan of several groups: the machine its nodes check, and its name.
-    group: Option<GroupCheck>,
-}
-
-/// A group's machine, which the node check of its tasks compares the node with, and its name.
-#[derive(Serialize)]
-pub struct GroupCheck {
-    name: String,
-    topology: String,
-    expect_cpus: usize,
-    expect_nodes: usize,
-    expect_gpus: usize,
-}
-
-impl GroupCheck {
-    /// Of a group's plan; `None` for a plan of one group.
-    pub fn of(plan: &Plan) -> Option<GroupCheck> {
-        Some(GroupCheck::named(&plan.group()?.name, plan))
-    }
-
-    /// Group `name`, whose plan is `plan`.
-    pub fn named(name: &str, plan: &Plan) -> GroupCheck {
-        GroupCheck {
-            name: name.to_string(),
-            topology: plan.topology.clone(),
-            expect_cpus: plan.machine.cpus,
-            expect_nodes: plan.machine.numa_nodes,
-            expect_gpus: plan.machine.gpus,
-        }
-    }
 }
 
 #[derive(Serialize)]
@@ -225,22 +200,8 @@ fn hex_mask(set: &crate::cpuset::CpuSet) -> String {
     out
 }
 
-pub fn sbatch(plan: &Plan, origin: &Origin) -> SbatchContext {
-    SbatchContext {
-        header: header(plan, origin),
-        embedded: embedded_plan(origin),
-        job_name: job_name(&plan.name),
-        allocation: allocation(plan),
-        command: plan.command.clone(),
-        port: plan.port.to_string(),
-        master_addr: plan_master_addr(plan),
-        step: step(plan),
-        rank_fn: rank_function(plan, origin.plan_id, "NUMAPLAN_VALUE_"),
-    }
-}
-
 /// How Slurm binds a plan's ranks: CPU masks, and memory where Slurm can say it.
-pub(super) fn step(plan: &Plan) -> Step {
+fn step(plan: &Plan) -> Step {
     let masks: Vec<String> = plan.ranks.iter().map(|r| hex_mask(&r.cpus)).collect();
     let verbose = if plan.slurm.verbose { "verbose," } else { "" };
     let single_nodes = plan.ranks.iter().all(|r| r.memory.nodes.len() == 1);
@@ -286,7 +247,7 @@ fn first_policy(plan: &Plan) -> MemPolicy {
 
 /// The per-task function of a plan's ranks; long values travel in variables named `prefix`1,
 /// `prefix`2...
-pub(super) fn rank_function(plan: &Plan, plan_id: &str, prefix: &str) -> RankFunction {
+fn rank_function(plan: &Plan, prefix: &str) -> RankFunction {
     let (ranks, long_values) = rank_variables(plan, prefix);
     let interleave = match first_policy(plan) {
         MemPolicy::Interleave => format!(
@@ -301,28 +262,7 @@ pub(super) fn rank_function(plan: &Plan, plan_id: &str, prefix: &str) -> RankFun
     RankFunction {
         ranks,
         long_values,
-        plan_id: plan_id.to_string(),
         interleave,
-        group: GroupCheck::of(plan),
-    }
-}
-
-#[derive(Serialize)]
-pub struct SbatchExecContext {
-    #[serde(flatten)]
-    header: Header,
-    job_name: String,
-    allocation: Allocation,
-    #[serde(flatten)]
-    embedded: EmbeddedPlan,
-}
-
-pub fn sbatch_exec(plan: &Plan, origin: &Origin) -> SbatchExecContext {
-    SbatchExecContext {
-        header: header(plan, origin),
-        job_name: job_name(&plan.name),
-        allocation: allocation(plan),
-        embedded: embedded_plan(origin),
     }
 }
 
@@ -356,109 +296,6 @@ fn step_cpus(plan: &Plan) -> StepCpus {
         cpus_per_task: share.max(1),
         shared: true,
         overcommit: share == 0,
-    }
-}
-
-/// A plan of several groups, for the templates.
-#[derive(Serialize)]
-pub struct GroupsContext {
-    #[serde(flatten)]
-    header: Header,
-    #[serde(flatten)]
-    embedded: EmbeddedPlan,
-    job_name: String,
-    port: String,
-    world_size: u64,
-    world_nodes: u64,
-    groups: Vec<GroupView>,
-    /// The spec's `mpirun:` words (the top level's, which every group shares).
-    mpirun_extra: Vec<String>,
-    mpirun_openmpi: Vec<String>,
-    mpirun_mpich: Vec<String>,
-}
-
-/// One group: a component of the heterogeneous job, or the ranks of a node of it.
-#[derive(Serialize)]
-pub struct GroupView {
-    index: usize,
-    /// Its name and machine (`name`, `topology`, `expect_cpus`...), which a node must have to
-    /// run it and by which a node finds its group.
-    #[serde(flatten)]
-    machine: GroupCheck,
-    nodes: u32,
-    ranks_per_node: u32,
-    /// Its ranks in all (nodes x ranks per node), which global ranks they are (`ranks 16-19`,
-    /// `rank 20`), and the job's node number of its first node.
-    ranks: u64,
-    span: String,
-    first_node: u64,
-    /// Its first rank's global rank.
-    first_rank: u64,
-    command: Vec<String>,
-    allocation: Allocation,
-    step: Step,
-    rank_fn: RankFunction,
-}
-
-/// `plan_ids`: each group's plan id (`plan_file::id`), which its ranks' marks carry.
-pub fn groups(plan: &JobPlan, origin: &Origin, plan_ids: &[String]) -> GroupsContext {
-    let first = &plan.groups[0];
-    let mut head = header(first, origin);
-    head.by_group = true;
-    head.topology = plan
-        .groups
-        .iter()
-        .map(|g| g.topology.clone())
-        .collect::<Vec<_>>()
-        .join(", ");
-    head.warnings = plan
-        .named()
-        .flat_map(|(group, g)| {
-            g.warnings
-                .iter()
-                .map(move |w| format!("group `{}`: {}", group.name, w.listed(&g.allowed_warnings)))
-        })
-        .collect();
-    GroupsContext {
-        header: head,
-        embedded: embedded_plan(origin),
-        job_name: job_name(&plan.name),
-        port: first.port.to_string(),
-        world_size: plan.world_size,
-        world_nodes: first.world_nodes(),
-        groups: plan
-            .named()
-            .zip(plan_ids)
-            .map(|((group, g), id)| view(group, g, id))
-            .collect(),
-        mpirun_extra: first.mpirun.extra.clone(),
-        mpirun_openmpi: first.mpirun.openmpi.clone(),
-        mpirun_mpich: first.mpirun.mpich.clone(),
-    }
-}
-
-fn view(group: &Group, plan: &Plan, plan_id: &str) -> GroupView {
-    let place = &plan.place;
-    let step = step(plan);
-    // A component asks its step's CPUs per task: Slurm gives a component one CPU per task
-    // otherwise, and its masks would lie outside the allocation.
-    let mut allocation = allocation(plan);
-    allocation.cpus_per_task = step.cpus.cpus_per_task;
-    let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
-    let rank_fn = rank_function(plan, plan_id, &format!("NUMAPLAN_VALUE_G{}_", group.index));
-    GroupView {
-        index: group.index,
-        machine: GroupCheck::named(&group.name, plan),
-        nodes: plan.nodes,
-        ranks_per_node: plan.ranks_per_node,
-        ranks,
-        span: place.span(ranks),
-        first_node: place.first_node,
-        first_rank: place.first_rank,
-        command: plan.command.clone(),
-        allocation,
-        step,
-        rank_fn,
     }
 }
 

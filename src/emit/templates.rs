@@ -9,22 +9,6 @@ use crate::shell;
 
 /// Every file of `templates/`, embedded in the binary. A test fails when a file is missing here.
 pub const TEMPLATES: &[(&str, &str)] = &[
-    (
-        "torchrun-groups.sh.j2",
-        include_str!("../../templates/torchrun-groups.sh.j2"),
-    ),
-    (
-        "slurm-groups-exec.sbatch.j2",
-        include_str!("../../templates/slurm-groups-exec.sbatch.j2"),
-    ),
-    (
-        "slurm-groups.sbatch.j2",
-        include_str!("../../templates/slurm-groups.sbatch.j2"),
-    ),
-    (
-        "mpirun-groups.sh.j2",
-        include_str!("../../templates/mpirun-groups.sh.j2"),
-    ),
     ("bash.sh.j2", include_str!("../../templates/bash.sh.j2")),
     (
         "check-node.sh.j2",
@@ -60,6 +44,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/torchrun.sh.j2"),
     ),
     ("vllm.sh.j2", include_str!("../../templates/vllm.sh.j2")),
+    (
+        "prelude.sh.j2",
+        include_str!("../../templates/prelude.sh.j2"),
+    ),
     ("sglang.sh.j2", include_str!("../../templates/sglang.sh.j2")),
 ];
 

@@ -28,6 +28,24 @@ pub struct JobPlan {
 }
 
 impl JobPlan {
+    /// The job of a spec without `groups:`, whose one plan it is.
+    pub fn of_one_group(plan: Plan) -> JobPlan {
+        JobPlan {
+            name: plan.name.clone(),
+            shape: Shape::OneGroup,
+            world_size: plan.world_size(),
+            groups: vec![plan],
+        }
+    }
+
+    /// The warning codes every group's spec allows: what a warning of the whole job's launch
+    /// (W0221) is allowed by.
+    pub fn allowed_warnings(&self) -> Vec<crate::diag::Code> {
+        let mut allowed = self.groups[0].allowed_warnings.clone();
+        allowed.retain(|c| self.groups.iter().all(|g| g.allowed_warnings.contains(c)));
+        allowed
+    }
+
     /// The groups of a job of several groups, with their names (none for a job of one).
     pub fn named(&self) -> impl Iterator<Item = (&Group, &Plan)> {
         self.groups.iter().filter_map(|p| Some((p.group()?, p)))

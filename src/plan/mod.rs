@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::cpuset::CpuSet;
 use crate::ids::{GpuIndex, NodeId};
+use crate::nic_kind::NicKind;
 use crate::pci_addr::PciAddr;
 use crate::spec::{
     AffinityMode, Engine, MemPolicy, MpirunSpec, Policy, ProcBind, SlurmSpec, TorchMode,
@@ -26,6 +27,10 @@ pub struct Plan {
     pub topology: String,
     /// The machine the plan was made for, which a node checks itself against before starting.
     pub machine: MachineShape,
+    /// The machine's NICs by name, in its topology's order: what a variable naming a NIC by prefix takes beside
+    /// a rank's own (NCCL's `NCCL_IB_HCA=mlx5_1` takes `mlx5_10` too). Empty in a plan file of
+    /// an earlier numaplan.
+    pub machine_nics: Vec<String>,
     pub policy: Policy,
     pub nodes: u32,
     pub ranks_per_node: u32,
@@ -66,6 +71,35 @@ impl Plan {
     /// Its group, in a job of several groups.
     pub fn group(&self) -> Option<&place::Group> {
         self.place.group.as_ref()
+    }
+
+    /// Its warnings as they are told on standard error: of a group of a job of several
+    /// groups, each named by its group.
+    pub fn shown_warnings(&self) -> Vec<crate::diag::Warning> {
+        self.warnings
+            .iter()
+            .map(|w| match self.group() {
+                None => w.clone(),
+                Some(g) => {
+                    crate::diag::Warning::new(w.code, format!("group `{}`: {}", g.name, w.message))
+                }
+            })
+            .collect()
+    }
+
+    /// Its warnings as a generated file lists them (`[W0203] ...`, `(allowed)` where the spec
+    /// allows it): of a group of a job of several groups, each named by its group.
+    pub fn listed_warnings(&self) -> Vec<String> {
+        self.warnings
+            .iter()
+            .map(|w| {
+                let line = w.listed(&self.allowed_warnings);
+                match self.group() {
+                    None => line,
+                    Some(g) => format!("group `{}`: {line}", g.name),
+                }
+            })
+            .collect()
     }
 
     /// Its group as the search for a node's group and its errors show it: its name, node
@@ -138,7 +172,7 @@ pub struct RankBinding {
     /// Physical cores the CPUs belong to.
     pub cores: u32,
     pub memory: MemoryBinding,
-    pub nics: Vec<String>,
+    pub nics: Vec<PlannedNic>,
     pub env: BTreeMap<String, String>,
     /// The OpenMP thread count it runs with (its `OMP_NUM_THREADS`): its fair share of its
     /// cores, `openmp:`'s count, mpibind's, or the spec's own `env:` value (its CPU count where
@@ -155,6 +189,11 @@ impl RankBinding {
     /// The CPUs for compute threads: the rank's CPUs less its helper pool.
     pub fn compute(&self) -> CpuSet {
         self.cpus.difference(&self.helpers)
+    }
+
+    /// Its NICs' names.
+    pub fn nic_names(&self) -> Vec<String> {
+        self.nics.iter().map(|n| n.name.clone()).collect()
     }
 }
 
@@ -175,6 +214,15 @@ pub struct PlannedGpu {
     /// The GPU's UUID (`GPU-8f3c...`), where the topology knows it (NVML): a worker that sees
     /// its GPU by UUID (`CUDA_VISIBLE_DEVICES=GPU-8f3c`) finds its rank by it.
     pub uuid: Option<String>,
+}
+
+/// A rank's NIC: its name, and what a launcher names it by where the topology knows it (its
+/// kind, its PCI address). A plan file of an earlier numaplan lists names alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedNic {
+    pub name: String,
+    pub kind: Option<NicKind>,
+    pub pci: Option<PciAddr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -80,6 +80,11 @@ pub struct TopologyRef {
     pub numa_nodes: usize,
     /// GPUs of the machine.
     pub gpus: usize,
+    /// The machine's NICs by name, in its topology's order: what a variable that names a NIC
+    /// by prefix takes beside a rank's own (NCCL's `NCCL_IB_HCA=mlx5_1` takes `mlx5_10` too,
+    /// where `=mlx5_1` takes it alone). Absent in a plan of an earlier numaplan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nics: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -105,6 +110,15 @@ pub struct RankEntry {
     pub memory: MemoryEntry,
     /// NIC names.
     pub nics: Vec<String>,
+    /// The NICs' kinds (`infiniband`, `roce`, `efa`, `slingshot`, `ethernet`), in the same
+    /// order: what a launcher steers communication libraries by. Absent in a plan of an
+    /// earlier numaplan.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nic_kind: Vec<String>,
+    /// The NICs' PCI addresses, in the same order, where the topology knows every one of them:
+    /// what vLLM names a GPU's NIC by (`VLLM_GPU_NIC_PCIE_MAPPING`) and a device claim selects.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nic_pci: Vec<String>,
     /// The rank's helper pool (`cpu.helpers`): a cpulist inside `cpus`; the rest is its compute
     /// set.
     #[serde(default, skip_serializing_if = "Option::is_none")]

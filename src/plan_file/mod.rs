@@ -39,6 +39,7 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
             cpus: plan.machine.cpus,
             numa_nodes: plan.machine.numa_nodes,
             gpus: plan.machine.gpus,
+            nics: plan.machine_nics.clone(),
         },
         policy: plan.policy.name().to_string(),
         nodes: plan.nodes,
@@ -68,7 +69,20 @@ pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
                     nodes: node_list(&r.memory.nodes),
                     required: (!r.memory.required).then_some(false),
                 },
-                nics: r.nics.clone(),
+                nics: r.nics.iter().map(|n| n.name.clone()).collect(),
+                // All or none, as the GPUs' UUIDs.
+                nic_kind: r
+                    .nics
+                    .iter()
+                    .map(|n| Some(n.kind?.name().to_string()))
+                    .collect::<Option<Vec<_>>>()
+                    .unwrap_or_default(),
+                nic_pci: r
+                    .nics
+                    .iter()
+                    .map(|n| Some(n.pci?.to_string()))
+                    .collect::<Option<Vec<_>>>()
+                    .unwrap_or_default(),
                 helpers: (!r.helpers.is_empty()).then(|| r.helpers.to_string()),
                 openmp: r.openmp.as_ref().map(|o| OpenMpEntry {
                     threads: o.threads,

@@ -6,8 +6,11 @@ use crate::cpuset::CpuSet;
 use crate::diag::Warning;
 use crate::diag::codes::{W0200_PLAN_WARNING, warning_code};
 use crate::ids::{GpuIndex, NodeId};
+use crate::nic_kind::NicKind;
 use crate::plan::place::Place;
-use crate::plan::{MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, RankBinding};
+use crate::plan::{
+    MachineShape, MemoryBinding, OpenMpBinding, Plan, PlannedGpu, PlannedNic, RankBinding,
+};
 use crate::spec::validate::MAX_PER_NODE;
 use crate::spec::{Engine, MemPolicy, Policy, ProcBind, SlurmSpec};
 use crate::variables::{MASTER_PORT, OMP_NUM_THREADS, omp_threads};
@@ -76,6 +79,43 @@ fn planned_gpus(r: &RankEntry, at: &dyn Fn(&str) -> String) -> Result<Vec<Planne
         .collect::<Result<Vec<_>, Problem>>()
 }
 
+/// A rank entry's NICs, each with its kind and PCI address where listed (all or none).
+fn planned_nics(r: &RankEntry, at: &dyn Fn(&str) -> String) -> Result<Vec<PlannedNic>, Problem> {
+    for (key, len) in [("nic_kind", r.nic_kind.len()), ("nic_pci", r.nic_pci.len())] {
+        if len != 0 && len != r.nics.len() {
+            return Err((at(key), format!("`{key}` and `nics` differ in length")));
+        }
+    }
+    r.nics
+        .iter()
+        .enumerate()
+        .map(|(j, name)| {
+            let kind = match r.nic_kind.get(j) {
+                None => None,
+                Some(word) => Some(NicKind::named(word).ok_or_else(|| {
+                    (
+                        at(&format!("nic_kind[{j}]")),
+                        format!("unknown NIC kind `{word}`"),
+                    )
+                })?),
+            };
+            let pci = match r.nic_pci.get(j) {
+                None => None,
+                Some(text) => Some(text.parse().map_err(
+                    |e: crate::pci_addr::PciAddrParseError| {
+                        (at(&format!("nic_pci[{j}]")), e.to_string())
+                    },
+                )?),
+            };
+            Ok(PlannedNic {
+                name: name.clone(),
+                kind,
+                pci,
+            })
+        })
+        .collect()
+}
+
 /// The `i`-th rank entry as a `RankBinding`; its `rank` is `first_rank` + its local rank (the
 /// first node's ranks: of the job, or of a group whose first global rank is `first_rank`).
 fn rank_from_entry(i: usize, r: &RankEntry, first_rank: u64) -> Result<RankBinding, Problem> {
@@ -107,6 +147,7 @@ fn rank_from_entry(i: usize, r: &RankEntry, first_rank: u64) -> Result<RankBindi
         ));
     }
     let gpus = planned_gpus(r, &at)?;
+    let nics = planned_nics(r, &at)?;
     let mem_policy = MemPolicy::ALL
         .into_iter()
         .find(|p| p.name() == r.memory.policy)
@@ -135,7 +176,7 @@ fn rank_from_entry(i: usize, r: &RankEntry, first_rank: u64) -> Result<RankBindi
             nodes: mem_nodes.iter().map(NodeId).collect(),
             required: r.memory.required.unwrap_or(true) || mem_policy == MemPolicy::None,
         },
-        nics: r.nics.clone(),
+        nics,
         env: r.env.clone(),
         helpers: match &r.helpers {
             Some(text) => cpus(at("helpers"), text)?,
@@ -248,6 +289,7 @@ pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Prob
             numa_nodes: f.topology.numa_nodes,
             gpus: f.topology.gpus,
         },
+        machine_nics: f.topology.nics.clone(),
         policy,
         nodes: f.nodes,
         ranks_per_node: f.ranks_per_node,

@@ -30,12 +30,10 @@ pub fn resolve_job(
         plans.push(resolve(group.spec, topo).map_err(|e| (i, Box::new(e)))?);
     }
     if spec.groups.is_empty() {
-        return Ok(JobPlan {
-            name: spec.name.clone(),
-            shape: Shape::OneGroup,
-            world_size: plans.iter().map(ranks).sum(),
-            groups: plans,
-        });
+        let plan = plans
+            .pop()
+            .expect("invariant: a spec without groups is a job of one");
+        return Ok(JobPlan::of_one_group(plan));
     }
     number_as_one_world(spec, plans)
 }

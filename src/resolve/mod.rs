@@ -26,7 +26,9 @@ pub use error::{ResolveError, ResolveErrorKind, SpecKey};
 use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
 use crate::plan::place::Place;
-use crate::plan::{MachineShape, MemoryBinding, Plan, PlannedGpu, RankBinding, environment};
+use crate::plan::{
+    MachineShape, MemoryBinding, Plan, PlannedGpu, PlannedNic, RankBinding, environment,
+};
 use crate::spec::{GpuChoice, NicPolicy, Policy, Spec, Visibility};
 use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
@@ -83,6 +85,7 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
             // The GPUs on the PCI bus, as the node check counts them, usable or not.
             gpus: topo.gpus().len() + topo.left_out_gpus().len(),
         },
+        machine_nics: machine_nics(topo),
         policy: spec.cpu.policy,
         nodes: spec.nodes,
         ranks_per_node: rpn,
@@ -97,6 +100,11 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         engine: spec.engine,
         place: Place::whole_job(spec.nodes, rpn),
     })
+}
+
+/// The machine's NICs by name, in the topology's order.
+fn machine_nics(topo: &Topology) -> Vec<String> {
+    topo.nics().iter().map(|n| n.name.clone()).collect()
 }
 
 /// The ranks of every family but mpibind: GPUs form ranks, the family places each, then what
@@ -308,7 +316,14 @@ fn rank_binding(
         cpus: placement.cpus,
         cores: placement.cores,
         memory,
-        nics: nic.map(|n| n.name.clone()).into_iter().collect(),
+        nics: nic
+            .map(|n| PlannedNic {
+                name: n.name.clone(),
+                kind: Some(n.kind),
+                pci: n.pci,
+            })
+            .into_iter()
+            .collect(),
         helpers: inside.helpers,
         openmp: inside.openmp,
     }

@@ -218,9 +218,9 @@ fn rank_report(plan: &Plan, topo: &Topology, r: &RankBinding) -> RankReport {
         .first()
         .and_then(|p| topo.gpus().iter().find(|g| g.index == p.index));
     let cores = cores_of(topo, &r.cpus);
-    let nic = r.nics.first().map(|name| NicReport {
-        name: name.clone(),
-        closeness: match topo.nics().iter().find(|n| &n.name == name) {
+    let nic = r.nics.first().map(|nic| NicReport {
+        name: nic.name.clone(),
+        closeness: match topo.nics().iter().find(|n| n.name == nic.name) {
             Some(n) => {
                 let anchor = nics::Anchor {
                     gpu: lead,

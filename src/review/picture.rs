@@ -246,7 +246,7 @@ fn nic_line(plan: &Plan, n: &crate::topology::model::Nic) -> String {
     let users = plan
         .ranks
         .iter()
-        .filter(|r| r.nics.contains(&n.name))
+        .filter(|r| r.nics.iter().any(|nic| nic.name == n.name))
         .map(|r| r.local_rank);
     format!("NIC {} ({}) {}", n.name, n.kind.name(), used_by(users))
 }

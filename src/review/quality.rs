@@ -34,12 +34,12 @@ pub fn measure(plan: &Plan, topo: &Topology) -> Quality {
             let cpus = topo.node_cpus(h).intersection(&r.cpus).len();
             local += cpus as f64 * local_memory_share(topo, r);
         }
-        if let Some(name) = r.nics.first() {
+        if let Some(nic) = r.nics.first() {
             ranks_with_nic += 1;
             let nic_node = topo
                 .nics()
                 .iter()
-                .find(|n| &n.name == name)
+                .find(|n| n.name == nic.name)
                 .and_then(|n| n.numa_node);
             if nic_node.is_none() || nic_node != home {
                 remote_nics += 1;

@@ -125,7 +125,7 @@ fn rank_changes(
         if r.nics.is_empty() {
             "none".into()
         } else {
-            r.nics.join(",")
+            r.nic_names().join(",")
         }
     };
     push("nics", nics(a), nics(b), None);

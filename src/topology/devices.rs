@@ -149,26 +149,7 @@ pub struct LeftOutGpu {
     pub why: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum NicKind {
-    Infiniband,
-    Roce,
-    Efa,
-    Slingshot,
-    Ethernet,
-}
-
-impl NicKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            NicKind::Infiniband => "infiniband",
-            NicKind::Roce => "roce",
-            NicKind::Efa => "efa",
-            NicKind::Slingshot => "slingshot",
-            NicKind::Ethernet => "ethernet",
-        }
-    }
-}
+pub use crate::nic_kind::NicKind;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nic {

@@ -272,7 +272,7 @@ impl DryRun {
                 cpus: r.cpus.to_string(),
                 memory: Memory::of(&r.memory),
                 gpus: r.gpus.iter().map(|g| g.index.0).collect(),
-                nics: r.nics.clone(),
+                nics: r.nic_names(),
                 env: l.env,
                 argv: l
                     .argv
