@@ -70,7 +70,7 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
     })?;
     if let Some(name) = &args.group {
         let groups = group_shapes(&subjects);
-        subjects.retain(|s| s.plan.group().is_some_and(|g| &g.name == name));
+        subjects.retain(|s| s.plan.is_group(name));
         if subjects.is_empty() {
             return Err(RankError::GroupUnknown {
                 name: name.clone(),
@@ -93,43 +93,18 @@ pub fn explain(args: &ExplainArgs, stdout: &mut dyn Write) -> Result<(), Error> 
             help: format!("pass `--group NAME`: one of {}", names.join(", ")),
         });
     }
-    let grouped = subjects.iter().any(|s| s.plan.group().is_some());
-    let (mut parts, mut reports) = (Vec::new(), Vec::new());
-    for mut s in subjects {
-        let heading = plan_explain::heading(&s.plan);
-        forced_banner(args, &mut s);
-        match (s.plan.group(), args.format) {
-            (Some(g), ExplainFormat::Json) => {
-                let topo = plan_topology(args, &s)?;
-                reports.push(plan_explain::GroupExplain {
-                    group: g.name.clone(),
-                    first_rank: s.plan.place.first_rank,
-                    explain: plan_explain::report(&s.plan, topo, &s.notes),
-                });
-            }
-            _ => parts.push((heading, explain_one(args, s)?)),
-        }
-    }
-    let text = match (grouped, args.format) {
-        // One picture: of one group (checked above).
-        (false, _) | (true, ExplainFormat::Svg) => parts.remove(0).1,
-        (true, ExplainFormat::Json) => json(&plan_explain::GroupedExplain {
-            numaplan_explain: 1,
-            groups: reports,
-        }),
-        (true, format) => {
-            let mark = if format == ExplainFormat::Mpibind {
-                "# "
-            } else {
-                ""
-            };
-            parts
-                .into_iter()
-                .map(|(heading, part)| format!("{mark}{}\n{part}", heading.unwrap_or_default()))
-                .collect::<Vec<_>>()
-                .join("\n")
-        }
+    let layout = match args.format {
+        ExplainFormat::Svg => plan_explain::Layout::One,
+        ExplainFormat::Mpibind => plan_explain::Layout::CommentedHeadings,
+        _ => plan_explain::Layout::Headings,
     };
+    let mut parts = Vec::new();
+    for mut s in subjects {
+        forced_banner(args, &mut s);
+        let drawn = explain_one(args, &s)?;
+        parts.push((s.plan, drawn));
+    }
+    let text = plan_explain::job(parts, layout);
     emit(stdout, args.output.as_deref(), &text)
 }
 
@@ -152,9 +127,14 @@ fn plan_topology<'s>(args: &ExplainArgs, s: &'s Subject) -> Result<&'s Topology,
 }
 
 /// `explain` of one plan (of one group), its notes already bannered (`forced_banner`).
-fn explain_one(args: &ExplainArgs, s: Subject) -> Result<String, Error> {
-    let topo = plan_topology(args, &s)?;
-    Ok(match args.format {
+fn explain_one(args: &ExplainArgs, s: &Subject) -> Result<plan_explain::Drawn, Error> {
+    let topo = plan_topology(args, s)?;
+    if args.format == ExplainFormat::Json {
+        return Ok(plan_explain::Drawn::Report(plan_explain::report(
+            &s.plan, topo, &s.notes,
+        )));
+    }
+    Ok(plan_explain::Drawn::Text(match args.format {
         ExplainFormat::Text => {
             let colour = match args.color {
                 ColourChoice::Always => picture::Colour::Always,
@@ -170,7 +150,7 @@ fn explain_one(args: &ExplainArgs, s: Subject) -> Result<String, Error> {
             };
             plan_explain::render_text(&s.plan, topo, &s.notes, colour)
         }
-        ExplainFormat::Json => json(&plan_explain::report(&s.plan, topo, &s.notes)),
+        ExplainFormat::Json => unreachable!("a report, above"),
         ExplainFormat::Mpibind => crate::review::mpibind::render(&s.plan),
         ExplainFormat::Svg => {
             let title = format!(
@@ -181,7 +161,7 @@ fn explain_one(args: &ExplainArgs, s: Subject) -> Result<String, Error> {
             );
             svg::render(&picture::build(&s.plan, topo), &title)
         }
-    })
+    }))
 }
 
 fn side(s: &Subject) -> plan_diff::Side<'_> {

@@ -102,6 +102,21 @@ impl Plan {
             .collect()
     }
 
+    /// Whether it is the plan of group `name` of a job of several groups.
+    pub fn is_group(&self, name: &str) -> bool {
+        self.group().is_some_and(|g| g.name == name)
+    }
+
+    /// What a report of the ranks of node `node` (of `nodes`) says first: where the node is
+    /// in a job of several nodes (of several groups: in its group); nothing for one node.
+    pub fn node_heading(&self, node: u32, nodes: u32) -> String {
+        match (self.group(), self.nodes > 1) {
+            (Some(g), _) => format!("group `{}`, node {node} of {nodes}:\n", g.name),
+            (None, true) => format!("node {node} of {nodes}:\n"),
+            (None, false) => String::new(),
+        }
+    }
+
     /// Its group as the search for a node's group and its errors show it: its name, node
     /// count and machine; `None` for the one group of a job without groups.
     pub fn group_shape(&self) -> Option<place::GroupShape> {

@@ -378,3 +378,66 @@ pub struct GroupExplain {
     pub first_rank: u64,
     pub explain: Report,
 }
+
+/// What `explain` drew of one group's plan: a report (`--format json`), or text in any other
+/// format.
+pub enum Drawn {
+    Report(Report),
+    Text(String),
+}
+
+/// How a job's parts are put together.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Each group's part under its heading.
+    Headings,
+    /// Each group's part under its heading as a comment (`# `): mpibind's own lines.
+    CommentedHeadings,
+    /// One group's part alone (an SVG picture, which shows one group).
+    One,
+}
+
+/// A job's explanation: a job of one group's part as it is; a job of several groups' parts,
+/// each under its heading (`--format json`: one document, each group's report with its name and
+/// first global rank).
+pub fn job(parts: Vec<(Plan, Drawn)>, layout: Layout) -> String {
+    let grouped = parts.iter().any(|(plan, _)| plan.group().is_some());
+    if !grouped || layout == Layout::One {
+        return match parts.into_iter().next() {
+            Some((_, Drawn::Report(r))) => pretty(&r),
+            Some((_, Drawn::Text(t))) => t,
+            None => String::new(),
+        };
+    }
+    let mark = match layout {
+        Layout::CommentedHeadings => "# ",
+        _ => "",
+    };
+    let mut reports = Vec::new();
+    let mut texts = Vec::new();
+    for (plan, drawn) in parts {
+        match drawn {
+            Drawn::Report(explain) => reports.push(GroupExplain {
+                group: plan.group().map(|g| g.name.clone()).unwrap_or_default(),
+                first_rank: plan.place.first_rank,
+                explain,
+            }),
+            Drawn::Text(text) => {
+                let heading = heading(&plan).unwrap_or_default();
+                texts.push(format!("{mark}{heading}\n{text}"));
+            }
+        }
+    }
+    match reports.is_empty() {
+        true => texts.join("\n"),
+        false => pretty(&GroupedExplain {
+            numaplan_explain: 1,
+            groups: reports,
+        }),
+    }
+}
+
+/// A report as `--format json` writes it.
+fn pretty(report: &impl Serialize) -> String {
+    serde_json::to_string_pretty(report).expect("invariant: reports serialize") + "\n"
+}

@@ -132,15 +132,7 @@ fn read_back_table(
     let text = match checks.format {
         ReportFormat::Text => {
             let place = &opts.place;
-            let node = match (plan.group(), plan.nodes > 1) {
-                (Some(g), _) => format!(
-                    "group `{}`, node {} of {}:\n",
-                    g.name, place.node_rank, place.nodes
-                ),
-                (None, true) => format!("node {} of {}:\n", place.node_rank, place.nodes),
-                (None, false) => String::new(),
-            };
-            node + &table.render()
+            plan.node_heading(place.node_rank, place.nodes) + &table.render()
         }
         ReportFormat::Json => {
             let found = Found {
