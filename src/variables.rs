@@ -49,6 +49,8 @@ pub const OMP_NUM_THREADS: &str = "OMP_NUM_THREADS";
 pub const OMP_PLACES: &str = "OMP_PLACES";
 pub const OMP_PROC_BIND: &str = "OMP_PROC_BIND";
 pub const KMP_AFFINITY: &str = "KMP_AFFINITY";
+/// What OpenMP runtimes read once, when they load: set later, they change nothing.
+pub const OPENMP_READ_AT_LOAD: [&str; 3] = [OMP_PLACES, OMP_PROC_BIND, KMP_AFFINITY];
 
 /// The thread count an `OMP_NUM_THREADS` value gives a rank: its first number (a list, `8,4`,
 /// sets nested levels; the outermost is the rank's). `None`: no number.

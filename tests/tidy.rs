@@ -268,3 +268,34 @@ fn rank_variables_are_spelled_once() {
         found.join("\n")
     );
 }
+
+/// The Python package's variable lists are the binary's (`variables.rs`): a variable added on
+/// one side and not the other fails here.
+#[test]
+fn the_python_packages_variable_lists_are_the_binarys() {
+    use numaplan::variables::{OPENMP_READ_AT_LOAD, TORCHRUN_NUMBERING, VISIBILITY};
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("python/numaplan/_bind.py"),
+    )
+    .unwrap();
+    // `NAME = ("A", "B",\n  "C")`: the strings of the tuple.
+    let tuple = |name: &str| -> Vec<String> {
+        let start = source
+            .find(&format!("\n{name} = ("))
+            .unwrap_or_else(|| panic!("_bind.py has no `{name} = (...)`"));
+        let body = &source[start..];
+        let body = &body[body.find('(').unwrap() + 1..body.find(')').unwrap()];
+        body.split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect()
+    };
+    for (name, rust) in [
+        ("VISIBILITY", &VISIBILITY[..]),
+        ("_NUMBERING", &TORCHRUN_NUMBERING[..]),
+        ("_OPENMP_ONCE", &OPENMP_READ_AT_LOAD[..]),
+    ] {
+        assert_eq!(tuple(name), rust, "python/numaplan/_bind.py's {name}");
+    }
+}

@@ -19,16 +19,17 @@ from ._binary import E0421, executable
 from ._bind import LocalRankArg, PlanArg, _plan_input, _rank_args
 from ._errors import Error
 
-# verify's problem kinds, by what they are about.
+# verify's problem kinds, by what they are about (`numaplan schema verify` lists every kind;
+# the others are about the process itself).
 _ABOUT = {"thread-outside": "cpus", "across-places": "cpus", "memory-policy": "memory",
-          "memory-short": "memory"}
+          "memory-short": "memory", "nic-variable": "nic"}
 
 
 @dataclass(frozen=True)
 class Problem:
     """One way the process differs from its rank: `code` is verify's problem kind
-    (`thread-outside`, `memory-policy`, ...) or `nic-variable`; `about` is `cpus`, `memory`,
-    `nic` or `process`; `message` says it in words."""
+    (`thread-outside`, `memory-policy`, `nic-variable`, ...); `about` is `cpus`, `memory`,
+    `nic` or `process`; `message` says it as verify does."""
 
     code: str
     about: str
@@ -118,18 +119,17 @@ def _verify(args: List[str]) -> Dict[str, Any]:
 
 
 def _binding(rank: Mapping[str, Any], environ: Mapping[str, str]) -> Binding:
+    # verify compares the NIC variables with the environment the process started with; the
+    # process itself runs with `environ` (numaplan.bind() sets them in it): compared here, in
+    # verify's words, instead.
     problems = [Problem(p["kind"], _ABOUT.get(p["kind"], "process"), p["text"])
-                for p in rank["problems"]]
-    if rank["actual_cpus"] != rank["planned_cpus"] and not any(
-            p.about == "cpus" for p in problems):
-        problems.append(Problem("cpus-differ", "cpus",
-                                f"runs on CPUs {rank['actual_cpus']}, planned "
-                                f"{rank['planned_cpus']}"))
+                for p in rank["problems"] if p["kind"] != "nic-variable"]
     planned_nic: Dict[str, str] = rank.get("nic_env", {})
     for name, value in sorted(planned_nic.items()):
         if environ.get(name) != value:
+            actual = "unset" if name not in environ else f"'{environ[name]}'"
             problems.append(Problem("nic-variable", "nic",
-                                    f"{name} is {environ.get(name)!r}, planned {value!r}"))
+                                    f"{name} is {actual}, planned '{value}'"))
 
     def about(what: str) -> Tuple[Problem, ...]:
         return tuple(p for p in problems if p.about == what)

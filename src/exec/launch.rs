@@ -102,9 +102,13 @@ pub fn launches(plan: &Plan, opts: &ExecOptions) -> Result<Vec<Launch>, ExecErro
             // Of a group, numbered in the whole job: after the groups before it.
             let rank = plan.global_rank(node, r.local_rank) as u32;
             if plan.world_nodes() > 1 {
-                let node = plan.global_node(node);
-                let place = environment::node_place(rank.into(), node, &opts.place.master_addr);
-                env.extend(place.map(|(k, v)| (k.to_string(), v)));
+                let numbering = environment::launch_numbering(
+                    plan,
+                    node,
+                    r.local_rank,
+                    &opts.place.master_addr,
+                );
+                env.extend(numbering.map(|(k, v)| (k.to_string(), v)));
             }
             let mut argv: Vec<OsString> = plan.command.iter().map(OsString::from).collect();
             argv.extend(opts.extra_args.iter().cloned());

@@ -30,16 +30,24 @@ pub fn given(pids: &[u32], plan: &PlanId, ranks_per_node: u32) -> Result<Found, 
         if proc::identity(pid).is_none() {
             return Err(ObserveError::NoSuchProcess { pid });
         }
-        let (rank, without_memory) = match claim_of(pid) {
+        let claim = claim_of(pid);
+        let (rank, without_memory) = match &claim {
             Claim::Marked { mark, .. } if mark.plan == *plan => {
                 (mark.local_rank, mark.without_memory)
             }
-            Claim::Launcher { rank, .. } => (rank, false),
+            Claim::Launcher { rank, .. } => (*rank, false),
             _ => (i as u32, false),
         };
         found.ranks.push(RankPid { rank, pid });
         if without_memory {
             found.without_memory.push(RankPid { rank, pid });
+        }
+        if let Claim::Marked {
+            from: MarkFrom::File,
+            ..
+        } = claim
+        {
+            found.bound_in_process.push(RankPid { rank, pid });
         }
     }
     found.duplicates = matching::duplicates(&found.ranks);

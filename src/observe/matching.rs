@@ -88,6 +88,9 @@ pub struct Found {
     /// Ranks whose mark says they run without the plan's memory policy by design (refused
     /// where they started, and not required: W0217).
     pub without_memory: Vec<RankPid>,
+    /// Ranks bound by `numaplan.bind()` in the running process (their mark is a file): the
+    /// environment they started with is not the one they run with.
+    pub bound_in_process: Vec<RankPid>,
 }
 
 /// Picks the ranks of the plan `plan` (of `ranks_per_node` local ranks) among `candidates`, as
@@ -134,6 +137,13 @@ pub fn select(candidates: &[Candidate], plan: &PlanId, ranks_per_node: u32, user
             && mark.without_memory
         {
             found.without_memory.push(RankPid { rank, pid: c.pid });
+        }
+        if let Claim::Marked {
+            from: MarkFrom::File,
+            ..
+        } = &c.claim
+        {
+            found.bound_in_process.push(RankPid { rank, pid: c.pid });
         }
         if let Some(why) = hands_off(c, plan, user) {
             found.hands_off.insert(c.pid, why);

@@ -47,6 +47,13 @@ pub enum Problem {
     },
     /// Several processes claim the rank.
     ClaimedTwice { rank: u32, pids: Vec<u32> },
+    /// A variable the plan sets for the rank's NIC (`NCCL_IB_HCA`...) has another value in the
+    /// environment the process started with, or none.
+    NicVariable {
+        name: String,
+        actual: Option<String>,
+        planned: String,
+    },
 }
 
 impl Problem {
@@ -102,6 +109,17 @@ impl fmt::Display for Problem {
                 node_list(nodes),
                 min * 100.0
             ),
+            Problem::NicVariable {
+                name,
+                actual,
+                planned,
+            } => {
+                let actual = match actual {
+                    Some(v) => format!("'{v}'"),
+                    None => "unset".to_string(),
+                };
+                write!(f, "{name} is {actual}, planned '{planned}'")
+            }
             Problem::ClaimedTwice { rank, pids } => {
                 let list: Vec<String> = pids.iter().map(u32::to_string).collect();
                 write!(

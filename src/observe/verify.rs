@@ -12,7 +12,8 @@ use crate::phrase::size;
 use crate::plan::{MemoryBinding, Plan, RankBinding, ShownPolicy};
 use crate::spec::MemPolicy;
 use crate::sys::numa_maps::{self, Residence};
-use crate::sys::proc::{thread_cpus, thread_name};
+use crate::sys::proc::{environ, thread_cpus, thread_name};
+use crate::variables::NIC_VARIABLES;
 
 pub struct Table {
     pub rows: Vec<Row>,
@@ -186,6 +187,33 @@ fn read_threads(row: &mut Row, planned: Option<&RankBinding>) {
                     cpus: cpus.clone(),
                     compute,
                     helpers,
+                });
+            }
+        }
+    }
+}
+
+/// Each rank's environment as it started (`/proc/PID/environ`) against the variables the plan
+/// sets for its NIC (`NCCL_IB_HCA`, `UCX_NET_DEVICES`, `FI_PROVIDER`, `NCCL_SOCKET_IFNAME`),
+/// but of the ranks in `bound_in_process` (`numaplan.bind()` set them in the running process,
+/// where `/proc` does not show them) and of processes whose environment cannot be read.
+pub fn check_nic_variables(table: &mut Table, plan: &Plan, bound_in_process: &[RankPid]) {
+    for row in &mut table.rows {
+        let Some(planned) = plan.ranks.get(row.rank as usize) else {
+            continue;
+        };
+        if row.exited.is_some() || bound_in_process.iter().any(|r| r.pid == row.pid) {
+            continue;
+        }
+        let Ok(env) = environ(row.pid) else {
+            continue;
+        };
+        for (name, value) in planned.env.iter() {
+            if NIC_VARIABLES.contains(&name.as_str()) && env.get(name) != Some(value) {
+                row.problems.push(Problem::NicVariable {
+                    name: name.clone(),
+                    actual: env.get(name).cloned(),
+                    planned: value.clone(),
                 });
             }
         }

@@ -1,13 +1,14 @@
-//! Each rank's environment, written in one place: what a plan gives every rank (`planned`: its
-//! numbering, its OpenMP thread count and the helper and OpenMP variables, the GPUs it sees,
-//! its NIC's variables, the spec's `env:`), where its node is in the job (`node_place`, which a
-//! plan of one node says itself and `exec` says for the node it runs on), and the marks a
-//! started rank carries (`marks`, which `exec` and `bind` both set). Every variable's name is
-//! `variables.rs`'s.
+//! Each rank's environment, written in one place and once: what a plan gives every rank
+//! (`planned`: its numbering in its job, its OpenMP thread count and the helper and OpenMP
+//! variables, the GPUs it sees, its NIC's variables, the spec's `env:`), where its node is in
+//! the job (`node_place`, which a job of one node says itself and a launcher says for the node
+//! it runs on: `launch_numbering`), and the marks a started rank carries (`marks`, which `exec`
+//! and `bind` both set). Every variable's name is `variables.rs`'s.
 
 use std::collections::BTreeMap;
 
 use super::Plan;
+use super::place::Place;
 use crate::ids::{GpuIndex, Mark};
 use crate::variables::{
     GROUP_RANK, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, NODE_RANK, NUMAPLAN_BOUND,
@@ -25,64 +26,65 @@ pub struct Visible {
 /// What a rank's planned environment is made of, each part typed. `planned` writes them in
 /// this order, a later part winning over an earlier one, as
 /// docs/policies.md, "Memory, NICs and each rank's environment" says.
-pub struct Parts<'a> {
+#[derive(Clone, Debug)]
+pub struct Parts {
     pub local_rank: u32,
     pub ranks_per_node: u32,
-    pub nodes: u32,
     pub port: u16,
-    /// Rank 0's address, which a plan of one node says itself.
-    pub master_addr: &'a str,
+    /// Rank 0's address, which a job of one node says itself.
+    pub master_addr: String,
     /// Its OpenMP thread count (`OMP_NUM_THREADS`).
     pub threads: u32,
     /// The helper and OpenMP variables, when asked for.
-    pub inside: &'a [(&'static str, String)],
+    pub inside: Vec<(&'static str, String)>,
     /// The GPUs it sees.
-    pub visible: &'a [Visible],
+    pub visible: Vec<Visible>,
     /// `gpus: visible` chose by a variable: that variable with the value the plan was made
     /// with, so that every rank sees what the plan was made for.
-    pub chosen: Option<(&'a str, &'a str)>,
+    pub chosen: Option<(String, String)>,
     /// Its NIC's variables.
-    pub nic: &'a [(&'static str, String)],
+    pub nic: Vec<(&'static str, String)>,
     /// What keeps its serving engine from binding it again (`Engine::variables`).
-    pub engine: &'a [(&'static str, &'static str)],
+    pub engine: &'static [(&'static str, &'static str)],
     /// The spec's `env:`, which wins.
-    pub user: &'a BTreeMap<String, String>,
+    pub user: BTreeMap<String, String>,
 }
 
-/// A rank's environment as its plan holds it.
-pub fn planned(p: &Parts) -> BTreeMap<String, String> {
+/// A rank's environment as its plan holds it, at `place` in its job: `WORLD_SIZE` the job's,
+/// and where the job has one node, that node's place (`RANK`, `GROUP_RANK`, `NODE_RANK`,
+/// `MASTER_ADDR`; of a job of several, the launcher says them for the node it starts).
+pub fn planned(p: &Parts, place: &Place) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
     };
-    // Validation bounds nodes x ranks per node to a u32.
-    let world = u64::from(p.ranks_per_node) * u64::from(p.nodes);
-    for (k, v) in of_rank(p.local_rank, p.ranks_per_node, world, p.port) {
+    for (k, v) in of_rank(p.local_rank, p.ranks_per_node, place.world_size, p.port) {
         set(k, v);
     }
     set(OMP_NUM_THREADS, p.threads.to_string());
-    for (k, v) in p.inside {
+    for (k, v) in &p.inside {
         set(k, v.clone());
     }
-    for v in p.visible {
+    for v in &p.visible {
         let ids: Vec<String> = v.gpus.iter().map(|g| g.to_string()).collect();
         set(v.variable, ids.join(","));
     }
-    if p.nodes == 1 {
-        for (k, v) in node_place(u64::from(p.local_rank), 0, p.master_addr) {
+    if place.world_nodes == 1 {
+        let rank = place.first_rank + u64::from(p.local_rank);
+        for (k, v) in node_place(rank, place.first_node, &p.master_addr) {
             set(k, v);
         }
     }
-    if let Some((variable, value)) = p.chosen {
-        set(variable, value.to_string());
+    if let Some((variable, value)) = &p.chosen {
+        set(variable, value.clone());
     }
-    for (k, v) in p.nic {
+    for (k, v) in &p.nic {
         set(k, v.clone());
     }
-    for (k, v) in p.engine {
+    for (k, v) in p.engine.iter() {
         set(k, v.to_string());
     }
-    for (k, v) in p.user {
+    for (k, v) in &p.user {
         set(k, v.clone());
     }
     env
@@ -112,6 +114,23 @@ pub fn node_place(rank: u64, node: u64, master_addr: &str) -> [(&'static str, St
         (NODE_RANK, node.to_string()),
         (MASTER_ADDR, master_addr.to_string()),
     ]
+}
+
+/// The numbering a launcher gives local rank `local` of the plan's node `node` (of a job of
+/// several groups: the group's node), rank 0 being at `master_addr`: its global rank and node,
+/// after the groups before it. `exec` sets it in each rank it starts; the launch scripts write
+/// it with the `numbering` macro of `templates/prelude.sh.j2`.
+pub fn launch_numbering(
+    plan: &Plan,
+    node: u32,
+    local: u32,
+    master_addr: &str,
+) -> [(&'static str, String); 4] {
+    node_place(
+        plan.global_rank(node, local),
+        plan.global_node(node),
+        master_addr,
+    )
 }
 
 /// What a started rank carries beside its plan's variables: which plan's rank it is (its mark,

@@ -34,7 +34,43 @@ use crate::topology::Topology;
 use crate::topology::model::{Gpu, Nic, Vendor};
 use crate::variables::{OMP_NUM_THREADS, omp_threads};
 
+/// A job of one group's plan: `spec` on `topo`, the whole job.
 pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
+    let unplaced = resolve_unplaced(spec, topo)?;
+    let place = Place::whole_job(unplaced.plan.nodes, unplaced.plan.ranks_per_node);
+    Ok(unplaced.place(place))
+}
+
+/// A group's plan before its place in its job is known (what the job's numbering needs is
+/// every group's ranks): the plan, and what each rank's environment is made of, which
+/// `place` writes once the place is known.
+pub struct Unplaced {
+    plan: Plan,
+    env: Vec<environment::Parts>,
+}
+
+impl Unplaced {
+    /// Its ranks in all: nodes x ranks per node.
+    pub fn ranks(&self) -> u64 {
+        u64::from(self.plan.nodes) * u64::from(self.plan.ranks_per_node)
+    }
+
+    pub fn nodes(&self) -> u32 {
+        self.plan.nodes
+    }
+
+    /// The plan at `place` in its job, each rank's environment written there.
+    pub fn place(mut self, place: Place) -> Plan {
+        for (rank, parts) in self.plan.ranks.iter_mut().zip(&self.env) {
+            rank.env = environment::planned(parts, &place);
+        }
+        self.plan.place = place;
+        self.plan
+    }
+}
+
+/// `spec` on `topo`, not yet placed in its job.
+pub fn resolve_unplaced(spec: &Spec, topo: &Topology) -> Result<Unplaced, ResolveError> {
     // Facts the topology's source found (NVML disagreeing with hwloc), then the spec's own.
     let mut warnings: Vec<Warning> = topo
         .notes()
@@ -66,16 +102,22 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
     let memory = memory::memory_bindings(spec, topo, &placements, &mut warnings)?;
     let chosen = choose_nics(spec, &ctx, &units, &placements);
     let rpn = units.len() as u32;
+    let env: Vec<environment::Parts> = units
+        .iter()
+        .zip(&insides)
+        .zip(&chosen)
+        .map(|((u, inside), nic)| environment(spec, rpn, u, inside, *nic))
+        .collect();
     let ranks: Vec<RankBinding> = units
         .iter()
         .zip(placements)
         .zip(memory)
         .zip(chosen)
         .zip(insides)
-        .map(|((((u, p), memory), nic), inside)| rank_binding(spec, rpn, u, p, memory, nic, inside))
+        .map(|((((u, p), memory), nic), inside)| rank_binding(spec, u, p, memory, nic, inside))
         .collect();
     warnings.extend(ranks.iter().filter_map(|r| mixed_kinds(topo, r)));
-    Ok(Plan {
+    let plan = Plan {
         name: spec.name.clone(),
         command: spec.command.clone(),
         topology: topo.name().to_string(),
@@ -99,7 +141,8 @@ pub fn resolve(spec: &Spec, topo: &Topology) -> Result<Plan, ResolveError> {
         mpirun: spec.mpirun.clone(),
         engine: spec.engine,
         place: Place::whole_job(spec.nodes, rpn),
-    })
+    };
+    Ok(Unplaced { plan, env })
 }
 
 /// The machine's NICs by name, in the topology's order.
@@ -285,9 +328,10 @@ fn choose_nics<'t>(
     nics::choose(ctx.topo, &anchors)
 }
 
+/// A rank's binding; its environment is written once its place in the job is known
+/// (`Unplaced::place`).
 fn rank_binding(
     spec: &Spec,
-    ranks_per_node: u32,
     unit: &Unit,
     placement: Placement,
     memory: MemoryBinding,
@@ -306,7 +350,7 @@ fn rank_binding(
             })
             .collect(),
         numa_node: placement.home,
-        env: environment(spec, ranks_per_node, unit, &inside, nic),
+        env: BTreeMap::new(),
         // The spec's `env:` wins, as it does in the environment; a value of it that is no
         // count counts as the rank's CPUs, as a plan file read back counts it.
         threads: match spec.env.get(OMP_NUM_THREADS) {
@@ -338,7 +382,7 @@ fn environment(
     unit: &Unit,
     inside: &inside::Inside,
     nic: Option<&Nic>,
-) -> BTreeMap<String, String> {
+) -> environment::Parts {
     // A policy that says which GPUs each rank sees (mpibind's) has the last word; else
     // `visible: own` shows a rank its own GPUs.
     let visible = match (&inside.visible, spec.visible) {
@@ -350,25 +394,23 @@ fn environment(
     // whatever the variable says (or does not) where it runs.
     let chosen = match (spec.visible, &spec.gpus) {
         (Visibility::All, GpuChoice::Visible(Some((variable, value)))) => {
-            Some((variable.as_str(), value.as_str()))
+            Some((variable.clone(), value.clone()))
         }
         _ => None,
     };
-    let nic = nic.map(nics::env).unwrap_or_default();
-    environment::planned(&environment::Parts {
+    environment::Parts {
         local_rank: unit.local_rank,
         ranks_per_node,
-        nodes: spec.nodes,
         port: spec.port,
-        master_addr: &spec.master_addr,
+        master_addr: spec.master_addr.clone(),
         threads: inside.threads,
-        inside: &inside.env,
-        visible: &visible,
+        inside: inside.env.clone(),
+        visible,
         chosen,
-        nic: &nic,
+        nic: nic.map(nics::env).unwrap_or_default(),
         engine: spec.engine.map(|e| e.variables()).unwrap_or_default(),
-        user: &spec.env,
-    })
+        user: spec.env.clone(),
+    }
 }
 
 /// A rank's own GPUs, by each vendor's variable, for the vendors it has GPUs of.

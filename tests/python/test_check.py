@@ -106,3 +106,21 @@ def test_every_rank_the_bash_launcher_started_checks_itself(tmp_path: Path):
                   key=lambda s: s["rank"])
     assert [s["rank"] for s in seen] == [0, 1], done.stderr
     assert all(s["first"] and not s["moved"] for s in seen), seen
+
+
+def test_every_problem_kind_is_one_verify_reports():
+    """`check_binding()` reports verify's problems in verify's kinds and words, the NIC
+    variables included (compared with the process's own environment): it invents none."""
+    from numaplan import _check
+    schema = json.loads(subprocess.run([numaplan.executable(), "schema", "verify"],
+                                       capture_output=True, text=True, check=True).stdout)
+    kinds = {one["properties"]["kind"]["const"]
+             for one in schema["$defs"]["ProblemReport"]["oneOf"]}
+    assert set(_check._ABOUT) <= kinds, set(_check._ABOUT) - kinds
+    assert "nic-variable" in kinds
+    report = {"rank": 0, "pid": 1, "planned_cpus": "0", "actual_cpus": "0",
+              "planned_memory": "default", "actual_memory": "default",
+              "nic_env": {"NCCL_IB_HCA": "=mlx5_0"}, "problems": []}
+    found = _check._binding(report, {})
+    assert [(p.code, p.message) for p in found.problems] == [
+        ("nic-variable", "NCCL_IB_HCA is unset, planned '=mlx5_0'")]

@@ -47,6 +47,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     }
     let min_local = args.watch.min_local;
     let mut table = verify::check(&plan, &ranked, min_local);
+    verify::check_nic_variables(&mut table, &plan, &found.bound_in_process);
     for (rank, pids) in &found.duplicates {
         table.claimed_twice(*rank, pids);
     }

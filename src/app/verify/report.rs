@@ -121,6 +121,13 @@ enum ProblemKind {
     },
     /// Several processes claim the rank.
     ClaimedTwice { local_rank: u32, pids: Vec<u32> },
+    /// A variable the plan sets for the rank's NIC has another value in the environment the
+    /// process started with (`actual`: null where it has none).
+    NicVariable {
+        variable: String,
+        actual: Option<String>,
+        planned: String,
+    },
 }
 
 /// A memory policy as numa_maps shows it: `bind:0-1` is mode `bind`, nodes `[0, 1]`.
@@ -180,6 +187,15 @@ impl ProblemReport {
                 memory_bytes: *bytes,
                 memory_nodes: nodes.iter().map(|n| n.0).collect(),
                 min_local: *min,
+            },
+            Problem::NicVariable {
+                name,
+                actual,
+                planned,
+            } => ProblemKind::NicVariable {
+                variable: name.clone(),
+                actual: actual.clone(),
+                planned: planned.clone(),
             },
             Problem::ClaimedTwice { rank, pids } => ProblemKind::ClaimedTwice {
                 local_rank: *rank,
