@@ -8,10 +8,10 @@
 #     about groups as such (validating `groups:`, and the grouped plan file's serializer).
 #   scripts/walk.sh --entries MODULE -- ARGS...
 #     how often `numaplan ARGS...` enters MODULE (`app::input`): the calls from a numaplan
-#     function outside it to one inside it, each (caller, callee) pair once, listed. Calls from
-#     the standard library (an iterator adaptor running a closure of MODULE's own) and drop glue
-#     are MODULE's own work, not entries; a closure MODULE hands out and another module calls
-#     back is one.
+#     function outside it to one inside it, each (caller, callee) pair once, listed; a closure
+#     MODULE hands out and another module calls back is one. Beside it, the count with the
+#     standard library's calls of MODULE's closures (an iterator adaptor running one), which
+#     are MODULE's own work; drop glue is not counted. NUMAPLAN_WALK_BIN=PATH walks another build (before and after a change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
@@ -19,7 +19,7 @@ trap 'rm -rf "$out"' EXIT
 if [ "${1:-}" = --entries ]; then
   module=$2
   shift 3
-  valgrind --tool=callgrind --callgrind-out-file="$out/run.cg" target/debug/numaplan "$@" >/dev/null 2>&1 || true
+  valgrind --tool=callgrind --callgrind-out-file="$out/run.cg" "${NUMAPLAN_WALK_BIN:-target/debug/numaplan}" "$@" >/dev/null 2>&1 || true
   python3 - "$out/run.cg" "$module" <<'PY'
 import re, sys
 path, module = sys.argv[1], sys.argv[2]
@@ -37,10 +37,11 @@ for line in open(path, errors="replace"):
         current = name(line.rstrip("\n"))
     elif line.startswith("cfn="):
         callee = name(line.rstrip("\n"))
-        if (inside.match(callee) and current.startswith("numaplan::")
-                and not inside.match(current) and "drop_in_place" not in callee):
+        if inside.match(callee) and not inside.match(current) and "drop_in_place" not in callee:
             entries.add((current, callee))
-print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} into {module}")
+ours = sorted(e for e in entries if e[0].startswith("numaplan::"))
+print(f"{len(ours)} entr{'y' if len(ours) == 1 else 'ies'} into {module} from numaplan's code,"
+      f" {len(entries)} counting the standard library's calls of its closures")
 for caller, callee in sorted(entries):
     print(f"  {caller} -> {callee}")
 PY

@@ -289,6 +289,22 @@ fn show(e: Error) {
     }
 }
 
+/// The fast YAML reader (`yaml/plain.rs`) reads the text as serde_yaml does wherever it reads
+/// it at all, untyped and as the file of its kind.
+fn fast_reader_agrees(kind: Kind, text: &str) -> Result<(), String> {
+    use numaplan::yaml::fast_reader_agrees as agrees;
+    let agreed = match kind {
+        Kind::Spec => agrees::<numaplan::spec::raw::JobSpec>(text),
+        Kind::Fixture => agrees::<numaplan::topology::fixture_file::FixtureFile>(text),
+        Kind::Plan => agrees::<plan_file::PlanFile>(text)
+            .or_else(|| agrees::<plan_file::job::GroupedPlanFile>(text)),
+        Kind::Xml => None,
+    };
+    agreed
+        .unwrap_or(Ok(()))
+        .map_err(|e| format!("the fast YAML reader differs from serde_yaml: {e}"))
+}
+
 /// One case through the loaders of its kind. `Err` for a broken round trip.
 /// Runs one input; `Ok` holds how many ranks it planned (the work the time limit allows for).
 fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<usize, String> {
@@ -296,6 +312,7 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<usize, String
         Ok(t) => t,
         Err(_) => return Ok(0),
     };
+    fast_reader_agrees(kind, &text)?;
     match kind {
         Kind::Spec => match numaplan::spec::load::load_str("job.yaml", &text) {
             Err(e) => show(e.into()),
@@ -530,4 +547,34 @@ fn mutated_xml_never_kills_numaplan() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// The fast YAML reader reads every plan and fixture numaplan writes (where it declined one,
+/// `bind` would pay libyaml's time at every rank's start), and reads each as serde_yaml does.
+#[test]
+fn the_fast_reader_reads_what_numaplan_writes() {
+    use numaplan::yaml::fast_reader_agrees;
+    let examples = std::fs::read_dir(repo().join("examples")).unwrap();
+    let mut read = 0;
+    for spec in examples.map(|e| e.unwrap().path()) {
+        if spec.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let plan = common::numaplan(&["compile", spec.to_str().unwrap()]).ok();
+        let agreed = match plan.contains("\ngroups:\n") {
+            true => fast_reader_agrees::<plan_file::job::GroupedPlanFile>(&plan),
+            false => fast_reader_agrees::<plan_file::PlanFile>(&plan),
+        };
+        assert_eq!(agreed, Some(Ok(())), "{}", spec.display());
+        read += 1;
+    }
+    // Fixtures as numaplan writes them (`topo --format yaml`); hand-written ones may hold what
+    // only serde_yaml reads (a comment after a value, double quotes), which it then reads.
+    for fixture in common::fixtures() {
+        let path = fixture.to_str().unwrap();
+        let text = common::numaplan(&["topo", "--topology", path, "--format", "yaml"]).ok();
+        let agreed = fast_reader_agrees::<numaplan::topology::fixture_file::FixtureFile>(&text);
+        assert_eq!(agreed, Some(Ok(())), "{path}");
+    }
+    assert!(read >= 10, "{read} examples");
 }

@@ -9,10 +9,13 @@ mod file_error;
 mod kind;
 mod overrides;
 mod parse;
+mod plain;
 mod positions;
 
 pub use emit::emit;
 pub use file_error::FileError;
 pub use kind::{Kind, WrongKind, kind_of};
 pub use overrides::{Culprit, Override, parse_with_overrides};
-pub use parse::{YamlError, YamlErrorKind, has_top_level_key, parse, unique_keys};
+pub use parse::{
+    YamlError, YamlErrorKind, fast_reader_agrees, has_top_level_key, parse, unique_keys,
+};

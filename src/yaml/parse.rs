@@ -71,6 +71,11 @@ pub fn parse<T: DeserializeOwned>(
             Err(_) => {}
         }
     }
+    // The block YAML numaplan writes, read in a fraction of libyaml's time where it reads as
+    // serde_yaml would (`plain.rs`); anything else, and every error, is serde_yaml's.
+    if let Some(value) = super::plain::read::<T>(text) {
+        return Ok((value, map));
+    }
     match serde_yaml::from_str::<T>(text) {
         Ok(value) => Ok((value, map)),
         // Not well-formed YAML is said as yaml-rust2 says it, with its position; otherwise the
@@ -80,6 +85,42 @@ pub fn parse<T: DeserializeOwned>(
             None => Err((shape_error(&e), Box::new(map))),
         },
     }
+}
+
+/// Whether the fast reader (`plain.rs`) reads `text` as serde_yaml does, both untyped and as a
+/// `T`: `None` where it declines, else `Err` with both readings where they differ. For the
+/// tests, which ask it of every corpus file and its mutations (`tests/fuzz.rs`).
+#[doc(hidden)]
+pub fn fast_reader_agrees<T>(text: &str) -> Option<Result<(), String>>
+where
+    T: DeserializeOwned + serde::Serialize,
+{
+    let untyped = super::plain::read::<serde_yaml::Value>(text);
+    let typed = super::plain::read::<T>(text);
+    if untyped.is_none() && typed.is_none() {
+        return None;
+    }
+    fn json(v: &impl serde::Serialize) -> String {
+        serde_json::to_string(v).unwrap_or_else(|e| format!("(no JSON: {e})"))
+    }
+    let mut differ = Vec::new();
+    if let Some(fast) = untyped {
+        let slow = serde_yaml::from_str::<serde_yaml::Value>(text).map_err(|e| e.to_string());
+        if slow.as_ref().ok() != Some(&fast) {
+            differ.push(format!("untyped: fast {fast:?}, serde_yaml {slow:?}"));
+        }
+    }
+    if let Some(fast) = typed {
+        let slow = serde_yaml::from_str::<T>(text).map_err(|e| e.to_string());
+        let slow = slow.map(|v| json(&v));
+        if slow.as_ref().ok() != Some(&json(&fast)) {
+            differ.push(format!("typed: fast {}, serde_yaml {slow:?}", json(&fast)));
+        }
+    }
+    Some(match differ.is_empty() {
+        true => Ok(()),
+        false => Err(differ.join("; ")),
+    })
 }
 
 /// Whether `text` (YAML or JSON, in any layout: one line, pretty, flow or block) is a mapping

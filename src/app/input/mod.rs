@@ -2,8 +2,10 @@
 //! (`text.rs`: a path, `-`, `git:REV:PATH` or `env:VAR`), told a plan or a job spec by content,
 //! then a spec planned on its machines (`spec.rs`, through which `compile` plans too) or a plan
 //! file's groups read back with their topologies (`plan.rs`), and of a job of several groups
-//! the one this node runs (`group.rs`); `subject.rs` is what each hands back. A command enters here once ([`this_nodes`] or
-//! [`every_group`]) and gets back all it reads of its input.
+//! the one this node runs (`group.rs`); `subject.rs` is what each hands back. A command enters
+//! here once and gets back all it reads of its input: `exec`, `bind` and `verify` by
+//! [`this_nodes`] (the group this node runs), `diff` and `explain` by [`every_group`],
+//! `compile` by `spec::plan_job`.
 
 mod group;
 mod plan;
@@ -42,7 +44,7 @@ pub(crate) struct Request<'a> {
 /// The group this node runs (`--group`, `group`, else found: `rank::group`) of what `req`
 /// gives: the only group of a job of one.
 pub(crate) fn this_nodes(req: &Request, group: Option<&str>) -> Result<Subject, Error> {
-    let mut subjects = every_group(req)?;
+    let mut subjects = groups(req)?;
     let index = match (subjects.len(), group) {
         (1, None) => 0,
         _ => group::this_nodes_group(&subjects, group)?,
@@ -54,6 +56,11 @@ pub(crate) fn this_nodes(req: &Request, group: Option<&str>) -> Result<Subject, 
 /// spec's own (or `--topology`); a plan's from `--topology`, else from the topology file the
 /// plan names (relative to the plan), when it is there.
 pub(crate) fn every_group(req: &Request) -> Result<Vec<Subject>, Error> {
+    groups(req)
+}
+
+/// Every group of what `req` gives: its text read, told a plan or a spec, read or planned.
+fn groups(req: &Request) -> Result<Vec<Subject>, Error> {
     let (arg, text, input_dir) = match req.arg {
         Some(arg) => {
             let (text, dir) = text::read_input(arg)?;
