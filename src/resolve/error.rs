@@ -165,4 +165,16 @@ impl ResolveError {
         self.notes.push(note.into());
         self
     }
+
+    /// The error of group `name` (the `index`-th): said of the group, its `--set` help the
+    /// group's key; and the key as the group would write it (`groups[1].cpu.policy`), which the
+    /// spec's loader points at where the group wrote it (else at the top level's key).
+    pub fn of_group(self, index: usize, name: &str) -> (ResolveError, SpecKey) {
+        let in_group = self.path.in_group(index);
+        let mut error = self.note(format!("in group `{name}`"));
+        error.help = error
+            .help
+            .replace("`--set ", &format!("`--set groups.{name}."));
+        (error, in_group)
+    }
 }

@@ -5,19 +5,20 @@
 //! of a one-node job (`RANK`, `NODE_RANK`, `GROUP_RANK`, `MASTER_ADDR`) only where the job has
 //! one node (else the launcher's).
 
-use super::error::{ResolveError, ResolveErrorKind};
+use super::error::{ResolveError, ResolveErrorKind, SpecKey};
 use super::{Unplaced, resolve_unplaced};
 use crate::plan::job::{JobPlan, Shape};
 use crate::plan::place::{Group, Place};
 use crate::spec::Spec;
 use crate::topology::Topology;
 
+/// A group's resolve error, and of a named group its key as the group would write it
+/// (`ResolveError::of_group`).
+pub type JobError = (Box<ResolveError>, Option<SpecKey>);
+
 /// Resolves every group of `spec` on its machine (`machines`, one per group of
-/// `spec.job_groups()`, in order). An error is the group's index and its resolve error.
-pub fn resolve_job(
-    spec: &Spec,
-    machines: &[Topology],
-) -> Result<JobPlan, (usize, Box<ResolveError>)> {
+/// `spec.job_groups()`, in order).
+pub fn resolve_job(spec: &Spec, machines: &[Topology]) -> Result<JobPlan, JobError> {
     let groups = spec.job_groups();
     debug_assert_eq!(
         groups.len(),
@@ -26,12 +27,19 @@ pub fn resolve_job(
     );
     let mut unplaced = Vec::new();
     for (i, (group, topo)) in groups.iter().zip(machines).enumerate() {
-        unplaced.push(resolve_unplaced(group.spec, topo).map_err(|e| (i, Box::new(e)))?);
+        unplaced.push(
+            resolve_unplaced(group.spec, topo).map_err(|e| match group.name {
+                Some(name) => {
+                    let (error, in_group) = e.of_group(i, name);
+                    (Box::new(error), Some(in_group))
+                }
+                None => (Box::new(e), None),
+            })?,
+        );
     }
     let world_size: u64 = unplaced.iter().map(Unplaced::ranks).sum();
     if world_size > u64::from(u32::MAX) {
         return Err((
-            unplaced.len().saturating_sub(1),
             Box::new(ResolveError::new(
                 ResolveErrorKind::TooManyRanks {
                     nodes: spec.groups.iter().map(|g| g.spec.nodes).sum(),
@@ -41,6 +49,7 @@ pub fn resolve_job(
                 "groups",
                 "run fewer nodes or ranks in the groups",
             )),
+            None,
         ));
     }
     let world_nodes: u64 = unplaced.iter().map(|u| u64::from(u.nodes())).sum();

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use super::subject::{Subject, label};
 use crate::error::Error;
 use crate::plan::job::JobPlan;
+use crate::resolve::SpecKey;
 use crate::resolve::job::resolve_job;
 use crate::spec::load::LoadedSpec;
 use crate::topology::{Source, Topology, fixture};
@@ -61,22 +62,16 @@ pub(crate) fn plan_job(
     for group in &mut spec.groups {
         fill_visible_gpus(&mut group.spec);
     }
-    let job = resolve_job(&spec, &machines).map_err(|(i, error)| {
+    let job = resolve_job(&spec, &machines).map_err(|(error, in_group)| {
         let mut error = *error;
-        if let Some(name) = spec.job_groups()[i].name {
-            let in_group = error.path.in_group(i);
-            error = error.note(format!("in group `{name}`"));
-            // A `--set` the help suggests is the group's key.
-            error.help = error
-                .help
-                .replace("`--set ", &format!("`--set groups.{name}."));
-            let written = in_group.to_string();
-            if [&loaded.map.file, &loaded.map.sets]
+        // A group's error points at the group's key where the group wrote it.
+        let written = |key: &SpecKey| {
+            [&loaded.map.file, &loaded.map.sets]
                 .iter()
-                .any(|m| m.exact(&written).is_some())
-            {
-                error.path = in_group;
-            }
+                .any(|m| m.exact(&key.to_string()).is_some())
+        };
+        if let Some(key) = in_group.filter(written) {
+            error.path = key;
         }
         Error::Resolve {
             map: Box::new(loaded.map.for_path(&error.path.to_string()).clone()),
