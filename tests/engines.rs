@@ -456,3 +456,141 @@ fn verify_process_checks_one_rank_alone() {
     rank.kill().unwrap();
     rank.wait().unwrap();
 }
+
+/// verify compares the NIC variables a rank started with (`/proc/PID/environ`) with its plan's:
+/// a rank started with another `NCCL_IB_HCA` is a mismatch of kind `nic-variable` that names
+/// the variable and both values; the variables it has right are not reported. (The DGX plan's
+/// rank 0 on this machine: its CPUs differ too, which verify says as well.)
+#[test]
+fn verify_checks_the_nic_variables_a_rank_started_with() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        format!(
+            "topology: {}/examples/topologies/nvidia-dgx-a100.yaml\n",
+            common::repo().display()
+        ),
+    )
+    .unwrap();
+    let problems = |hca: &str| {
+        let mut rank = Command::new("sleep")
+            .arg("30")
+            .env("NCCL_IB_HCA", hca)
+            .env("UCX_NET_DEVICES", "mlx5_0:1")
+            .spawn()
+            .unwrap();
+        let pid = rank.id().to_string();
+        let args = [
+            "verify",
+            "job.yaml",
+            "--process",
+            &pid,
+            "--local-rank",
+            "0",
+            "--format",
+            "json",
+        ];
+        let run = numaplan_in(dir.path(), &args);
+        rank.kill().unwrap();
+        rank.wait().unwrap();
+        let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(report["ranks"][0]["nic_env"]["NCCL_IB_HCA"], "=mlx5_0");
+        let nic: Vec<serde_json::Value> = report["ranks"][0]["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["kind"] == "nic-variable")
+            .cloned()
+            .collect();
+        (run.code, nic)
+    };
+    let (code, nic) = problems("=mlx5_1");
+    assert_eq!(code, 1);
+    assert_eq!(nic.len(), 1, "{nic:?}");
+    assert_eq!(nic[0]["variable"], "NCCL_IB_HCA");
+    assert_eq!(nic[0]["actual"], "=mlx5_1");
+    assert_eq!(nic[0]["planned"], "=mlx5_0");
+    assert_eq!(
+        nic[0]["text"],
+        "NCCL_IB_HCA is '=mlx5_1', planned '=mlx5_0'"
+    );
+    let (_, nic) = problems("=mlx5_0");
+    assert!(nic.is_empty(), "{nic:?}");
+}
+
+/// The engine scripts check the node's place as the bash launcher does, before the engine
+/// starts: a node rank past the plan's nodes, or not a number, is refused (exit 2) naming the
+/// plan's nodes; vLLM and SGLang never see it.
+#[test]
+fn the_engine_scripts_refuse_a_node_rank_the_plan_does_not_have() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "topology: {}/examples/topologies/nvidia-dgx-a100.yaml\nnodes: 2\n",
+        common::repo().display()
+    );
+    std::fs::write(dir.path().join("job.yaml"), spec).unwrap();
+    for engine in ["vllm", "sglang"] {
+        let script = dir.path().join(format!("{engine}.sh"));
+        let text = numaplan_in(dir.path(), &["compile", "job.yaml", "--emit", engine]).ok();
+        std::fs::write(&script, text).unwrap();
+        for rank in ["7", "abc", "2", "-1", "99999999999999999999"] {
+            let run = Command::new("bash")
+                .arg(&script)
+                .args(["--node-rank", rank, "--master-addr", "h", "--", "m"])
+                .env("NUMAPLAN", env!("CARGO_BIN_EXE_numaplan"))
+                .env("VLLM", "touch")
+                .env("SGLANG", "touch")
+                .env_remove("SLURM_NODEID")
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&run.stderr);
+            assert_eq!(run.status.code(), Some(2), "{engine} {rank}: {stderr}");
+            assert!(
+                stderr.contains("this plan is for 2 nodes: pass --node-rank K (0 to 1)"),
+                "{engine} {rank}: {stderr}"
+            );
+        }
+    }
+}
+
+/// vLLM names a worker's NIC to NCCL without `=`, so NCCL takes every NIC whose name begins
+/// with it: said (W0221) from the plan alone, which records the machine's NIC names, also of a
+/// NIC no rank uses. A DGX H100 whose first HCA is called `mlx5_1`, one rank on GPU 0: its NIC
+/// `mlx5_1` begins `mlx5_10` and `mlx5_11`, which no rank of the plan has.
+#[test]
+fn vllm_s_nic_names_that_begin_another_nics_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        std::fs::read_to_string(common::repo().join("examples/topologies/nvidia-dgx-h100.yaml"))
+            .unwrap();
+    assert!(fixture.contains("name: mlx5_0\n") && !fixture.contains("name: mlx5_1\n"));
+    std::fs::write(
+        dir.path().join("h100.yaml"),
+        fixture.replace("name: mlx5_0\n", "name: mlx5_1\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "topology: h100.yaml\ngpus: [0]\nengine: vllm\n",
+    )
+    .unwrap();
+    let run = numaplan_in(dir.path(), &["compile", "job.yaml", "--emit", "vllm"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("warning[W0221]")
+            && run
+                .stderr
+                .contains("begins with it: mlx5_1 also mlx5_10, mlx5_1 also mlx5_11"),
+        "{}",
+        run.stderr
+    );
+    let plan = numaplan_in(dir.path(), &["compile", "job.yaml"]).ok();
+    assert!(
+        plan.contains("nics: [mlx5_1, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_9, mlx5_10, mlx5_11]")
+    );
+    assert!(
+        plan.contains("  nics: [mlx5_1]\n  nic_kind: [infiniband]\n  nic_pci: ["),
+        "{plan}"
+    );
+}

@@ -1038,3 +1038,45 @@ fn diff_quotes_commands_and_says_shared_changes_once() {
     );
     assert!(!run.stdout.contains("rank 0:"), "{}", run.stdout);
 }
+
+/// A plan of an earlier numaplan lists each rank's NIC by name alone (no `nic_kind`, `nic_pci`,
+/// nor the machine's `topology.nics`): it still reads, and places its ranks as the plan of
+/// today does (`diff --exit-code` finds no difference).
+#[test]
+fn a_plan_without_the_nics_kinds_and_addresses_still_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = numaplan(&["compile", "examples/dgx-a100-llama.yaml"]).ok();
+    assert!(plan.contains("nic_kind:") && plan.contains("nic_pci:"));
+    let old: String = plan
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            // The machine's names: the topology's list of them all.
+            !t.starts_with("nic_kind:")
+                && !t.starts_with("nic_pci:")
+                && !l.starts_with("  nics: [mlx5_0, mlx5_1,")
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!old.contains("nic_") && old.contains("  nics: [mlx5_0]\n"));
+    std::fs::write(dir.path().join("old.yaml"), &old).unwrap();
+    std::fs::write(dir.path().join("new.yaml"), &plan).unwrap();
+    let run = numaplan_in(dir.path(), &["diff", "old.yaml", "new.yaml", "--exit-code"]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let run = numaplan_in(
+        dir.path(),
+        &[
+            "bind",
+            "--dry-run",
+            "--local-rank",
+            "0",
+            "--force",
+            "old.yaml",
+        ],
+    );
+    assert!(
+        run.stdout.contains("NCCL_IB_HCA='=mlx5_0'"),
+        "{}",
+        run.stdout
+    );
+}
