@@ -2,8 +2,8 @@
 //! Every launcher takes the same view of a job (`view.rs`: the job, then its groups, a job of
 //! one group as a list of one), with its own parts of it (`bash.rs`, `sbatch.rs`, `engine.rs`;
 //! torchrun and mpirun need none), rendered by its one template. [`launch`] is the one entry:
-//! a job of any shape in, the script and what it could not say out. docs/launchers.md (and
-//! ARCHITECTURE.md, "The launch wing") says how to add a launcher.
+//! a job of any shape in, the script and what it could not say out. How to add a launcher:
+//! ARCHITECTURE.md, "The launch wing".
 
 pub mod bash;
 pub mod engine;
