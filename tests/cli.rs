@@ -236,7 +236,8 @@ fn bash_completes_subcommands_flags_and_values() {
             "torchrun",
             "mpirun",
             "vllm",
-            "sglang"
+            "sglang",
+            "flux"
         ]
     );
     for shell in ["zsh", "fish"] {

@@ -328,6 +328,7 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<usize, String
                         .map_err(|e| format!("a compiled plan does not read back: {e}"))?;
                     // The batch options are the spec's, for the emitters; a plan file has none.
                     back.plan.slurm = plan.slurm.clone();
+                    back.plan.flux = plan.flux.clone();
                     if back.plan != plan {
                         let (a, b) = (format!("{plan:?}"), format!("{:?}", back.plan));
                         let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();

@@ -505,6 +505,13 @@ codes! {
          node all of their CPUs together, and relaxes a `required` memory policy the node \
          refuses. The warning names what the engine does instead; plan what it does \
          (`memory: {policy: bind}`, `cpu: {policy: node}`), or `--allow W0221` after review.";
+    W0222_FLUX_GROUP_UNPLACED = "W0222":
+        "`--emit flux` of a job of several groups runs one Flux job per group, and a group's \
+         `flux:` names neither `requires` nor `queue`: Flux may place its job on any nodes, \
+         another group's among them, where `numaplan bind` refuses a node that is not the \
+         group's (the first job, the all-or-nothing check, then fails and no rank starts). \
+         Name the group's nodes: `flux: {requires: \"host:tioga[10-13]\"}` or a queue of \
+         them.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

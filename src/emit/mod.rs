@@ -1,12 +1,13 @@
 //! Launches: a job's plan as a launch script, from the embedded templates (`templates/`).
 //! Every launcher takes the same view of a job (`view.rs`: the job, then its groups, a job of
-//! one group as a list of one), with its own parts of it (`bash.rs`, `sbatch.rs`, `engine.rs`;
-//! torchrun and mpirun need none), rendered by its one template. [`launch`] is the one entry:
+//! one group as a list of one), with its own parts of it (`bash.rs`, `sbatch.rs`, `engine.rs`,
+//! `flux.rs`; torchrun and mpirun need none), rendered by its one template. [`launch`] is the one entry:
 //! a job of any shape in, the script and what it could not say out. How to add a launcher:
 //! ARCHITECTURE.md, "The launch wing".
 
 pub mod bash;
 pub mod engine;
+pub mod flux;
 pub mod sbatch;
 pub mod templates;
 pub mod view;
@@ -38,6 +39,10 @@ pub enum EmitKind {
     /// A script that starts SGLang's server bound to the ranks' CPUs (`numaplan bind
     /// --all-ranks`), which binds each GPU worker to its rank's node (`--numa-node`).
     Sglang,
+    /// A script that runs the plan as a Flux job (`flux run`; `--batch`: `flux batch`), each
+    /// task bound by Flux's `cpu-affinity=map:` and `numaplan bind`; a job of several groups as
+    /// one Flux job per group.
+    Flux,
 }
 
 impl EmitKind {
@@ -50,6 +55,7 @@ impl EmitKind {
             EmitKind::Mpirun => "mpirun",
             EmitKind::Vllm => "vllm",
             EmitKind::Sglang => "sglang",
+            EmitKind::Flux => "flux",
         }
     }
 
@@ -58,7 +64,11 @@ impl EmitKind {
     pub fn takes_command(self) -> bool {
         matches!(
             self,
-            EmitKind::Torchrun | EmitKind::Mpirun | EmitKind::Vllm | EmitKind::Sglang
+            EmitKind::Torchrun
+                | EmitKind::Mpirun
+                | EmitKind::Vllm
+                | EmitKind::Sglang
+                | EmitKind::Flux
         )
     }
 
@@ -72,6 +82,7 @@ impl EmitKind {
             EmitKind::Mpirun => "mpirun.sh.j2",
             EmitKind::Vllm => "vllm.sh.j2",
             EmitKind::Sglang => "sglang.sh.j2",
+            EmitKind::Flux => "flux.sh.j2",
         }
     }
 
@@ -134,7 +145,7 @@ pub struct Origin<'a> {
     pub plan_ids: &'a [String],
 }
 
-/// A launch script, and what the plan says that the launch cannot (W0221), to be told
+/// A launch script, and what the plan says that the launch cannot (W0221, W0222), to be told
 /// beside the plan's own warnings.
 pub struct Launch {
     pub script: String,
@@ -150,6 +161,10 @@ pub fn launch(job: &JobPlan, kind: EmitKind, origin: &Origin) -> Result<Launch, 
     let (view, warnings) = match kind {
         EmitKind::Bash => (value(bash::view(job, origin)?), Vec::new()),
         EmitKind::Sbatch | EmitKind::SbatchExec => (value(sbatch::view(job, origin)), Vec::new()),
+        EmitKind::Flux => {
+            let (view, unplaced) = flux::view(job, origin);
+            (value(view), unplaced)
+        }
         EmitKind::Torchrun | EmitKind::Mpirun => (
             value(view::job_view(job, origin, (), |_, _| ())),
             Vec::new(),

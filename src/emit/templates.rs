@@ -44,6 +44,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/torchrun.sh.j2"),
     ),
     ("vllm.sh.j2", include_str!("../../templates/vllm.sh.j2")),
+    ("flux.sh.j2", include_str!("../../templates/flux.sh.j2")),
     (
         "prelude.sh.j2",
         include_str!("../../templates/prelude.sh.j2"),

@@ -17,7 +17,7 @@ use crate::ids::{GpuIndex, NodeId};
 use crate::nic_kind::NicKind;
 use crate::pci_addr::PciAddr;
 use crate::spec::{
-    AffinityMode, Engine, MemPolicy, MpirunSpec, Policy, ProcBind, SlurmSpec, TorchMode,
+    AffinityMode, Engine, FluxSpec, MemPolicy, MpirunSpec, Policy, ProcBind, SlurmSpec, TorchMode,
 };
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,6 +49,8 @@ pub struct Plan {
     pub port: u16,
     /// Batch-file settings for `--emit sbatch`.
     pub slurm: SlurmSpec,
+    /// The Flux job's settings for `--emit flux`.
+    pub flux: FluxSpec,
     /// Extra mpirun words for `--emit mpirun`.
     pub mpirun: MpirunSpec,
     /// The serving engine the ranks run (`engine:`).

@@ -310,6 +310,7 @@ pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Prob
             .collect::<Result<_, Problem>>()?,
         port,
         slurm: SlurmSpec::default(),
+        flux: Default::default(),
         mpirun: Default::default(),
         engine,
         place,

@@ -138,6 +138,7 @@ pub fn resolve_unplaced(spec: &Spec, topo: &Topology) -> Result<Unplaced, Resolv
         allowed_warnings: spec.allowed_warnings.clone(),
         port: spec.port,
         slurm: spec.slurm.clone(),
+        flux: spec.flux.clone(),
         mpirun: spec.mpirun.clone(),
         engine: spec.engine,
         place: Place::whole_job(spec.nodes, rpn),

@@ -11,7 +11,8 @@ pub mod words;
 
 pub use error::SpecError;
 pub use model::{
-    AffinityMode, Balance, CpuOption, CpuSpec, Engine, Family, GpuChoice, GroupSpec, Groups,
-    JobGroup, MemPolicy, MemoryNode, MemorySpec, MpibindOptions, MpirunSpec, NicPolicy, OpenMpSpec,
-    Places, Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads, TorchMode, Visibility,
+    AffinityMode, Balance, CpuOption, CpuSpec, Engine, Family, FluxSpec, GpuChoice, GroupSpec,
+    Groups, JobGroup, MemPolicy, MemoryNode, MemorySpec, MpibindOptions, MpirunSpec, NicPolicy,
+    OpenMpSpec, Places, Policy, ProcBind, Scope, SlurmSpec, Smt, Spec, Threads, TorchMode,
+    Visibility,
 };

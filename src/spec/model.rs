@@ -31,6 +31,8 @@ pub struct Spec {
     pub port: u16,
     pub master_addr: String,
     pub slurm: SlurmSpec,
+    /// What the `--emit flux` script asks of Flux (`flux:`).
+    pub flux: FluxSpec,
     /// Extra words of the `--emit mpirun` script's mpirun line.
     pub mpirun: MpirunSpec,
     /// `engine:`, the serving engine the ranks run.
@@ -113,6 +115,14 @@ pub struct MpirunSpec {
     pub extra: Vec<String>,
     pub openmpi: Vec<String>,
     pub mpich: Vec<String>,
+}
+
+/// Settings of the Flux job (`flux:`), passed through to the plan for `--emit flux`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FluxSpec {
+    pub queue: Option<String>,
+    pub requires: Option<String>,
+    pub extra: Vec<String>,
 }
 
 /// Settings of the Slurm batch file, passed through to the plan.

@@ -94,6 +94,9 @@ macro_rules! spec_mapping {
             /// Options of the Slurm batch file (`--emit sbatch`).
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub slurm: Option<SlurmOptions>,
+            /// Options of the Flux job (`--emit flux`): of a group, the nodes its job runs on.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub flux: Option<FluxOptions>,
             $($after)*
         }
     };
@@ -237,6 +240,25 @@ pub struct SlurmOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = false))]
     pub verbose: Option<bool>,
+}
+
+/// What the `--emit flux` script asks of Flux beside the plan's resources and binding.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FluxOptions {
+    /// The queue the job goes to (`--queue`; default: the instance's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// A constraint on the nodes the job may run on (`--requires`, RFC 31: `host:tioga[10-13]`,
+    /// a property): how a group of a job of several is narrowed to its own nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requires: Option<String>,
+    /// Extra words of the `flux run` or `flux submit` line, before the program (`[-t, 2h]`).
+    /// The resources, the binding and the tasks stay the script's: a word that would change
+    /// them (`-N`, `-n`, `--tasks-per-node`, `-c`, `-g`, `--exclusive`, `-o cpu-affinity`,
+    /// `-o gpu-affinity`, `-o mpibind`) is an error.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra: Vec<String>,
 }
 
 /// `engine:`: a serving engine that places its GPU workers itself.

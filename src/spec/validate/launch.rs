@@ -5,7 +5,7 @@
 use super::{DEFAULT_PORT, Problems};
 use crate::diag::{Code, codes};
 use crate::spec::raw::JobSpec;
-use crate::spec::{MpirunSpec, SlurmSpec};
+use crate::spec::{FluxSpec, MpirunSpec, SlurmSpec};
 
 /// `rendezvous:`: the port (torchrun's 29500 by default; never 0) and the address.
 pub(super) fn rendezvous(raw: &JobSpec, p: &mut Problems) -> (u16, String) {
@@ -149,6 +149,74 @@ const BINDS: (&str, &str, &str) = (
     "a binding option",
     "remove it: the script passes `--bind-to none` and each rank is bound to the plan's CPUs",
 );
+
+/// What `flux:` may not say: the resources, tasks and binding are the `--emit flux` script's.
+const FLUX_OWN: [&str; 10] = [
+    "-N",
+    "--nodes",
+    "-n",
+    "--ntasks",
+    "--tasks-per-node",
+    "-c",
+    "--cores-per-task",
+    "-g",
+    "--gpus-per-task",
+    "--exclusive",
+];
+
+/// The job-shell options (`-o NAME=...`) that bind, which the script sets.
+const FLUX_BINDING: [&str; 3] = ["cpu-affinity", "gpu-affinity", "mpibind"];
+
+pub(super) fn flux(raw: &JobSpec, p: &mut Problems) -> FluxSpec {
+    let flux = raw.flux.clone().unwrap_or_default();
+    let mut previous = "";
+    for (i, word) in flux.extra.iter().enumerate() {
+        let option = word.split('=').next().unwrap_or(word);
+        // `-o NAME=VALUE`, `-oNAME=VALUE`, `--setopt NAME=VALUE`, `--setopt=NAME=VALUE`.
+        let shell_option = match (previous, word.as_str()) {
+            ("-o" | "--setopt", w) => Some(w),
+            (_, w) if w.starts_with("--setopt=") => w.strip_prefix("--setopt="),
+            (_, w) if w.starts_with("-o") && w.len() > 2 => w.strip_prefix("-o"),
+            _ => None,
+        };
+        let binds = shell_option
+            .is_some_and(|o| FLUX_BINDING.contains(&o.split(['=', '.']).next().unwrap_or(o)));
+        if FLUX_OWN.contains(&option) || binds {
+            p.add(
+                &format!("flux.extra[{i}]"),
+                format!(
+                    "`{word}` would set the job's resources, tasks or binding, which the \
+                     `--emit flux` script sets from the plan"
+                ),
+                "the script's own",
+                "remove it: the script asks for the plan's nodes, tasks and cores, and binds \
+                 each task with `-o cpu-affinity=map:` and `numaplan bind`",
+            );
+        }
+        previous = word;
+    }
+    for (key, value) in [
+        ("flux.queue", &flux.queue),
+        ("flux.requires", &flux.requires),
+    ] {
+        if value
+            .as_deref()
+            .is_some_and(|v| v.trim().is_empty() || v.contains('\n'))
+        {
+            p.add(
+                key,
+                format!("`{key}` cannot be empty or hold a newline"),
+                "invalid",
+                "write it as `flux run` takes it: `--queue=pbatch`, `--requires=host:tioga[10-13]`",
+            );
+        }
+    }
+    FluxSpec {
+        queue: flux.queue,
+        requires: flux.requires,
+        extra: flux.extra,
+    }
+}
 
 pub(super) fn slurm(raw: &JobSpec, p: &mut Problems) -> SlurmSpec {
     let slurm = raw.slurm.clone().unwrap_or_default();

@@ -22,6 +22,7 @@ pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>
     cpu::mpibind_refusals(raw, &mut p);
     let (port, master_addr) = launch::rendezvous(raw, &mut p);
     let slurm = launch::slurm(raw, &mut p);
+    let flux = launch::flux(raw, &mut p);
     let mpirun = launch::mpirun(raw, &mut p);
     let allowed_warnings = launch::allowed_warnings(raw, &mut p);
     if !p.0.is_empty() {
@@ -51,6 +52,7 @@ pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>
         port,
         master_addr,
         slurm,
+        flux,
         mpirun,
         engine: raw.engine.map(|e| match e {
             raw::EngineName::Vllm => Engine::Vllm,
