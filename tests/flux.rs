@@ -143,6 +143,23 @@ fn flux_env(cmd: &mut Command, dir: &Path) {
         .current_dir(dir);
 }
 
+/// Compiles `spec` (in `dir`) with `--emit flux` and runs the script under the stand-in:
+/// the script's text, its exit status and what it said. Its output goes to files, not pipes,
+/// so that a task left running cannot hold the test up.
+fn run_flux_script(dir: &Path, spec: &str) -> (String, std::process::ExitStatus, String) {
+    let text = numaplan_in(dir, &["compile", spec, "--emit", "flux"]).ok();
+    let script = dir.join("run.sh");
+    std::fs::write(&script, &text).unwrap();
+    let stderr = dir.join("run.stderr");
+    let mut cmd = Command::new("bash");
+    cmd.arg(&script)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap());
+    flux_env(&mut cmd, dir);
+    let status = cmd.status().unwrap();
+    (text, status, std::fs::read_to_string(&stderr).unwrap())
+}
+
 /// Under the stand-in, `numaplan bind --dry-run` of each task finds its rank from Flux's
 /// variables and gives it its rank's GPUs: on the DGX A100, whose GPUs 0-7 hang off NUMA nodes
 /// 3, 3, 1, 1, 7, 7, 5, 5, each task sees its own GPU (`visible: own`) whatever Flux would
@@ -203,18 +220,8 @@ fn the_script_binds_every_task_as_planned_or_starts_none() {
     let job = "gpus: none\nranks_per_node: 2\ncpu: {policy: exclusive}\ncommand: [sh, -c, 'grep Cpus_allowed_list /proc/self/status > out-$RANK-$LOCAL_RANK-$WORLD_SIZE']\n";
     std::fs::write(dir.path().join("job.yaml"), job).unwrap();
     let plan = plan_json(&[dir.path().join("job.yaml").to_str().unwrap()]);
-    let script = dir.path().join("run.sh");
-    let text = numaplan_in(dir.path(), &["compile", "job.yaml", "--emit", "flux"]).ok();
-    std::fs::write(&script, text).unwrap();
-    let mut cmd = Command::new("bash");
-    cmd.arg(&script);
-    flux_env(&mut cmd, dir.path());
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (_, status, stderr) = run_flux_script(dir.path(), "job.yaml");
+    assert!(status.success(), "{stderr}");
     for r in 0..2 {
         let got = dir.path().join(format!("out-{r}-{r}-2"));
         assert_eq!(
@@ -233,14 +240,8 @@ fn the_script_binds_every_task_as_planned_or_starts_none() {
         ),
     )
     .unwrap();
-    let text = numaplan_in(dir.path(), &["compile", "dgx.yaml", "--emit", "flux"]).ok();
-    std::fs::write(&script, text).unwrap();
-    let mut cmd = Command::new("bash");
-    cmd.arg(&script);
-    flux_env(&mut cmd, dir.path());
-    let out = cmd.output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let (_, status, stderr) = run_flux_script(dir.path(), "dgx.yaml");
+    assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("no rank's program was started"), "{stderr}");
     assert!(!dir.path().join("started").exists());
 }
@@ -255,23 +256,40 @@ fn a_job_of_groups_is_a_flux_job_per_group_numbered_as_one() {
     let dir = tempfile::tempdir().unwrap();
     let job = "gpus: none\ncpu: {policy: exclusive, allowed: '0'}\ncommand: [sh, -c, 'grep Cpus_allowed_list /proc/self/status > out-$RANK-$WORLD_SIZE-$NUMAPLAN_GROUP']\ngroups:\n- {name: a, ranks_per_node: 1}\n- {name: b, ranks_per_node: 1, cpu: {allowed: '1'}}\n";
     std::fs::write(dir.path().join("job.yaml"), job).unwrap();
-    let script = dir.path().join("run.sh");
-    let text = numaplan_in(dir.path(), &["compile", "job.yaml", "--emit", "flux"]).ok();
+    let (text, status, stderr) = run_flux_script(dir.path(), "job.yaml");
     assert_eq!(text.matches("flux\" submit --flags=waitable").count(), 2);
-    std::fs::write(&script, text).unwrap();
-    let mut cmd = Command::new("bash");
-    cmd.arg(&script);
-    flux_env(&mut cmd, dir.path());
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(status.success(), "{stderr}");
     for (rank, group, cpus) in [(0, "a", "0"), (1, "b", "1")] {
         let file = dir.path().join(format!("out-{rank}-2-{group}"));
         assert_eq!(allowed(&file), cpus, "group {group}");
     }
+}
+
+/// When one group's job fails, the script says so, cancels the other group's job (its task,
+/// still running, is stopped) and exits 1, not 0.
+#[test]
+fn a_failing_group_cancels_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = "gpus: none\ngroups:\n- {name: fails, command: [sh, -c, 'sleep 1; exit 3']}\n- {name: runs, command: [sh, -c, 'echo $$ > runs.pid; exec sleep 60']}\n";
+    std::fs::write(dir.path().join("job.yaml"), job).unwrap();
+    let (_, status, stderr) = run_flux_script(dir.path(), "job.yaml");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("a group's job failed: cancelling the others"),
+        "{stderr}"
+    );
+    let pid = std::fs::read_to_string(dir.path().join("runs.pid")).unwrap();
+    let proc = format!("/proc/{}", pid.trim());
+    // The cancelled task is signalled, not waited for: give it a moment to go.
+    for _ in 0..100 {
+        let gone = std::fs::read_to_string(format!("{proc}/stat"))
+            .map_or(true, |stat| stat.split_whitespace().nth(2) == Some("Z"));
+        if gone {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the other group's task ({proc}) still runs after the script exited");
 }
 
 /// Every example's Flux script, reviewed as a snapshot: the Tioga export's (mpibind, one node)
