@@ -354,4 +354,28 @@ fn what_flux_is_told_is_checked() {
       |
       = help: remove it: the script asks for the plan's nodes, tasks and cores, and binds each task with `-o cpu-affinity=map:` and `numaplan bind`
     ");
+    // Every form of what the script sets is refused; what it does not set passes through.
+    let extra_is = |words: &str| {
+        let spec = format!("gpus: none\ncommand: [x]\nflux: {{extra: [{words}]}}\n");
+        std::fs::write(dir.path().join("extra.yaml"), spec).unwrap();
+        numaplan_in(dir.path(), &["compile", "extra.yaml", "--emit", "flux"]).code
+    };
+    for refused in [
+        "-N2",
+        "'--nodes=2'",
+        "-c4",
+        "-g1",
+        "--cores, '16'",
+        "'--gpus-per-node=4'",
+        "--tasks-per-core, '2'",
+        "'--taskmap=cyclic'",
+        "'-ompibind=on'",
+        "--setopt, 'gpu-affinity=per-task'",
+        "'--setopt=per-resource.type=core'",
+    ] {
+        assert_eq!(extra_is(refused), 1, "{refused}");
+    }
+    for passed in ["-t, 2h", "'--setopt=pty'", "'--job-name=n'", "-q, pdebug"] {
+        assert_eq!(extra_is(passed), 0, "{passed}");
+    }
 }

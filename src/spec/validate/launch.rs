@@ -150,22 +150,38 @@ const BINDS: (&str, &str, &str) = (
     "remove it: the script passes `--bind-to none` and each rank is bound to the plan's CPUs",
 );
 
-/// What `flux:` may not say: the resources, tasks and binding are the `--emit flux` script's.
-const FLUX_OWN: [&str; 10] = [
+/// What `flux:` may not say: the resources, tasks, their order and binding are the
+/// `--emit flux` script's (flux-core's `flux run` options of both resource sets, and
+/// `--taskmap`, which would renumber the tasks the script numbers node by node).
+const FLUX_OWN: [&str; 14] = [
     "-N",
     "--nodes",
     "-n",
     "--ntasks",
     "--tasks-per-node",
+    "--tasks-per-core",
     "-c",
     "--cores-per-task",
+    "--cores",
     "-g",
     "--gpus-per-task",
+    "--gpus-per-node",
     "--exclusive",
+    "--taskmap",
 ];
 
-/// The job-shell options (`-o NAME=...`) that bind, which the script sets.
-const FLUX_BINDING: [&str; 3] = ["cpu-affinity", "gpu-affinity", "mpibind"];
+/// The short options of `FLUX_OWN`, which may be written with their value (`-N2`).
+const FLUX_OWN_SHORT: [&str; 4] = ["-N", "-n", "-c", "-g"];
+
+/// The job-shell options (`-o NAME=...`) that bind, place or count tasks, which the script
+/// sets.
+const FLUX_SHELL_OWN: [&str; 5] = [
+    "cpu-affinity",
+    "gpu-affinity",
+    "mpibind",
+    "per-resource",
+    "taskmap",
+];
 
 pub(super) fn flux(raw: &JobSpec, p: &mut Problems) -> FluxSpec {
     let flux = raw.flux.clone().unwrap_or_default();
@@ -180,8 +196,9 @@ pub(super) fn flux(raw: &JobSpec, p: &mut Problems) -> FluxSpec {
             _ => None,
         };
         let binds = shell_option
-            .is_some_and(|o| FLUX_BINDING.contains(&o.split(['=', '.']).next().unwrap_or(o)));
-        if FLUX_OWN.contains(&option) || binds {
+            .is_some_and(|o| FLUX_SHELL_OWN.contains(&o.split(['=', '.']).next().unwrap_or(o)));
+        let short_with_value = word.len() > 2 && FLUX_OWN_SHORT.iter().any(|s| word.starts_with(s));
+        if FLUX_OWN.contains(&option) || short_with_value || binds {
             p.add(
                 &format!("flux.extra[{i}]"),
                 format!(
