@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use super::Origin;
 use super::view::{JobView, job_view};
-use crate::cpuset::CpuSet;
 use crate::diag::{Warning, codes};
 use crate::plan::Plan;
 use crate::plan::job::JobPlan;
@@ -57,8 +56,6 @@ pub fn view(job: &JobPlan, origin: &Origin) -> (JobView<(), FluxGroup>, Vec<Warn
 
 fn group(plan: &Plan) -> FluxGroup {
     let tasks = plan.ranks.len().max(1);
-    let all: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
-    let apart = plan.ranks.iter().map(|r| r.cpus.len()).sum::<usize>() == all.len();
     let cores: u32 = plan.ranks.iter().map(|r| r.cores).sum();
     let mut gpus: Vec<u32> = plan
         .ranks
@@ -70,9 +67,9 @@ fn group(plan: &Plan) -> FluxGroup {
     let maps: Vec<String> = plan.ranks.iter().map(|r| r.cpus.to_string()).collect();
     FluxGroup {
         cpu_map: maps.join(";"),
-        cores_per_task: match apart {
-            true => (cores / tasks as u32).max(1),
-            false => 1,
+        cores_per_task: match plan.ranks_share_cpus() {
+            false => (cores / tasks as u32).max(1),
+            true => 1,
         },
         gpus_per_task: gpus.len() / tasks,
         queue: plan.flux.queue.clone().unwrap_or_default(),

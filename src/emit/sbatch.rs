@@ -281,16 +281,14 @@ pub struct StepCpus {
 }
 
 fn step_cpus(plan: &Plan) -> StepCpus {
-    let widest = plan.ranks.iter().map(|r| r.cpus.len()).max().unwrap_or(1);
-    let all: crate::cpuset::CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
-    let apart = plan.ranks.iter().map(|r| r.cpus.len()).sum::<usize>() == all.len();
-    if apart {
+    if !plan.ranks_share_cpus() {
         return StepCpus {
-            cpus_per_task: widest,
+            cpus_per_task: plan.ranks.iter().map(|r| r.cpus.len()).max().unwrap_or(1),
             shared: false,
             overcommit: false,
         };
     }
+    let all: crate::cpuset::CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
     let share = all.len() / plan.ranks.len().max(1);
     StepCpus {
         cpus_per_task: share.max(1),

@@ -142,8 +142,8 @@ pub fn job_view<J, G>(
                 machine: Machine::of(plan),
                 nodes: plan.nodes,
                 ranks_per_node: plan.ranks_per_node,
-                ranks: ranks(plan),
-                span: plan.place.span(ranks(plan)),
+                ranks: plan.ranks_in_all(),
+                span: plan.place.span(plan.ranks_in_all()),
                 first_node: plan.place.first_node,
                 first_rank: plan.place.first_rank,
                 command: plan.command.clone(),
@@ -153,11 +153,6 @@ pub fn job_view<J, G>(
             })
             .collect(),
     }
-}
-
-/// A plan's ranks: its nodes times its ranks per node.
-fn ranks(plan: &Plan) -> u64 {
-    u64::from(plan.nodes) * u64::from(plan.ranks_per_node)
 }
 
 fn header(job: &JobPlan, origin: &Origin) -> Header {

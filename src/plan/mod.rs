@@ -70,6 +70,17 @@ impl Plan {
         self.place.world_nodes
     }
 
+    /// Its ranks on all of its nodes: nodes x ranks per node (`ranks` holds one node's).
+    pub fn ranks_in_all(&self) -> u64 {
+        u64::from(self.nodes) * u64::from(self.ranks_per_node)
+    }
+
+    /// Whether two of a node's ranks share a CPU (`node`, `socket`, `all`... policies).
+    pub fn ranks_share_cpus(&self) -> bool {
+        let all: CpuSet = self.ranks.iter().map(|r| &r.cpus).collect();
+        self.ranks.iter().map(|r| r.cpus.len()).sum::<usize>() != all.len()
+    }
+
     /// Its group, in a job of several groups.
     pub fn group(&self) -> Option<&place::Group> {
         self.place.group.as_ref()

@@ -221,7 +221,7 @@ fn load_grouped(file: &str, text: &str) -> Result<Vec<LoadedPlan>, FileError> {
         let mut plan = super::read::from_file(&g.plan, Some(place))
             .map_err(|(path, message)| at(here(&path), message))?;
         plan.name = f.name.clone();
-        first_rank += u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
+        first_rank += plan.ranks_in_all();
         first_node += u64::from(plan.nodes);
         groups.push(LoadedPlan {
             plan,

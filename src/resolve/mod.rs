@@ -52,7 +52,7 @@ pub struct Unplaced {
 impl Unplaced {
     /// Its ranks in all: nodes x ranks per node.
     pub fn ranks(&self) -> u64 {
-        u64::from(self.plan.nodes) * u64::from(self.plan.ranks_per_node)
+        self.plan.ranks_in_all()
     }
 
     pub fn nodes(&self) -> u32 {

@@ -352,8 +352,7 @@ fn short_pci(s: &str) -> &str {
 /// A group's heading: `group `trainer`: ranks 0-15 (2 nodes x 8), on nvidia-dgx-h100`.
 pub fn heading(plan: &Plan) -> Option<String> {
     let g = plan.group()?;
-    let ranks = u64::from(plan.nodes) * u64::from(plan.ranks_per_node);
-    let span = plan.place.span(ranks);
+    let span = plan.place.span(plan.ranks_in_all());
     Some(format!(
         "group `{}`: {span} of {} ({} node(s) x {}), on {}",
         g.name,

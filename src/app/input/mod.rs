@@ -44,7 +44,7 @@ pub(crate) struct Request<'a> {
 /// The group this node runs (`--group`, `group`, else found: `rank::group`) of what `req`
 /// gives: the only group of a job of one.
 pub(crate) fn this_nodes(req: &Request, group: Option<&str>) -> Result<Subject, Error> {
-    let mut subjects = groups(req)?;
+    let mut subjects = every_group(req)?;
     let index = match (subjects.len(), group) {
         (1, None) => 0,
         _ => group::this_nodes_group(&subjects, group)?,
@@ -52,15 +52,11 @@ pub(crate) fn this_nodes(req: &Request, group: Option<&str>) -> Result<Subject, 
     Ok(subjects.swap_remove(index))
 }
 
-/// Every group of what `req` gives (one for a job of one group), each with its topology: a
-/// spec's own (or `--topology`); a plan's from `--topology`, else from the topology file the
-/// plan names (relative to the plan), when it is there.
+/// Every group of what `req` gives (one for a job of one group), each with its topology: its
+/// text read, told a plan or a spec; a spec planned on its own machines (or `--topology`); a
+/// plan read, on `--topology`, else on the topology file the plan names (relative to the
+/// plan), when it is there.
 pub(crate) fn every_group(req: &Request) -> Result<Vec<Subject>, Error> {
-    groups(req)
-}
-
-/// Every group of what `req` gives: its text read, told a plan or a spec, read or planned.
-fn groups(req: &Request) -> Result<Vec<Subject>, Error> {
     let (arg, text, input_dir) = match req.arg {
         Some(arg) => {
             let (text, dir) = text::read_input(arg)?;
