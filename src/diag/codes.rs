@@ -394,6 +394,19 @@ codes! {
         "`--emit vllm` or `--emit sglang` of a spec whose `engine:` names another engine: the \
          script would start one engine where the spec says the ranks run another. Change \
          `engine:`, or emit the launch of the spec's engine.";
+    E0447_ENGINE_LAUNCH_REFUSED = "E0447":
+        "The `--emit vllm` or `--emit sglang` script refused to start the engine, because \
+         what it was given would undo the plan: the engine's own binding flags (vLLM's \
+         `--numa-bind*`, SGLang's `--numa-node`); for vLLM, an executor that does not start \
+         its workers through numactl (`--distributed-executor-backend ray`, `uni`, \
+         `external_launcher`, `--data-parallel-backend ray`) or `--device-ids`, which drives \
+         other GPUs than the entries it binds; for SGLang, \
+         `SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS`, which gives every worker entry 0; and a \
+         visibility variable in the environment (`CUDA_VISIBLE_DEVICES`, \
+         `HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`, `ZE_AFFINITY_MASK`) that names other \
+         GPUs than the plan's, as a scheduler or container that chose the job's GPUs sets it, \
+         which the script would otherwise overwrite. Exit code 2; nothing started. The line \
+         says what to remove or unset (docs/engines.md).";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \
@@ -512,6 +525,17 @@ codes! {
          group's (the first job, the all-or-nothing check, then fails and no rank starts). \
          Name the group's nodes: `flux: {requires: \"host:tioga[10-13]\"}` or a queue of \
          them.";
+    W0223_ENGINE_ENVIRONMENT = "W0223":
+        "A variable changes what a serving engine does with the plan: in the environment the \
+         `--emit vllm` or `--emit sglang` script starts from (a site's `NCCL_IB_HCA` or \
+         `UCX_NET_DEVICES`, which vLLM would extend with each worker's NIC and the script \
+         clears, or which reaches every worker as it is where the engine cannot be told the \
+         plan's NICs; SGLang's `SGLANG_SET_CPU_AFFINITY`, which replaces the plan's CPUs by a \
+         share of the machine's cores by GPU index), or in the spec's `env:`, where a value \
+         turns back on the binding `engine:` turns off (`SGLANG_AUTO_NUMA_BIND`, \
+         `TLLM_NUMA_AWARE_WORKER_AFFINITY`) or sets the GPUs the plan chooses \
+         (`CUDA_VISIBLE_DEVICES`). The warning names the variable and what the engine does \
+         with it; remove or unset it to keep the plan's binding.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

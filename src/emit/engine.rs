@@ -35,6 +35,15 @@ pub struct EngineLists {
     /// every rank an RDMA NIC; and the variables vLLM sets from it in each worker.
     nic_mapping: Option<String>,
     nic_vars: String,
+    /// Whether any rank has a NIC: the script then says an inherited NIC variable reaches the
+    /// workers instead of their ranks' NICs.
+    planned_nics: bool,
+    /// The GPUs by UUID in the same order, where the plan knows every one: an inherited
+    /// `CUDA_VISIBLE_DEVICES` may name them so.
+    uuids: Option<String>,
+    /// Every GPU of the machine in its own order (`0,1,...`): a `ROCR_VISIBLE_DEVICES` of
+    /// that value renumbers nothing.
+    identity: String,
 }
 
 /// The variables vLLM sets in each worker from its GPU's NIC (`VLLM_NIC_SELECTION_VARS`):
@@ -84,6 +93,17 @@ fn lists(plan: &Plan, engine: Engine) -> EngineLists {
             _ => None,
         },
         nic_vars: vllm_nic_vars(),
+        planned_nics: plan.ranks.iter().any(|r| !r.nics.is_empty()),
+        uuids: plan
+            .ranks
+            .iter()
+            .map(|r| r.gpus[0].uuid.clone())
+            .collect::<Option<Vec<String>>>()
+            .map(|u| u.join(",")),
+        identity: (0..plan.machine.gpus)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
     }
 }
 

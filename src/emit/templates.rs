@@ -50,6 +50,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/prelude.sh.j2"),
     ),
     ("sglang.sh.j2", include_str!("../../templates/sglang.sh.j2")),
+    ("engine.sh.j2", include_str!("../../templates/engine.sh.j2")),
 ];
 
 pub fn environment() -> Environment<'static> {

@@ -117,3 +117,43 @@ def test_the_order_trap(compiled) -> None:
     started = job.run("sglang", ["--model-path", "m"], "NUMAPLAN")
     args = server_args(sglang_args(started["argv"]))
     assert args.numa_node == [3, 3, 1, 1, 7, 7, 5, 5]
+
+
+@pytest.mark.parametrize("args", [["--numa-node", "0"], ["--numa=0"], ["--numa-node=1"]],
+                         ids=lambda a: " ".join(a))
+def test_sglangs_own_binding_flag_is_refused_in_every_spelling(compiled, args: List[str]) -> None:
+    # SGLang's parser takes the spelling as --numa-node.
+    assert server_args(["--model-path", "m", *args]).numa_node is not None
+    job = compiled("nvidia-dgx-a100.yaml", SPEC + "gpus: [2, 3]\n")
+    run = job.attempt("sglang", ["--model-path", "m", *args], {})
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("numaplan: error[E0447]: --numa"), run.stderr
+
+
+@pytest.mark.parametrize("value", ["1", "true", "Yes"])
+def test_one_visible_device_per_process_is_refused(compiled, value: str) -> None:
+    """SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS makes each worker see one GPU, its device 0, and
+    SGLang then binds every worker to --numa-node's entry 0."""
+    from sglang.srt.environ import envs
+    os.environ["SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS"] = value
+    try:
+        assert envs.SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS.get() is True
+    finally:
+        del os.environ["SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS"]
+    job = compiled("nvidia-dgx-a100.yaml", SPEC)
+    run = job.attempt("sglang", ["--model-path", "m"],
+                      {"SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS": value})
+    assert run.returncode == 2, run.stderr
+    assert "error[E0447]: SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS" in run.stderr
+    # Off, it starts.
+    job.run("sglang", ["--model-path", "m"], "NUMAPLAN",
+            {"SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS": "0"})
+
+
+def test_sglangs_own_cpu_rule_is_said(compiled) -> None:
+    job = compiled("nvidia-dgx-a100.yaml", SPEC)
+    started = job.run("sglang", ["--model-path", "m"], "NUMAPLAN",
+                      {"SGLANG_SET_CPU_AFFINITY": "1"})
+    assert "warning[W0223]: SGLANG_SET_CPU_AFFINITY=1 in the environment" in started["stderr"]
+    quiet = job.run("sglang", ["--model-path", "m"], "NUMAPLAN")
+    assert "W0223" not in quiet["stderr"]

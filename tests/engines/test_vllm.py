@@ -38,6 +38,10 @@ def parallel_config(argv: List[str]) -> ParallelConfig:
     engine = EngineArgs.from_cli_args(args)
     fields = {f.name: getattr(engine, f.name) for f in dataclasses.fields(ParallelConfig)
               if f.init and getattr(engine, f.name, None) is not None}
+    if engine.data_parallel_size_local is None:
+        # `create_engine_config`'s default where neither Ray nor an external balancer is asked
+        # for: every data parallel rank on this node.
+        fields["data_parallel_size_local"] = engine.data_parallel_size
     return ParallelConfig(**fields)
 
 
@@ -144,3 +148,143 @@ def test_each_workers_nic_is_its_ranks(compiled) -> None:
         made = {name: nic + suffix for name, suffix in chosen}
         assert made["UCX_NET_DEVICES"] == rank["env"]["UCX_NET_DEVICES"]
         assert "=" + made["NCCL_IB_HCA"] == rank["env"]["NCCL_IB_HCA"]
+
+
+# Tensor parallel 1 to 8 and data parallel on one node: (plan's GPUs, vLLM's arguments).
+LAYOUTS = {
+    "tp1": ("gpus: [2]\n", ["--tensor-parallel-size", "1"]),
+    "tp1-default": ("gpus: [6]\n", []),
+    "tp2": ("gpus: [2, 3]\n", ["-tp", "2"]),
+    "tp1xdp8": ("", ["--data-parallel-size", "8"]),
+    "tp2xdp4": ("", ["-tp", "2", "-dp", "4"]),
+    "tp8": ("", ["--tensor-parallel-size", "8"]),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_parallel_size(compiled, layout: str) -> None:
+    """Every worker its rank's CPUs and node at every parallel size on one node, tensor
+    parallel 1 included: there vLLM would choose its in-process executor (`uni`), whose one
+    worker runs inside the EngineCore, bound to the whole node; the script asks for the
+    multiprocessing executor, which starts the worker through numactl."""
+    gpus, args = LAYOUTS[layout]
+    job = compiled("nvidia-dgx-a100.yaml", SPEC + gpus)
+    started = job.run("vllm", ["m", *args], "VLLM")
+    config = parallel_config(started["argv"])
+    assert config.distributed_executor_backend == "mp"
+    check_workers(job.plan, started, len(job.plan["ranks"]))
+
+
+def test_tensor_parallel_1_without_the_scripts_executor_is_vllms_uni() -> None:
+    """What the script's `--distributed-executor-backend mp` is for: vLLM's own choice at
+    tensor parallel 1 is the in-process executor, which starts no worker through numactl."""
+    config = parallel_config(["serve", "m", "--numa-bind", "--numa-bind-nodes", "1"])
+    assert config.world_size == 1
+    assert config.distributed_executor_backend == "uni"
+
+
+def test_an_executor_given_as_mp_is_not_given_twice(compiled) -> None:
+    job = compiled("nvidia-dgx-a100.yaml", SPEC + "gpus: [2]\n")
+    started = job.run("vllm", ["m", "--distributed-executor-backend=mp"], "VLLM")
+    assert [a for a in started["argv"] if "executor" in a] == ["--distributed-executor-backend=mp"]
+    assert parallel_config(started["argv"]).distributed_executor_backend == "mp"
+
+
+# Arguments that would undo the plan, as users write them: every spelling vLLM's parser takes
+# for the option (`=value`, `_` for `-`, argparse's unique prefixes) is refused.
+REFUSED = [
+    ["--distributed-executor-backend", "ray"],
+    ["--distributed-executor-backend=uni"],
+    ["--distributed_executor_backend", "external_launcher"],
+    ["--distributed-e", "ray"],
+    ["--distributed-executor-backend", "my.module.Executor"],
+    ["--data-parallel-backend", "ray"],
+    ["-dpb=ray"],
+    ["--device-ids", "2,3"],
+    ["--device-i=GPU-1"],
+    ["--numa-bind-n", "0"],
+    ["--numa-bind"],
+    ["--no-numa-bind"],
+]
+
+
+@pytest.mark.parametrize("args", REFUSED, ids=lambda a: " ".join(a))
+def test_what_undoes_the_plan_is_refused(compiled, args: List[str]) -> None:
+    # vLLM's parser takes the spelling as the option it is refused for.
+    parsed = make_arg_parser(FlexibleArgumentParser()).parse_args(["m", *args])
+    assert parsed is not None
+    job = compiled("nvidia-dgx-a100.yaml", SPEC + "gpus: [2, 3]\n")
+    run = job.attempt("vllm", ["m", "-tp", "2", *args], {})
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith("numaplan: error[E0447]: "), run.stderr
+
+
+def test_the_data_parallel_backend_mp_is_not_refused(compiled) -> None:
+    job = compiled("nvidia-dgx-a100.yaml", SPEC)
+    started = job.run("vllm", ["m", "-dp", "8", "--data-parallel-backend", "mp"], "VLLM")
+    check_workers(job.plan, started, 8)
+
+
+@pytest.mark.parametrize("variable,value", [
+    ("CUDA_VISIBLE_DEVICES", "0,1"),          # a scheduler's choice of two GPUs
+    ("CUDA_VISIBLE_DEVICES", "3,2"),          # the plan's, in another order
+    ("HIP_VISIBLE_DEVICES", "0"),
+    ("ROCR_VISIBLE_DEVICES", "1"),
+    ("ZE_AFFINITY_MASK", "0"),
+])
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_inherited_gpus_that_differ_are_refused(compiled, engine: str, variable: str,
+                                                value: str) -> None:
+    spec = SPEC.replace("vllm", engine) + "gpus: [2, 3]\n"
+    job = compiled("nvidia-dgx-a100.yaml", spec)
+    run = job.attempt(engine, ["m"], {variable: value})
+    assert run.returncode == 2, run.stderr
+    assert f"error[E0447]: {variable}={value} in the environment" in run.stderr
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_inherited_gpus_that_are_the_plans_pass(compiled, engine: str) -> None:
+    spec = SPEC.replace("vllm", engine) + "gpus: [2, 3]\n"
+    job = compiled("nvidia-dgx-a100.yaml", spec)
+    variable = {"vllm": "VLLM", "sglang": "NUMAPLAN"}[engine]
+    started = job.run(engine, ["m"], variable, {"CUDA_VISIBLE_DEVICES": "2,3",
+                                                "ROCR_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"})
+    assert started["env"]["CUDA_VISIBLE_DEVICES"] == "2,3"
+
+
+def test_an_inherited_nic_variable_is_cleared_and_said(compiled) -> None:
+    """vLLM puts each worker's NIC before an inherited NCCL_IB_HCA (`mlx5_0,mlx5`, which takes
+    every HCA): the script clears it, says so, and vLLM's worker then sets its NIC alone."""
+    job = compiled("nvidia-dgx-h100.yaml", "engine: vllm\nmemory: {policy: bind}\n")
+    started = job.run("vllm", ["m", "-tp", "8"], "VLLM",
+                      {"NCCL_IB_HCA": "mlx5", "UCX_NET_DEVICES": "mlx5_0:1"})
+    assert "NCCL_IB_HCA" not in started["env"] and "UCX_NET_DEVICES" not in started["env"]
+    assert "warning[W0223]: NCCL_IB_HCA=mlx5 in the environment is cleared" in started["stderr"]
+    assert "warning[W0223]: UCX_NET_DEVICES=mlx5_0:1" in started["stderr"]
+
+
+def test_an_inherited_nic_variable_vllm_is_not_told_of_is_said(compiled) -> None:
+    job = compiled("nvidia-dgx-a100.yaml", SPEC)
+    started = job.run("vllm", ["m", "-tp", "8"], "VLLM", {"NCCL_IB_HCA": "mlx5"})
+    assert started["env"]["NCCL_IB_HCA"] == "mlx5"
+    assert "NCCL_IB_HCA=mlx5 in the environment reaches every vLLM worker as it is" \
+        in started["stderr"]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("node", [0, 1])
+def test_data_parallel_across_nodes_as_kserve_and_leaderworkerset_run_it(
+        compiled, machine: str, node: int) -> None:
+    """KServe and LeaderWorkerSet run one plan of a node on each node, with vLLM's own data
+    parallel flags: `--data-parallel-size-local L --data-parallel-start-rank NODE*L`, and
+    `--headless` past the first node. vLLM gives each node's workers their ranks' CPUs."""
+    job = compiled(machine, SPEC)
+    local = 4
+    args = ["m", "-tp", "2", "--data-parallel-size", str(2 * local),
+            "--data-parallel-size-local", str(local),
+            "--data-parallel-start-rank", str(node * local),
+            "--data-parallel-address", "10.0.0.1"] + (["--headless"] if node else [])
+    started = job.run("vllm", args, "VLLM")
+    config = parallel_config(started["argv"])
+    assert (config.nnodes, config.data_parallel_size_local) == (1, local)
+    check_workers(job.plan, started, 8)
