@@ -79,6 +79,36 @@ pub const GLOBAL_RANK: [&str; 5] = [
 /// A node's place in the job under Slurm and PALS.
 pub const NODE_ID: [&str; 2] = ["SLURM_NODEID", "PALS_NODEID"];
 
+/// A process's local rank under torchrun, Slurm, Open MPI, MPICH (Hydra), PALS and Flux, and
+/// the count of local ranks where the launcher says it (`rank::local_rank` pairs them).
+pub const SLURM_LOCALID: &str = "SLURM_LOCALID";
+pub const OMPI_COMM_WORLD_LOCAL_RANK: &str = "OMPI_COMM_WORLD_LOCAL_RANK";
+pub const OMPI_COMM_WORLD_LOCAL_SIZE: &str = "OMPI_COMM_WORLD_LOCAL_SIZE";
+pub const MPI_LOCALRANKID: &str = "MPI_LOCALRANKID";
+pub const MPI_LOCALNRANKS: &str = "MPI_LOCALNRANKS";
+pub const PALS_LOCAL_RANKID: &str = "PALS_LOCAL_RANKID";
+pub const FLUX_TASK_LOCAL_ID: &str = "FLUX_TASK_LOCAL_ID";
+
+/// Every variable by which a launcher numbers a process (torchrun's, the MPIs', PMI's, PALS',
+/// Flux's and Slurm's ranks, sizes and node places): each rank has its own value, so none is
+/// the spec's to set (`env:`).
+pub fn launch_numbering() -> impl Iterator<Item = &'static str> {
+    TORCHRUN_NUMBERING
+        .into_iter()
+        .chain(WORLD_SIZES)
+        .chain(GLOBAL_RANK)
+        .chain(NODE_ID)
+        .chain([
+            SLURM_LOCALID,
+            OMPI_COMM_WORLD_LOCAL_RANK,
+            OMPI_COMM_WORLD_LOCAL_SIZE,
+            MPI_LOCALRANKID,
+            MPI_LOCALNRANKS,
+            PALS_LOCAL_RANKID,
+            FLUX_TASK_LOCAL_ID,
+        ])
+}
+
 /// CUDA's (and HIP's) visibility variable: device indices or UUIDs.
 pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
 /// ROCm's: narrows the machine's GPUs before HIP numbers what is left.
@@ -109,6 +139,10 @@ pub const TLLM_NUMA_AWARE_WORKER_AFFINITY: &str = "TLLM_NUMA_AWARE_WORKER_AFFINI
 /// SGLang's binding of each worker to its GPU's first NUMA node where no `--numa-node` is
 /// given (on by default); `0` turns it off.
 pub const SGLANG_AUTO_NUMA_BIND: &str = "SGLANG_AUTO_NUMA_BIND";
+/// SGLang's own CPU rule (off by default): each worker's CPUs by its GPU's index.
+pub const SGLANG_SET_CPU_AFFINITY: &str = "SGLANG_SET_CPU_AFFINITY";
+/// SGLang's one visible GPU per worker (off by default): every worker then reads entry 0.
+pub const SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS: &str = "SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS";
 /// vLLM's table of each GPU's NIC (`GPU_BUS_ID=NIC_BUS_ID,...`) and the variables it sets
 /// from it in each worker.
 pub const VLLM_GPU_NIC_PCIE_MAPPING: &str = "VLLM_GPU_NIC_PCIE_MAPPING";

@@ -154,6 +154,30 @@ fn bind_all_ranks_binds_the_union_of_the_ranks() {
         ],
     );
     assert_eq!(run.stdout, format!("{last}\ndefault\n"), "{}", run.stderr);
+    // The SGLang server the script starts so is given `--numa-node` by the script: no W0224.
+    std::fs::write(
+        dir.path().join("sglang.yaml"),
+        format!("gpus: none\nranks_per_node: 1\nengine: sglang\ncpu: {{allowed: \"{last}\"}}\nallow_warnings: [W0203]\n"),
+    )
+    .unwrap();
+    let server = numaplan_in(
+        dir.path(),
+        &[
+            "bind",
+            "sglang.yaml",
+            "--topology",
+            "discover",
+            "--all-ranks",
+            "--",
+            "python3",
+            "-m",
+            "sglang.launch_server",
+            "--version",
+            "--numa-node",
+            "0",
+        ],
+    );
+    assert!(!server.stderr.contains("W0224"), "{}", server.stderr);
     let refused = numaplan(&[
         "bind",
         "examples/dgx-h100-sglang.yaml",
@@ -592,5 +616,140 @@ fn vllm_s_nic_names_that_begin_another_nics_are_warned_about() {
     assert!(
         plan.contains("  nics: [mlx5_1]\n  nic_kind: [infiniband]\n  nic_pci: ["),
         "{plan}"
+    );
+}
+
+/// W0220's advice, followed, gives one server: `engine: vllm` named, `exec` of the server
+/// command over a plan of eight ranks is refused (E0448: eight servers, each `-tp 8`) before
+/// anything starts, as `bind` is; the `--emit vllm` script W0220 names starts vLLM once. A
+/// plan of one rank a node runs its one server under `exec` (not E0448).
+#[test]
+fn w0220s_advice_followed_starts_one_server() {
+    let unsaid = compile(
+        &format!("{A100}command: [vllm, serve, m, -tp, \"8\"]\n"),
+        &[],
+    );
+    assert!(
+        unsaid
+            .stderr
+            .contains("`numaplan compile job.yaml --emit vllm` (one server"),
+        "{}",
+        unsaid.stderr
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "topology: {}/examples/topologies/nvidia-dgx-a100.yaml\nengine: vllm\n\
+         command: [vllm, serve, m, -tp, \"8\"]\nmemory: {{policy: bind}}\nnic: {{policy: none}}\n",
+        common::repo().display()
+    );
+    std::fs::write(dir.path().join("job.yaml"), &spec).unwrap();
+    let exec = numaplan_in(dir.path(), &["exec", "job.yaml"]);
+    assert_eq!(exec.code, 1, "{}", exec.stderr);
+    insta::assert_snapshot!(exec.stderr, @"
+    error[E0448]: the command starts vLLM's server, and `numaplan exec` would start it once per rank: 8 servers on this node, each over GPUs its rank does not own
+     = note: nothing was started
+     = help: start one server with the plan's own launch: `numaplan compile job.yaml --emit vllm -o serve.sh`, then `./serve.sh MODEL ...`; vLLM binds each of its workers to its rank there
+    ");
+    let bind = numaplan_in(dir.path(), &["bind", "job.yaml", "--local-rank", "3"]);
+    assert!(
+        bind.stderr.contains("error[E0448]") && bind.stderr.contains("`numaplan bind`"),
+        "{}",
+        bind.stderr
+    );
+    // A shell's script is read as well.
+    let in_shell = spec.replace(
+        "command: [vllm, serve, m, -tp, \"8\"]",
+        "command: [bash, -c, \"vllm serve m -tp 8\"]",
+    );
+    std::fs::write(dir.path().join("shell.yaml"), in_shell).unwrap();
+    let shell = numaplan_in(dir.path(), &["exec", "shell.yaml"]);
+    assert!(shell.stderr.contains("error[E0448]"), "{}", shell.stderr);
+    // One rank a node: its server is the job's one server.
+    let one = numaplan_in(
+        dir.path(),
+        &["exec", "job.yaml", "--set", "gpus=[2]", "--dry-run"],
+    );
+    assert!(!one.stderr.contains("E0448"), "{}", one.stderr);
+
+    // The script W0220 names starts vLLM once.
+    let script = dir.path().join("serve.sh");
+    let emitted = numaplan_in(
+        dir.path(),
+        &[
+            "compile", "job.yaml", "--emit", "vllm", "--allow", "W0221", "-o", "serve.sh",
+        ],
+    );
+    assert_eq!(emitted.code, 0, "{}", emitted.stderr);
+    let starts = dir.path().join("starts");
+    let stand_in = dir.path().join("vllm");
+    std::fs::write(
+        &stand_in,
+        format!("#!/bin/sh\necho \"$*\" >> {}\n", starts.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = Command::new("bash")
+        .arg(&script)
+        .args(["m", "-tp", "8"])
+        .env("NUMAPLAN", "true")
+        .env("VLLM", &stand_in)
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let lines = std::fs::read_to_string(&starts).unwrap();
+    assert_eq!(lines.lines().count(), 1, "{lines}");
+}
+
+/// W0224: the spec's engine run with its own binding flags, from `compile` (the spec's
+/// command) and `exec`/`bind` (the words after `--`).
+#[test]
+fn the_engines_own_binding_flags_in_a_command_are_warned_about() {
+    let run = compile(
+        &format!(
+            "{A100}engine: vllm\ngpus: [2]\ncommand: [vllm, serve, m, --numa-bind, --numa-bind-nodes, \"1\"]\n"
+        ),
+        &[],
+    );
+    assert_eq!(run.code, 0);
+    insta::assert_snapshot!(run.stderr, @r"
+    warning[W0224]: the command passes vLLM's own binding flag --numa-bind: the engine binds its workers by it, not by the plan (and `--emit vllm` refuses it); remove them (--numa-bind, --numa-bind-nodes)
+     --> job.yaml
+    ");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("job.yaml"),
+        "gpus: none\nranks_per_node: 1\nengine: sglang\n",
+    )
+    .unwrap();
+    let bind = numaplan_in(
+        dir.path(),
+        &[
+            "bind",
+            "job.yaml",
+            "--topology",
+            "discover",
+            "--dry-run",
+            "--local-rank",
+            "0",
+            "--",
+            "python3",
+            "-m",
+            "sglang.launch_server",
+            "--numa-node",
+            "0",
+        ],
+    );
+    assert_eq!(bind.code, 0, "{}", bind.stderr);
+    assert!(
+        bind.stderr
+            .contains("warning[W0224]: the command passes SGLang's own binding flag --numa-node"),
+        "{}",
+        bind.stderr
     );
 }

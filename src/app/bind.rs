@@ -41,6 +41,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     };
     let node = super::node::facts()?;
     let facts = launcher_binding_replaced(node, &env, &local, rank, &mut shown);
+    program::one_server(&plan, &program(args, &plan), "numaplan bind")?;
     // The spec's own command was looked at when it was compiled (W0220 is in the plan).
     shown.extend(program::engine(&plan, &args.command));
     warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;

@@ -26,7 +26,7 @@ pub fn bind_all(
     let subject = subject(args)?;
     let plan = subject.plan;
     let mut shown = plan.warnings.clone();
-    shown.extend(program::engine(&plan, &args.command));
+    shown.extend(program::engine_unsaid(&plan, &args.command));
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     // All or nothing: every rank's CPUs must be allowed here, as `exec` checks them.
     let facts = super::node::facts()?;

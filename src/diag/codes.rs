@@ -39,8 +39,12 @@ codes! {
          `schemas/job.schema.json` documents every key.";
     E0103_SPEC_INVALID = "E0103":
         "A value of the job spec is well-formed but not acceptable: a zero count, a malformed CPU \
-         or node list, `min_cores` above `max_cores`, an invalid environment variable name. Every \
-         such problem is reported before numaplan stops.";
+         or node list, `min_cores` above `max_cores`, an invalid environment variable name, or \
+         a variable `env:` may not set: numaplan's own (`NUMAPLAN_PLAN`, any `NUMAPLAN_`), the \
+         rendezvous (`MASTER_ADDR`, `MASTER_PORT`: say `rendezvous:`) and the launchers' \
+         numbering (`RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `SLURM_PROCID`, \
+         `OMPI_COMM_WORLD_LOCAL_RANK`...), of which each rank has its own value. Every such \
+         problem is reported before numaplan stops.";
     E0104_SET_ON_PLAN = "E0104":
         "`--set` and `--nproc-per-node` change a job spec before it is compiled; the input is a \
          plan, which numaplan runs as written (it is what was reviewed). Give the job spec the \
@@ -407,6 +411,14 @@ codes! {
          GPUs than the plan's, as a scheduler or container that chose the job's GPUs sets it, \
          which the script would otherwise overwrite. Exit code 2; nothing started. The line \
          says what to remove or unset (docs/engines.md).";
+    E0448_SERVER_PER_RANK = "E0448":
+        "`exec` or `bind` of a plan with `engine: vllm` or `engine: sglang` and several ranks a \
+         node, whose command starts the engine's server (`vllm serve`, `python -m \
+         sglang.launch_server`): every rank would start a whole server (eight on a DGX, each \
+         asking for every GPU), where the engine runs one server whose workers each drive one \
+         GPU. Nothing was started. The engine's launch is its script: `numaplan compile \
+         job.yaml --emit vllm` (or `sglang`) starts one server, whose workers the engine binds \
+         to their ranks (docs/engines.md).";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \
@@ -536,6 +548,13 @@ codes! {
          `TLLM_NUMA_AWARE_WORKER_AFFINITY`) or sets the GPUs the plan chooses \
          (`CUDA_VISIBLE_DEVICES`). The warning names the variable and what the engine does \
          with it; remove or unset it to keep the plan's binding.";
+    W0224_ENGINE_OWN_BINDING = "W0224":
+        "The command runs the spec's serving engine with the engine's own binding flags \
+         (vLLM's `--numa-bind`, `--numa-bind-nodes`, `--numa-bind-cpus`; SGLang's \
+         `--numa-node`, in any spelling the engine's parser takes): the engine binds its \
+         workers by them, replacing the plan's binding, and the `--emit vllm` or `--emit \
+         sglang` script refuses them (E0447). Said by `compile` (of the spec's `command`), \
+         `exec` and `bind`. Remove them: the engine's script passes the plan's own.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

@@ -13,6 +13,9 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
             .help("add the program each rank runs to the job spec, e.g. `command: [python, train.py]`, or give it after `--`"),
         ExecError::NoCommand { input: Input::None } => Diagnostic::error(E0402_MISSING_COMMAND, message)
             .help("give the program each rank runs after `--`, e.g. `numaplan exec --nproc-per-node 2 -- python train.py`"),
+        ExecError::ServerPerRank { engine, emit, .. } => Diagnostic::error(E0448_SERVER_PER_RANK, message)
+            .note("nothing was started")
+            .help(format!("start one server with the plan's own launch: `numaplan compile job.yaml --emit {emit} -o serve.sh`, then `./serve.sh MODEL ...`; {engine} binds each of its workers to its rank there")),
         ExecError::NoNodePlace { group, .. } => Diagnostic::error(E0410_NODE_PLACE, message).help(node_place_help(group.as_deref())),
         ExecError::NodeCount { group, .. } => Diagnostic::error(E0424_NODE_COUNT, message).help(node_place_help(group.as_deref())),
         ExecError::NodeRank { .. } => Diagnostic::error(E0425_NODE_RANK, message).help(NODE_PLACE_HELP),

@@ -18,6 +18,19 @@ pub enum ExecError {
     })]
     /// `input`: whether a job spec or plan was given (where the command could go).
     NoCommand { input: Input },
+    #[error(
+        "the command starts {engine}'s server, and `{command}` would start it once per rank: \
+         {ranks} servers on this node, each over GPUs its rank does not own"
+    )]
+    /// A serving engine's server (`vllm serve`, SGLang's) under `exec` or `bind` of a plan of
+    /// several ranks a node: one server per rank, where the engine's own launch starts one.
+    ServerPerRank {
+        engine: &'static str,
+        /// The engine's `--emit` word.
+        emit: &'static str,
+        command: &'static str,
+        ranks: u32,
+    },
     #[error("{} is for {plan} node(s), but this job has {job}", planned(group.as_deref()))]
     NodeCount {
         plan: u32,

@@ -7,8 +7,9 @@ use super::error::Claim;
 use super::{Env, RankError};
 use crate::plan::Plan;
 use crate::variables::{
-    CUDA_VISIBLE_DEVICES, GROUP_RANK, HIP_VISIBLE_DEVICES, LOCAL_RANK, LOCAL_WORLD_SIZE,
-    NUMAPLAN_LOCAL_RANK, RANK,
+    CUDA_VISIBLE_DEVICES, FLUX_TASK_LOCAL_ID, GROUP_RANK, HIP_VISIBLE_DEVICES, LOCAL_RANK,
+    LOCAL_WORLD_SIZE, MPI_LOCALNRANKS, MPI_LOCALRANKID, NUMAPLAN_LOCAL_RANK,
+    OMPI_COMM_WORLD_LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_SIZE, PALS_LOCAL_RANKID, RANK, SLURM_LOCALID,
 };
 
 /// A launcher's local-rank variable and, where it sets one, its local-size variable.
@@ -31,23 +32,23 @@ const LAUNCHERS: [Launcher; 6] = [
         size: Size::Var(LOCAL_WORLD_SIZE),
     },
     Launcher {
-        rank: "SLURM_LOCALID",
+        rank: SLURM_LOCALID,
         size: Size::Slurm,
     },
     Launcher {
-        rank: "OMPI_COMM_WORLD_LOCAL_RANK",
-        size: Size::Var("OMPI_COMM_WORLD_LOCAL_SIZE"),
+        rank: OMPI_COMM_WORLD_LOCAL_RANK,
+        size: Size::Var(OMPI_COMM_WORLD_LOCAL_SIZE),
     },
     Launcher {
-        rank: "MPI_LOCALRANKID",
-        size: Size::Var("MPI_LOCALNRANKS"),
+        rank: MPI_LOCALRANKID,
+        size: Size::Var(MPI_LOCALNRANKS),
     },
     Launcher {
-        rank: "PALS_LOCAL_RANKID",
+        rank: PALS_LOCAL_RANKID,
         size: Size::Unknown,
     },
     Launcher {
-        rank: "FLUX_TASK_LOCAL_ID",
+        rank: FLUX_TASK_LOCAL_ID,
         size: Size::Unknown,
     },
 ];

@@ -97,7 +97,10 @@ pub fn resolve_unplaced(spec: &Spec, topo: &Topology) -> Result<Unplaced, Resolv
         }
         _ => placed_ranks(spec, topo, &selected, allowed, &mut warnings)?,
     };
-    warnings.extend(crate::spec::engine::unsaid(spec.engine, &spec.command));
+    warnings.extend(crate::spec::engine::command_warnings(
+        spec.engine,
+        &spec.command,
+    ));
     let ctx = Ctx::new(topo, &spec.cpu, allowed);
     let memory = memory::memory_bindings(spec, topo, &placements, &mut warnings)?;
     let chosen = choose_nics(spec, &ctx, &units, &placements);

@@ -64,10 +64,12 @@ impl Engine {
     }
 }
 
-/// The serving engine a command line runs, where it is one numaplan knows: `vllm serve`,
-/// `python -m vllm.entrypoints...`, `trtllm-serve`, `trtllm-llmapi-launch`, anything naming
-/// `tensorrt_llm`, `python -m sglang.launch_server` and `sglang serve`, anywhere in the line
-/// (behind `uv run`, `numactl ...` or another wrapper).
+/// The serving engine a command line runs, where it is one numaplan knows, by its words (a
+/// program's name, a module after `-m`), never by a word's substring: `vllm serve`,
+/// `python -m vllm.entrypoints...`, `trtllm-serve`, `trtllm-llmapi-launch`,
+/// `python -m tensorrt_llm...`, `python -m sglang.launch_server`, SGLang's router
+/// (`python -m sglang_router.launch_server`, which starts servers) and `sglang serve`, anywhere
+/// in the line (behind `uv run`, `numactl ...` or another wrapper, and in a shell's `-c` script).
 pub fn runs<S: AsRef<str>>(argv: &[S]) -> Option<Engine> {
     let words: Vec<&str> = argv.iter().map(AsRef::as_ref).collect();
     let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
@@ -77,16 +79,43 @@ pub fn runs<S: AsRef<str>>(argv: &[S]) -> Option<Engine> {
             "-m" => next,
             _ => w.strip_prefix("-m").unwrap_or(""),
         };
+        let module_root = module.split('.').next().unwrap_or("");
         match (base(w).as_str(), next) {
             ("vllm", "serve") => Some(Engine::Vllm),
             ("sglang", "serve") => Some(Engine::Sglang),
             ("trtllm-serve" | "trtllm-llmapi-launch", _) => Some(Engine::Trtllm),
-            _ if module.starts_with("vllm.entrypoints") => Some(Engine::Vllm),
-            _ if module == "sglang.launch_server" => Some(Engine::Sglang),
-            _ if w.contains("tensorrt_llm") => Some(Engine::Trtllm),
+            ("sh" | "bash" | "dash" | "zsh" | "ksh", _) => shell_script(&words[i + 1..])
+                .and_then(|script| runs(&script.split_whitespace().collect::<Vec<_>>())),
+            _ if module_root == "vllm" && module.starts_with("vllm.entrypoints") => {
+                Some(Engine::Vllm)
+            }
+            _ if ["sglang.launch_server", "sglang_router.launch_server"].contains(&module) => {
+                Some(Engine::Sglang)
+            }
+            _ if module_root == "tensorrt_llm" => Some(Engine::Trtllm),
             _ => None,
         }
     })
+}
+
+/// The script a shell runs (`bash -c SCRIPT`, `sh -ec SCRIPT`): the word after its first
+/// option that ends in `c`.
+fn shell_script<'a>(after_shell: &[&'a str]) -> Option<&'a str> {
+    let at = after_shell
+        .iter()
+        .take_while(|w| w.starts_with('-'))
+        .position(|w| !w.starts_with("--") && w.ends_with('c'))?;
+    after_shell.get(at + 1).copied()
+}
+
+/// What the spec's command, or a program `exec`, `bind` and `numaplan.bind()` start, says
+/// against the plan's engine: W0220 where it runs a serving engine the spec does not name;
+/// W0224 where it passes the named engine's own binding flags (`engine`: what it names).
+pub fn command_warnings<S: AsRef<str>>(engine: Option<Engine>, argv: &[S]) -> Vec<Warning> {
+    unsaid(engine, argv)
+        .into_iter()
+        .chain(own_binding_flags(engine, argv))
+        .collect()
 }
 
 /// W0220 where `argv` runs a serving engine the spec does not name (`engine`: what it names).
@@ -97,13 +126,65 @@ pub fn unsaid<S: AsRef<str>>(engine: Option<Engine>, argv: &[S]) -> Option<Warni
         Some(e) => format!("the spec says `engine: {}`", e.word()),
         None => "the spec has no `engine:`".to_string(),
     };
+    let fix = match runs {
+        Engine::Trtllm => format!("add `engine: {}` to the spec", runs.word()),
+        e => format!(
+            "add `engine: {w}` to the spec and start the server with its script, \
+             `numaplan compile job.yaml --emit {w}` (one server, whose workers {t} binds to \
+             their ranks; `exec` and `bind` would start one server per rank)",
+            w = e.word(),
+            t = e.title()
+        ),
+    };
     Some(Warning::new(
         codes::W0220_ENGINE_UNSAID,
         format!(
-            "the command runs {}, and {said}: {}; add `engine: {}` to the spec",
+            "the command runs {}, and {said}: {}; {fix}",
             runs.title(),
             runs.own_binding(),
-            runs.word()
+        ),
+    ))
+}
+
+/// The engine's own binding flags, as its parser takes them (argparse's unique prefixes of at
+/// least so many characters): vLLM's `--numa-bind*`, SGLang's `--numa-node`.
+fn binding_flags(engine: Engine) -> &'static [(&'static str, usize)] {
+    match engine {
+        Engine::Vllm => &[
+            ("--numa-bind-nodes", 6),
+            ("--numa-bind-cpus", 6),
+            ("--no-numa-bind", 6),
+        ],
+        Engine::Sglang => &[("--numa-node", 6)],
+        Engine::Trtllm => &[],
+    }
+}
+
+/// W0224 where the command of the spec's engine passes that engine's own binding flags, which
+/// replace the plan's binding (or, in the engine's script, are refused).
+fn own_binding_flags<S: AsRef<str>>(engine: Option<Engine>, argv: &[S]) -> Option<Warning> {
+    let engine = engine.filter(|e| runs(argv) == Some(*e))?;
+    let flags: Vec<&str> = argv
+        .iter()
+        .map(|w| w.as_ref().split('=').next().unwrap_or_default())
+        .filter(|w| {
+            binding_flags(engine)
+                .iter()
+                .any(|(name, min)| w.len() >= *min && name.starts_with(w))
+        })
+        .collect();
+    let first = flags.first()?;
+    Some(Warning::new(
+        codes::W0224_ENGINE_OWN_BINDING,
+        format!(
+            "the command passes {}'s own binding flag {first}: the engine binds its workers by it, \
+             not by the plan (and `--emit {}` refuses it); remove {}",
+            engine.title(),
+            engine.word(),
+            match flags.len() {
+                1 => "it".to_string(),
+                _ => format!("them ({})", flags.join(", ")),
+            }
         ),
     ))
 }
@@ -144,10 +225,58 @@ mod tests {
             ("python train.py --model vllm", None),
             ("vllm bench throughput", None),
             ("python -m sglang.bench_serving", None),
+            // Words, not substrings of paths; a shell's script; SGLang's router.
+            ("python train.py --log-dir /data/tensorrt_llm_runs", None),
+            ("python /opt/vllm_serve/train.py", None),
+            ("bash -c vllm_serve_m", None),
+            ("bash -lc cd_/w", None),
+            (
+                "python -m tensorrt_llm.commands.serve m",
+                Some(Engine::Trtllm),
+            ),
+            (
+                "python -m sglang_router.launch_server --model m",
+                Some(Engine::Sglang),
+            ),
             ("python train.py", None),
         ] {
             let words: Vec<&str> = line.split(' ').collect();
             assert_eq!(runs(&words), engine, "{line}");
         }
+        for (argv, engine) in [
+            (vec!["bash", "-c", "vllm serve m -tp 8"], Some(Engine::Vllm)),
+            (
+                vec!["sh", "-ec", "exec python3 -m sglang.launch_server"],
+                Some(Engine::Sglang),
+            ),
+            (vec!["bash", "-c", "echo vllm"], None),
+            (vec!["bash", "run.sh", "-c", "vllm serve m"], None),
+        ] {
+            assert_eq!(runs(&argv), engine, "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn the_engines_own_binding_flags_are_said_under_its_name() {
+        let vllm = ["vllm", "serve", "m", "--numa-bind", "--numa-bind-nodes=0,1"];
+        let said = command_warnings(Some(Engine::Vllm), &vllm);
+        assert_eq!(said.len(), 1);
+        assert_eq!(said[0].code, codes::W0224_ENGINE_OWN_BINDING);
+        assert!(
+            said[0]
+                .message
+                .contains("them (--numa-bind, --numa-bind-nodes)")
+        );
+        let sglang = ["python3", "-m", "sglang.launch_server", "--numa", "0"];
+        assert_eq!(command_warnings(Some(Engine::Sglang), &sglang).len(), 1);
+        // Without them, or a flag of the same name in another program: nothing.
+        assert!(command_warnings(Some(Engine::Vllm), &["vllm", "serve", "m"]).is_empty());
+        assert!(
+            command_warnings(Some(Engine::Vllm), &["python", "x.py", "--numa-bind"]).is_empty()
+        );
+        // Another engine than the spec's is W0220 alone.
+        let other = command_warnings(Some(Engine::Sglang), &vllm);
+        assert_eq!(other.len(), 1);
+        assert_eq!(other[0].code, codes::W0220_ENGINE_UNSAID);
     }
 }

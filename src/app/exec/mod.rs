@@ -62,13 +62,14 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     }
     let mut shown = visible::warnings(&plan, &plan.ranks, &environment());
     // The words after `--` are appended to the spec's command (W0220 of which is in the plan).
+    let line: Vec<OsString> = plan
+        .command
+        .iter()
+        .map(OsString::from)
+        .chain(args.extra.clone())
+        .collect();
+    program::one_server(&plan, &line, "numaplan exec")?;
     if crate::spec::engine::runs(&plan.command).is_none() {
-        let line: Vec<OsString> = plan
-            .command
-            .iter()
-            .map(OsString::from)
-            .chain(args.extra.clone())
-            .collect();
         shown.extend(program::engine(&plan, &line));
     }
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;

@@ -3,10 +3,15 @@
 //! `groups:` is validated group by group through this (`groups.rs`).
 
 use super::{MAX_ARG_LEN, MAX_PER_NODE, Problems, cpu, launch, memory};
+use crate::diag::{Warning, codes};
 use crate::ids::GpuIndex;
 use crate::spec::error::SpecProblem;
 use crate::spec::raw::{self, JobSpec};
 use crate::spec::{Engine, GpuChoice, NicPolicy, Spec, Visibility, words};
+use crate::variables::{
+    self, MASTER_ADDR, MASTER_PORT, SGLANG_AUTO_NUMA_BIND, SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS,
+    SGLANG_SET_CPU_AFFINITY, TLLM_NUMA_AWARE_WORKER_AFFINITY, VISIBILITY,
+};
 
 /// A spec of one group (nodes all alike).
 pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>> {
@@ -18,6 +23,8 @@ pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>
     let memory = memory::memory_spec(raw, &mut p);
     let command = command(raw, &mut p);
     environment(raw, &mut p);
+    reserved_variables(raw, &mut p);
+    warnings.extend(engine_environment(raw));
     let openmp = cpu::openmp_spec(raw, &mut p);
     cpu::mpibind_refusals(raw, &mut p);
     let (port, master_addr) = launch::rendezvous(raw, &mut p);
@@ -264,4 +271,101 @@ fn environment(raw: &JobSpec, p: &mut Problems) {
             );
         }
     }
+}
+
+/// numaplan's own variables and the launchers' numbering, which `env:` may not set: numaplan
+/// and the launcher give each rank its own value, and one in `env:` would reach every rank
+/// alike (`LOCAL_RANK=7` in all of them) or hide the plan a rank was started from.
+fn reserved_variables(raw: &JobSpec, p: &mut Problems) {
+    for key in raw.env.keys() {
+        let (whose, help) = if key.starts_with("NUMAPLAN_") {
+            (
+                "numaplan's own variable, which it sets (the plan a rank was started from, its mark, its group)",
+                "remove it from `env:`; pass `--group`, `--local-rank` or the plan on the command line",
+            )
+        } else if key == MASTER_ADDR || key == MASTER_PORT {
+            (
+                "the launchers' rendezvous, which numaplan sets from the spec",
+                "remove it from `env:`; say `rendezvous: {addr: HOST, port: N}`",
+            )
+        } else if variables::launch_numbering().any(|v| v == key) {
+            (
+                "a launcher's numbering, which each rank gets its own value of",
+                "remove it from `env:`: the launcher (or numaplan) sets it in every rank",
+            )
+        } else {
+            continue;
+        };
+        p.add(
+            &format!("env.{key}"),
+            format!("`env:` may not set {key}: it is {whose}"),
+            "set per rank",
+            help,
+        );
+    }
+}
+
+/// W0223 where a value of `env:` undoes what `engine:` sets (the engine's own binding turned
+/// back on) or the plan's GPUs (a visibility variable, which every rank would get alike).
+fn engine_environment(raw: &JobSpec) -> Vec<Warning> {
+    let engine = raw.engine.map(|e| match e {
+        raw::EngineName::Vllm => Engine::Vllm,
+        raw::EngineName::Sglang => Engine::Sglang,
+        raw::EngineName::Trtllm => Engine::Trtllm,
+    });
+    let on = |v: &str| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "y"
+        )
+    };
+    let mut said = Vec::new();
+    for (key, value) in &raw.env {
+        let undoes = match (key.as_str(), engine) {
+            (SGLANG_AUTO_NUMA_BIND, Some(Engine::Sglang)) if value.trim() != "0" => Some(
+                "turns back on SGLang's own binding of each worker to its GPU's node, which \
+                 `engine: sglang` turns off"
+                    .to_string(),
+            ),
+            (TLLM_NUMA_AWARE_WORKER_AFFINITY, Some(Engine::Trtllm)) if value.trim() != "0" => Some(
+                "turns back on TensorRT-LLM's own worker affinity, which clears the plan's \
+                     CPUs and which `engine: trtllm` turns off"
+                    .to_string(),
+            ),
+            (SGLANG_SET_CPU_AFFINITY, _) if on(value) => Some(
+                "makes SGLang set each worker's CPUs by its GPU's index (a share of the \
+                 machine's cores in order), not the plan's"
+                    .to_string(),
+            ),
+            (SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS, _) if on(value) => Some(
+                "makes every SGLang worker see one GPU, its device 0, and bind to the node of \
+                 entry 0; the `--emit sglang` script refuses to start with it (E0447)"
+                    .to_string(),
+            ),
+            (var, _) if VISIBILITY.contains(&var) && engine_emitted(engine) => Some(format!(
+                "sets the GPUs the plan chooses: `--emit {}` exports the plan's \
+                 CUDA_VISIBLE_DEVICES instead and refuses one inherited that differs (E0447)",
+                engine.map(Engine::word).unwrap_or_default()
+            )),
+            (var, _) if VISIBILITY.contains(&var) => Some(format!(
+                "gives every rank the same GPUs, whatever GPUs the plan gave it; plan the GPUs \
+                 with `gpus:`, or compile where {var} is set with `gpus: visible`"
+            )),
+            _ => None,
+        };
+        if let Some(what) = undoes {
+            said.push(Warning::new(
+                codes::W0223_ENGINE_ENVIRONMENT,
+                format!(
+                    "`env:` sets {key}={value}, which {what}; remove it to keep the plan's binding"
+                ),
+            ));
+        }
+    }
+    said
+}
+
+/// Whether the engine's launch is a script numaplan writes (`--emit vllm|sglang`).
+fn engine_emitted(engine: Option<Engine>) -> bool {
+    matches!(engine, Some(Engine::Vllm | Engine::Sglang))
 }
