@@ -753,3 +753,180 @@ fn the_engines_own_binding_flags_in_a_command_are_warned_about() {
         bind.stderr
     );
 }
+
+/// A process started under an engine's worker title (`exec -a`, as `setproctitle` shows it in
+/// `/proc/PID/cmdline`), bound with numactl as the engine binds it, and with the launcher
+/// variable every worker inherits from a server started under Slurm.
+fn worker(title: &str, cpus: &str) -> std::process::Child {
+    let child = Command::new("numactl")
+        .args([
+            &format!("--physcpubind={cpus}"),
+            "--membind=0",
+            "bash",
+            "-c",
+        ])
+        .arg(format!("exec -a {title} sleep 30"))
+        .env("SLURM_LOCALID", "0")
+        .spawn()
+        .unwrap();
+    let cmdline = format!("/proc/{}/cmdline", child.id());
+    while !std::fs::read_to_string(&cmdline)
+        .unwrap_or_default()
+        .starts_with(title)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child
+}
+
+/// `verify` of a node running an engine plan's server: each worker found by its title
+/// (`--match`, or `--pids` in any order), checked against the rank of the GPU it drives as
+/// the engine binds it (vLLM: the rank's CPUs; SGLang: its node's planned CPUs), one moved
+/// elsewhere named; `--process` of a worker finds its rank the same way, and of a process
+/// that says no rank is refused (E0449) instead of being taken for rank 0.
+#[test]
+fn verify_checks_engine_workers_by_their_titles() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let topology = common::repo().join("tests/cases/topologies/two-cpus-two-gpus.yaml");
+    for engine in ["vllm", "sglang"] {
+        let spec = format!(
+            "topology: {}\nengine: {engine}\nmemory: {{policy: bind, required: false}}\n",
+            topology.display()
+        );
+        std::fs::write(dir.path().join(format!("{engine}.yaml")), spec).unwrap();
+        let out = format!("{engine}.plan");
+        let run = numaplan_in(
+            dir.path(),
+            &["--quiet", "compile", &format!("{engine}.yaml"), "-o", &out],
+        );
+        assert_eq!(run.code, 0, "{}", run.stderr);
+    }
+    let verify = |plan: &str, args: &[&str]| {
+        let run = numaplan_in(
+            dir.path(),
+            &[&["verify", plan, "--format", "json"][..], args].concat(),
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&run.stdout).unwrap_or(serde_json::Value::Null);
+        (run.code, report, run.stderr)
+    };
+    let rank_and_kinds = |report: &serde_json::Value| -> Vec<(u64, u64, Vec<String>)> {
+        report["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let kinds = r["problems"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p["kind"].as_str().unwrap().to_string())
+                    .collect();
+                (
+                    r["rank"].as_u64().unwrap(),
+                    r["pid"].as_u64().unwrap(),
+                    kinds,
+                )
+            })
+            .collect()
+    };
+
+    // vLLM: worker TP1 drives GPU 1, rank 1's (CPU 1); TP0 rank 0's (CPU 0).
+    let tp1 = worker("VLLM::Worker_TP1", "1");
+    let tp0 = worker("VLLM::Worker_TP0", "0");
+    let (p0, p1) = (u64::from(tp0.id()), u64::from(tp1.id()));
+    let (code, report, stderr) = verify("vllm.plan", &["--match", "VLLM::Worker"]);
+    assert_eq!(code, 0, "{report}{stderr}");
+    assert_eq!(
+        rank_and_kinds(&report),
+        vec![(0, p0, vec![]), (1, p1, vec![])]
+    );
+    let (code, report, _) = verify("vllm.plan", &["--pids", &p1.to_string(), &p0.to_string()]);
+    assert_eq!(
+        (code, rank_and_kinds(&report)),
+        (0, vec![(0, p0, vec![]), (1, p1, vec![])])
+    );
+    let (code, report, _) = verify("vllm.plan", &["--process", &p1.to_string()]);
+    assert_eq!((code, rank_and_kinds(&report)), (0, vec![(1, p1, vec![])]));
+    // Moved elsewhere: named as its rank.
+    assert!(
+        Command::new("taskset")
+            .args(["-a", "-p", "-c", "0", &p1.to_string()])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let (code, report, _) = verify("vllm.plan", &["--match", "VLLM::Worker"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        rank_and_kinds(&report),
+        vec![(0, p0, vec![]), (1, p1, vec!["thread-outside".to_string()])]
+    );
+    for mut w in [tp0, tp1] {
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
+
+    // SGLang binds each worker to its node's planned CPUs (0-1 here), not its rank's own.
+    let s1 = worker("sglang::scheduler_TP1", "0-1");
+    let s0 = worker("sglang::scheduler_TP0", "0-1");
+    let (p0, p1) = (u64::from(s0.id()), u64::from(s1.id()));
+    let (code, report, stderr) = verify("sglang.plan", &["--match", "sglang::scheduler"]);
+    assert_eq!(code, 0, "{report}{stderr}");
+    assert_eq!(
+        rank_and_kinds(&report),
+        vec![(0, p0, vec![]), (1, p1, vec![])]
+    );
+    // Named outright (`--local-rank`), a worker is still checked as SGLang binds it.
+    let (code, _, _) = verify(
+        "sglang.plan",
+        &["--process", &p0.to_string(), "--local-rank", "0"],
+    );
+    assert_eq!(
+        code, 0,
+        "a worker found or named, SGLang's binding is what is checked"
+    );
+    for mut w in [s0, s1] {
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
+
+    // A process that says no rank of a plan of two: refused, not taken for rank 0.
+    let mut plain = Command::new("sleep");
+    for var in [
+        "LOCAL_RANK",
+        "SLURM_LOCALID",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "PALS_LOCAL_RANKID",
+        "FLUX_TASK_LOCAL_ID",
+        "NUMAPLAN_BOUND",
+    ] {
+        plain.env_remove(var);
+    }
+    let mut plain = plain.arg("30").spawn().unwrap();
+    let (code, _, stderr) = verify("vllm.plan", &["--process", &plain.id().to_string()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("error[E0449]"), "{stderr}");
+    let (code, _, stderr) = verify(
+        "vllm.plan",
+        &["--process", &plain.id().to_string(), "--local-rank", "5"],
+    );
+    assert!(code != 0 && stderr.contains("error[E0433]"), "{stderr}");
+    plain.kill().unwrap();
+    plain.wait().unwrap();
+    let (_, _, stderr) = verify("vllm.plan", &["--process", "2"]);
+    assert!(
+        stderr.contains("error[E0440]: process 2 is a kernel thread"),
+        "{stderr}"
+    );
+    let (_, _, stderr) = verify("vllm.plan", &["--process", "4194304"]);
+    assert!(
+        stderr.contains("`--process` names process 4194304"),
+        "{stderr}"
+    );
+}

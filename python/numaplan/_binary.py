@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ._errors import Error, NumaplanWarning, warn
 
@@ -50,8 +50,9 @@ def executable() -> str:
     )
 
 
-def run_json(args: Sequence[str]) -> Dict[str, Any]:
-    """Runs `numaplan --message-format json ARGS...` and returns the JSON object it prints.
+def run_json(args: Sequence[str], env: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """Runs `numaplan --message-format json ARGS...` (in `env`, else this process's
+    environment) and returns the JSON object it prints.
 
     Its warnings become `NumaplanWarning`s; a failure raises the first error diagnostic as a
     `numaplan.Error` (the others become its notes).
@@ -64,6 +65,7 @@ def run_json(args: Sequence[str]) -> Dict[str, Any]:
             capture_output=True,
             text=True,
             check=False,
+            env=None if env is None else dict(env),
         )
     except OSError as e:
         raise Error(f"cannot run `{binary}`: {e}", E0421) from e

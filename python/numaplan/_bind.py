@@ -339,7 +339,7 @@ def _local_rank_arg(local_rank: LocalRankArg) -> str:
     )
 
 
-def _in_python_words(error: Error, plan: PlanArg) -> Error:
+def _in_python_words(error: Error, plan: PlanArg, call: str = "bind") -> Error:
     """The binary's error as a Python caller reads it: keyword arguments for flags, and where
     no plan was given and none was found, the two ways to give one."""
     def words(text: Optional[str]) -> Optional[str]:
@@ -351,7 +351,7 @@ def _in_python_words(error: Error, plan: PlanArg) -> Error:
     help = words(error.help)
     no_plan = plan is None and _plan_input(None) == "numaplan.yaml" and error.code == "E0407"
     if no_plan:
-        help = ("pass the plan, `numaplan.bind(\"plan.yaml\")`, or set NUMAPLAN_PLAN (a plan "
+        help = (f"pass the plan, `numaplan.{call}(\"plan.yaml\")`, or set NUMAPLAN_PLAN (a plan "
                 "file's path or the plan itself, as numaplan's launch scripts do); without "
                 "either, numaplan.yaml in the current directory is read")
     return Error(words(error.message) or "", error.code, file=error.file, line=error.line,

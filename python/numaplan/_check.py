@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
 
-from ._binary import E0421, executable
-from ._bind import LocalRankArg, PlanArg, _plan_input, _rank_args
+from ._binary import E0421, executable, run_json
+from ._bind import VISIBILITY, LocalRankArg, PlanArg, _in_python_words, _plan_input, _rank_args
 from ._errors import Error
 
 # verify's problem kinds, by what they are about (`numaplan schema verify` lists every kind;
@@ -45,7 +46,7 @@ class Check:
 
     planned: str
     actual: str
-    problems: Tuple[Problem, ...] = ()
+    problems: List[Problem] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -64,8 +65,8 @@ class Binding:
     cpus: Check
     memory: Check
     nic: Check
-    #: Every problem, of the three checks and of the process itself; empty when ok.
-    problems: Tuple[Problem, ...]
+    #: Every problem, of the three checks and of the process itself; empty (`[]`) when ok.
+    problems: List[Problem]
 
     @property
     def ok(self) -> bool:
@@ -90,13 +91,58 @@ def check_binding(
     The plan and the rank are found as `numaplan.bind` finds them: `plan` defaults to
     `$NUMAPLAN_PLAN` (set by `numaplan bind`, `exec`, the generated launchers and
     `numaplan.bind()` in the processes they start), and the rank to the process's mark of the
-    plan, else its launcher's variable; `local_rank` says it outright. Raises `numaplan.Error`
-    only where there is nothing to compare with (no plan, a plan it cannot read)."""
+    plan, else the title a serving engine gave its worker (`VLLM::Worker_TP1`,
+    `sglang::scheduler_TP1`), else its launcher's variable; `local_rank` says it outright, or
+    `"gpu"`: the rank of the GPU the process drives (PyTorch's current CUDA device, where it
+    has initialized CUDA), else of the GPUs it sees (`CUDA_VISIBLE_DEVICES`...). Raises
+    `numaplan.Error` where there is nothing to compare with: no plan, a plan it cannot read, a
+    rank it cannot tell (E0449) or past the plan's (E0433)."""
+    if local_rank == "gpu":
+        local_rank = _rank_of_its_gpu(plan, topology, group)
     args = ["--message-format", "json", "verify", _plan_input(plan), "--process",
             str(os.getpid()), "--format", "json", *_rank_args(local_rank, topology, group)]
-    report = _verify(args)
+    try:
+        report = _verify(args)
+    except Error as error:
+        raise _in_python_words(error, plan, "check_binding") from None
     [rank] = report["ranks"]
     return _binding(rank, os.environ if environ is None else environ)
+
+
+def _rank_of_its_gpu(plan: PlanArg, topology: Optional[str], group: Optional[str]) -> int:
+    """The local rank whose GPUs are the one this process drives (PyTorch's current CUDA
+    device, an entry of CUDA_VISIBLE_DEVICES), else those it sees, as `bind --local-rank gpu`
+    finds it."""
+    env = dict(os.environ)
+    driven = _driven_gpu(env)
+    if driven is not None:
+        for name in VISIBILITY:
+            env.pop(name, None)
+        env["CUDA_VISIBLE_DEVICES"] = driven
+    args = ["bind", _plan_input(plan), "--dry-run", "--force", "--format", "json",
+            *_rank_args("gpu", topology, group)]
+    try:
+        found = run_json(["--quiet", *args], env)
+    except Error as error:
+        raise _in_python_words(error, plan, "check_binding") from None
+    return int(found["local_rank"])
+
+
+def _driven_gpu(env: Mapping[str, str]) -> Optional[str]:
+    """The GPU this process drives, as CUDA_VISIBLE_DEVICES names it: PyTorch's current device
+    where PyTorch is loaded and has initialized CUDA (an engine's worker sees every GPU of its
+    server and drives one), else none."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return None
+        index = int(torch.cuda.current_device())
+    except Exception:  # noqa: BLE001 - a torch without CUDA, or one that fails: no device
+        return None
+    visible = [v.strip() for v in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if not visible:
+        return str(index)
+    return visible[index] if index < len(visible) else None
 
 
 def _verify(args: List[str]) -> Dict[str, Any]:
@@ -131,8 +177,8 @@ def _binding(rank: Mapping[str, Any], environ: Mapping[str, str]) -> Binding:
             problems.append(Problem("nic-variable", "nic",
                                     f"{name} is {actual}, planned '{value}'"))
 
-    def about(what: str) -> Tuple[Problem, ...]:
-        return tuple(p for p in problems if p.about == what)
+    def about(what: str) -> List[Problem]:
+        return [p for p in problems if p.about == what]
 
     nic_now = {name: environ.get(name, "") for name in planned_nic}
     return Binding(
@@ -141,7 +187,7 @@ def _binding(rank: Mapping[str, Any], environ: Mapping[str, str]) -> Binding:
         cpus=Check(rank["planned_cpus"], rank["actual_cpus"], about("cpus")),
         memory=Check(rank["planned_memory"], rank["actual_memory"], about("memory")),
         nic=Check(_pairs(planned_nic), _pairs(nic_now), about("nic")),
-        problems=tuple(problems),
+        problems=problems,
     )
 
 

@@ -206,8 +206,9 @@ pub struct VerifyArgs {
     pub pids: Vec<u32>,
 
     /// Find the ranks by name: processes whose command line contains NAME and that carry this
-    /// plan's mark (`NUMAPLAN_BOUND`, set by exec and bind; numaplan.bind()'s mark file), or,
-    /// where none does, a launcher's variable. Other plans' ranks are skipped, and `--repin`
+    /// plan's mark (`NUMAPLAN_BOUND`, set by exec and bind; numaplan.bind()'s mark file), a
+    /// serving engine's worker title (`VLLM::Worker_TP1`, `sglang::scheduler_TP1`: the rank
+    /// of the GPU it drives), or, where none does, a launcher's variable. Other plans' ranks are skipped, and `--repin`
     /// moves only the invoking user's marked ranks.
     #[arg(long = "match", value_name = "NAME")]
     pub match_name: Option<String>,
@@ -218,9 +219,10 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "PID")]
     pub process: Option<u32>,
 
-    /// With `--process`: the local rank the process is, whatever it says of itself.
-    #[arg(long, value_name = "N", requires = "process")]
-    pub local_rank: Option<u32>,
+    /// With `--process`: the local rank the process is, whatever it says of itself, or `gpu`:
+    /// the rank whose GPUs are those the process sees (its visibility variables).
+    #[arg(long, value_name = "N|gpu", requires = "process")]
+    pub local_rank: Option<crate::rank::LocalRankChoice>,
 
     /// Text for people, or JSON (`"numaplan_verify": 2`, schemas/verify.schema.json); with
     /// `--watch`, JSON Lines: the report on one line, then one `"numaplan_watch": 2` object per

@@ -365,8 +365,8 @@ codes! {
          Without it, such a change is a line of the watch and the job runs on with its own \
          exit status.";
     E0440_NO_SUCH_PROCESS = "E0440":
-        "`numaplan verify --pids` names a process that does not exist (a mistyped pid, or a \
-         rank that has ended). Nothing was checked. `pgrep -f NAME` lists the ranks' pids, \
+        "`numaplan verify --pids` or `--process` names a process that does not exist (a \
+         mistyped pid, or a rank that has ended), or a kernel thread. Nothing was checked. `pgrep -f NAME` lists the ranks' pids, \
          and `--match NAME` finds them by their command line.";
     E0441_TOO_LARGE = "E0441":
         "An input (job spec, plan, topology, standard input) is larger than 128 MiB, more than \
@@ -419,6 +419,14 @@ codes! {
          GPU. Nothing was started. The engine's launch is its script: `numaplan compile \
          job.yaml --emit vllm` (or `sglang`) starts one server, whose workers the engine binds \
          to their ranks (docs/engines.md).";
+    E0449_RANK_UNKNOWN = "E0449":
+        "`numaplan verify --process PID` (what `numaplan.check_binding()` runs) could not tell \
+         which local rank of a plan of several ranks the process is: it carries no mark of \
+         the plan (`exec`, `bind`, `numaplan.bind()`), no serving engine's worker title \
+         (`VLLM::Worker_TP1`, `sglang::scheduler_TP1`) and no launcher's local rank variable, \
+         or its environment cannot be read. Nothing was checked: taken for rank 0, a process \
+         bound as another rank would read as a mismatch. Say which rank it is with \
+         `--local-rank N`, or `--local-rank gpu` (the rank of the GPUs it sees).";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \

@@ -12,9 +12,16 @@ pub(super) fn observe(e: &ObserveError) -> Diagnostic {
             .fold(Diagnostic::error(E0417_NO_PROCESSES, message), |d, s| {
                 d.note(s.to_string())
             })
-            .help("`--match` looks for NAME in the command lines of processes that say which rank they are (the mark NUMAPLAN_BOUND of exec and bind, numaplan.bind()'s mark file, or a launcher's variable); `--pids` names them"),
+            .help("`--match` looks for NAME in the command lines of processes that say which rank they are (the mark NUMAPLAN_BOUND of exec and bind, numaplan.bind()'s mark file, or a launcher's variable, or a serving engine's worker title such as VLLM::Worker_TP1); `--pids` names them"),
         ObserveError::NoSuchProcess { .. } => Diagnostic::error(E0440_NO_SUCH_PROCESS, message)
             .help("`ps` or `pgrep -f NAME` lists the ranks' pids; `--match NAME` finds them by their command line"),
+        ObserveError::KernelThread { .. } => Diagnostic::error(E0440_NO_SUCH_PROCESS, message)
+            .help("name the rank's own process: `pgrep -f NAME` lists them"),
+        ObserveError::RankUnknown { .. } => Diagnostic::error(E0449_RANK_UNKNOWN, message)
+            .note("nothing was checked: taking it for any rank would report a correctly bound process as a mismatch")
+            .help("say which rank it is: `--local-rank N`, or `--local-rank gpu` (in Python, `check_binding(local_rank=\"gpu\")`: the rank of the GPU it drives)"),
+        ObserveError::RankPastPlan { .. } => Diagnostic::error(E0433_LOCAL_RANK_PAST_PLAN, message)
+            .help("name one of the plan's local ranks (0 to its ranks per node - 1)"),
         ObserveError::PidTwice { .. } => Diagnostic::error(E0423_USAGE, message)
             .help("name each rank's process once"),
         ObserveError::Verify { .. } => Diagnostic::error(E0416_VERIFY, message)

@@ -11,8 +11,14 @@ pub enum ObserveError {
         /// The processes that matched but are no rank, and why.
         skipped: Vec<Skipped>,
     },
-    #[error("`--pids` names process {pid}, which does not exist")]
-    NoSuchProcess { pid: u32 },
+    #[error("`{flag}` names process {pid}, which does not exist")]
+    NoSuchProcess { pid: u32, flag: &'static str },
+    #[error("process {pid} is a kernel thread, no rank of any plan")]
+    KernelThread { pid: u32 },
+    #[error("which rank of the plan process {pid} is cannot be told: {why}")]
+    RankUnknown { pid: u32, why: String },
+    #[error("local rank {rank} is past the plan's {ranks_per_node} rank(s) per node")]
+    RankPastPlan { rank: u32, ranks_per_node: u32 },
     #[error("`--pids` names process {pid} twice")]
     PidTwice { pid: u32 },
     #[error("{mismatches} rank(s) are not bound as planned")]

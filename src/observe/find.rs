@@ -9,46 +9,43 @@
 //! `PLAN_ID:LOCAL_RANK START_TIME`. The start time (of `/proc/PID/stat`) makes a file left by
 //! an earlier process of the same pid no mark.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::ObserveError;
 use super::matching::{self, Candidate, Claim, Found, MarkFrom};
+use super::titles;
 use crate::ids::{Mark, PlanId, RankPid};
 use crate::sys::proc;
 use crate::variables::NUMAPLAN_BOUND;
 
-/// `--pids`: each process the local rank its mark or launcher variable gives, else its place
-/// in the list; two that claim one rank are flagged as under `--match`, and ranks of the plan
-/// that none of them is are missing. A pid given twice, or of no process, is an error.
+/// `--pids`: each process the local rank its mark, engine title or launcher variable gives,
+/// else its place in the list; two that claim one rank are flagged as under `--match`, and
+/// ranks of the plan that none of them is are missing. A pid given twice, or of no process, is
+/// an error.
 pub fn given(pids: &[u32], plan: &PlanId, ranks_per_node: u32) -> Result<Found, ObserveError> {
     let mut seen = BTreeSet::new();
+    let workers = engine_workers(ranks_per_node);
     let mut found = Found::default();
     for (i, &pid) in pids.iter().enumerate() {
         if !seen.insert(pid) {
             return Err(ObserveError::PidTwice { pid });
         }
         if proc::identity(pid).is_none() {
-            return Err(ObserveError::NoSuchProcess { pid });
+            return Err(ObserveError::NoSuchProcess {
+                pid,
+                flag: "--pids",
+            });
         }
-        let claim = claim_of(pid);
-        let (rank, without_memory) = match &claim {
-            Claim::Marked { mark, .. } if mark.plan == *plan => {
-                (mark.local_rank, mark.without_memory)
-            }
-            Claim::Launcher { rank, .. } => (*rank, false),
-            _ => (i as u32, false),
+        let claim = claim_of(pid, &workers);
+        let rank = match &claim {
+            Claim::Marked { mark, .. } if mark.plan == *plan => mark.local_rank,
+            Claim::Launcher { rank, .. } => *rank,
+            Claim::Engine {
+                rank: Some(rank), ..
+            } => *rank,
+            _ => i as u32,
         };
-        found.ranks.push(RankPid { rank, pid });
-        if without_memory {
-            found.without_memory.push(RankPid { rank, pid });
-        }
-        if let Claim::Marked {
-            from: MarkFrom::File,
-            ..
-        } = claim
-        {
-            found.bound_in_process.push(RankPid { rank, pid });
-        }
+        note_claim(&mut found, &claim, plan, RankPid { rank, pid });
     }
     found.duplicates = matching::duplicates(&found.ranks);
     found.ranks.sort();
@@ -56,26 +53,115 @@ pub fn given(pids: &[u32], plan: &PlanId, ranks_per_node: u32) -> Result<Found, 
     Ok(found)
 }
 
-/// `--process`: one process as its rank (`local_rank`, else as `given` finds it), the plan's
-/// other ranks not looked for.
-pub fn alone(pid: u32, local_rank: Option<u32>, plan: &PlanId) -> Result<Found, ObserveError> {
-    let mut found = given(&[pid], plan, 1)?;
-    if let Some(rank) = local_rank {
-        found.ranks = vec![RankPid { rank, pid }];
+/// Records process `at` as its rank, with what its claim says of how it runs.
+fn note_claim(found: &mut Found, claim: &Claim, plan: &PlanId, at: RankPid) {
+    found.ranks.push(at);
+    match claim {
+        Claim::Marked { mark, from } if mark.plan == *plan => {
+            if mark.without_memory {
+                found.without_memory.push(at);
+            }
+            if *from == MarkFrom::File {
+                found.bound_in_process.push(at);
+            }
+        }
+        Claim::Engine { engine, .. } => found.engine_workers.push((at, engine)),
+        _ => {}
     }
-    found.missing.clear();
+}
+
+/// `--process`: one process as its rank (`local_rank`, else its mark, engine title or
+/// launcher variable), the plan's other ranks not looked for. A process that says none of
+/// them is not taken for any rank: which one it is cannot be told.
+pub fn alone(
+    pid: u32,
+    local_rank: Option<u32>,
+    plan: &PlanId,
+    ranks_per_node: u32,
+) -> Result<Found, ObserveError> {
+    if proc::identity(pid).is_none() {
+        return Err(ObserveError::NoSuchProcess {
+            pid,
+            flag: "--process",
+        });
+    }
+    if proc::exe(&pid.to_string()).is_none() && proc::command_line(pid).is_none_or(|c| c.is_empty())
+    {
+        return Err(ObserveError::KernelThread { pid });
+    }
+    let claim = claim_of(pid, &engine_workers(ranks_per_node));
+    let rank = match (local_rank, &claim) {
+        (Some(rank), _) => rank,
+        (None, Claim::Marked { mark, .. }) if mark.plan == *plan => mark.local_rank,
+        (None, Claim::Launcher { rank, .. }) => *rank,
+        (
+            None,
+            Claim::Engine {
+                rank: Some(rank), ..
+            },
+        ) => *rank,
+        (None, Claim::Unreadable { file, error }) => {
+            return Err(ObserveError::RankUnknown {
+                pid,
+                why: format!("{file} cannot be read ({error})"),
+            });
+        }
+        (None, _) if ranks_per_node == 1 => 0,
+        (None, _) => {
+            return Err(ObserveError::RankUnknown {
+                pid,
+                why: "it carries no mark of this plan, no serving engine's worker title and no \
+                      launcher's local rank variable"
+                    .into(),
+            });
+        }
+    };
+    if rank >= ranks_per_node {
+        return Err(ObserveError::RankPastPlan {
+            rank,
+            ranks_per_node,
+        });
+    }
+    let mut found = Found::default();
+    note_claim(&mut found, &claim, plan, RankPid { rank, pid });
     Ok(found)
 }
 
-/// What process `pid` says of its rank: its mark file, else `NUMAPLAN_BOUND`, else the first
-/// launcher variable `bind` reads.
-fn claim_of(pid: u32) -> Claim {
+/// Every serving engine's worker on this node (`titles`), by pid, with the local rank of the
+/// GPU it drives: numbered together, as the engine numbers its workers.
+fn engine_workers(ranks_per_node: u32) -> Workers {
+    let (pids, titles): (Vec<u32>, Vec<titles::Title>) = proc::pids()
+        .into_iter()
+        .filter_map(|pid| Some((pid, titles::parse(&proc::command_line(pid)?)?)))
+        .unzip();
+    let ranks = titles::number(&titles, ranks_per_node);
+    pids.into_iter()
+        .zip(titles.into_iter().zip(ranks))
+        .map(|(pid, (title, rank))| {
+            let claim = Claim::Engine {
+                engine: title.engine,
+                title: title.text,
+                rank,
+            };
+            (pid, claim)
+        })
+        .collect()
+}
+
+/// The engines' workers of this node, by pid, each as its claim.
+type Workers = BTreeMap<u32, Claim>;
+
+/// What process `pid` says of its rank: its mark file, else `NUMAPLAN_BOUND`, else its title
+/// as one of `workers` (an engine's worker inherits the server's launcher variables, the same
+/// in every worker), else the first launcher variable `bind` reads.
+fn claim_of(pid: u32, workers: &Workers) -> Claim {
     if let Some(mark) = mark_file(pid) {
         return Claim::Marked {
             mark,
             from: MarkFrom::File,
         };
     }
+    let engine = workers.get(&pid).cloned();
     let vars = match proc::environ(pid) {
         Ok(vars) => vars,
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -84,13 +170,16 @@ fn claim_of(pid: u32) -> Claim {
                 error: "permission denied".into(),
             };
         }
-        Err(_) => return Claim::Nothing,
+        Err(_) => return engine.unwrap_or(Claim::Nothing),
     };
     if let Some(mark) = vars.get(NUMAPLAN_BOUND).and_then(|v| v.parse().ok()) {
         return Claim::Marked {
             mark,
             from: MarkFrom::Environment,
         };
+    }
+    if let Some(engine) = engine {
+        return engine;
     }
     crate::rank::local_rank_variables()
         .into_iter()
@@ -133,7 +222,8 @@ fn mark_file(pid: u32) -> Option<Mark> {
 /// `exec` supervisor whose arguments name the program) and this process's ancestors (the shell
 /// or `srun` that started `verify`, whose command line names the match too): those are not
 /// ranks. Each with its parent, owner, command line (shortened) and what it says of its rank.
-pub fn matching(name: &str) -> Vec<Candidate> {
+pub fn matching(name: &str, ranks_per_node: u32) -> Vec<Candidate> {
+    let workers = engine_workers(ranks_per_node);
     let numaplan = proc::exe("self");
     let is_numaplan = |pid: u32| numaplan.is_some() && proc::exe(&pid.to_string()) == numaplan;
     let ancestors = ancestors();
@@ -152,7 +242,7 @@ pub fn matching(name: &str) -> Vec<Candidate> {
                 ppid,
                 uid: proc::identity(pid)?.uid,
                 command: shorten(&command),
-                claim: claim_of(pid),
+                claim: claim_of(pid, &workers),
             })
         })
         .collect();

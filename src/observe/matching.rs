@@ -41,6 +41,13 @@ pub enum Claim {
     Marked { mark: Mark, from: MarkFrom },
     /// A launcher's variable (`var`) and the local rank it says.
     Launcher { var: String, rank: u32 },
+    /// A serving engine's worker, by its title (`VLLM::Worker_TP1`), and the local rank of the
+    /// GPU it drives (`titles::number`); none: a GPU past the plan's ranks.
+    Engine {
+        engine: &'static str,
+        title: String,
+        rank: Option<u32>,
+    },
     /// Nothing.
     Nothing,
     /// Its environment could not be read (`file`, `error`): another user's process.
@@ -63,6 +70,7 @@ impl Claim {
         match self {
             Claim::Marked { mark, .. } if mark.plan == *plan => Some(mark.local_rank),
             Claim::Launcher { rank, .. } => Some(*rank),
+            Claim::Engine { rank, .. } => *rank,
             _ => None,
         }
     }
@@ -91,6 +99,9 @@ pub struct Found {
     /// Ranks bound by `numaplan.bind()` in the running process (their mark is a file): the
     /// environment they started with is not the one they run with.
     pub bound_in_process: Vec<RankPid>,
+    /// Ranks that are a serving engine's workers, found by their titles, with the engine
+    /// (`vLLM`, `SGLang`): the engine bound them, as it binds (`--emit vllm|sglang`).
+    pub engine_workers: Vec<(RankPid, &'static str)>,
 }
 
 /// Picks the ranks of the plan `plan` (of `ranks_per_node` local ranks) among `candidates`, as
@@ -110,6 +121,11 @@ pub fn select(candidates: &[Candidate], plan: &PlanId, ranks_per_node: u32, user
                 Why::OtherPlan { mark: mark.clone() }
             }
             Claim::Launcher { var, .. } if any_marked => Why::LauncherOnly { var: var.clone() },
+            Claim::Engine {
+                title, rank: None, ..
+            } => Why::PastThePlan {
+                title: title.clone(),
+            },
             _ => {
                 kept.push(c);
                 continue;
@@ -145,6 +161,11 @@ pub fn select(candidates: &[Candidate], plan: &PlanId, ranks_per_node: u32, user
         {
             found.bound_in_process.push(RankPid { rank, pid: c.pid });
         }
+        if let Claim::Engine { engine, .. } = &c.claim {
+            found
+                .engine_workers
+                .push((RankPid { rank, pid: c.pid }, engine));
+        }
         if let Some(why) = hands_off(c, plan, user) {
             found.hands_off.insert(c.pid, why);
         }
@@ -161,6 +182,10 @@ fn hands_off(c: &Candidate, plan: &PlanId, user: u32) -> Option<String> {
         Claim::Launcher { var, .. } => Some(format!(
             "it carries no mark of this plan (it was found by {var}): name it with `--pids` to \
              put its threads back"
+        )),
+        Claim::Engine { title, .. } => Some(format!(
+            "it is a serving engine's worker ({title}), which the engine binds: name it with \
+             `--pids` to put its threads back"
         )),
         _ if c.uid != user => Some(format!(
             "it is user {}'s process: name it with `--pids` to put its threads back",
@@ -242,6 +267,8 @@ pub enum Why {
     LauncherOnly { var: String },
     /// Its descendant `inner` claims the same rank: a shell that did not `exec`.
     Wraps { inner: u32 },
+    /// A serving engine's worker whose GPU is past the plan's ranks.
+    PastThePlan { title: String },
 }
 
 impl fmt::Display for Why {
@@ -269,6 +296,11 @@ impl fmt::Display for Why {
             Why::Wraps { inner } => {
                 write!(f, "it wraps process {inner}, which claims the same rank")
             }
+            Why::PastThePlan { title } => write!(
+                f,
+                "its title {title} is an engine's worker of a GPU past the plan's ranks: another \
+                 server's, or a server given more GPUs than the plan"
+            ),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod find;
 pub mod matching;
 pub mod problem;
 mod table;
+pub mod titles;
 pub mod verify;
 pub mod watch;
 

@@ -152,11 +152,18 @@ print(",".join(w.message.code for w in caught if w.message.code == "W0220"))
 def test_a_python_rank_that_is_an_engine_is_warned_about(tmp_path: Path, engine: str,
                                                          warned: str):
     """`numaplan.bind()` in a process started as `vllm serve` (here a `python -c` whose command
-    line says so) warns W0220 unless the spec names the engine."""
-    plan = Plan(tmp_path, engine + TWO_RANKS)
+    line says so) warns W0220 unless the spec names the engine; named, the server of a plan of
+    two ranks a node is refused (E0448: one server per rank), of one rank bound."""
+    ranks = "ranks_per_node: 1" if engine else "ranks_per_node: 2"
+    plan = Plan(tmp_path, engine + TWO_RANKS.replace("ranks_per_node: 2", ranks))
     done = subprocess.run([sys.executable, "-c", ENGINE_CHILD, str(plan.path), "vllm", "serve",
                            "m"], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == warned, done.stderr
+    if engine:
+        two = Plan(tmp_path, engine + TWO_RANKS, name="two")
+        refused = subprocess.run([sys.executable, "-c", ENGINE_CHILD, str(two.path), "vllm",
+                                  "serve", "m"], capture_output=True, text=True)
+        assert refused.returncode != 0 and "E0448" in refused.stderr, refused.stderr
 
 
 # Errors: each a numaplan.Error with the binary's code and, where there is one, the place.

@@ -124,3 +124,66 @@ def test_every_problem_kind_is_one_verify_reports():
     found = _check._binding(report, {})
     assert [(p.code, p.message) for p in found.problems] == [
         ("nic-variable", "NCCL_IB_HCA is unset, planned '=mlx5_0'")]
+
+
+def test_no_plan_says_how_to_give_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(numaplan.Error) as raised:
+        numaplan.check_binding()
+    assert "numaplan.check_binding(\"plan.yaml\")" in (raised.value.help or ""), raised.value
+    assert "NUMAPLAN_PLAN" in (raised.value.help or "")
+
+
+def test_a_process_that_says_no_rank_is_not_taken_for_rank_0(two_ranks: Plan):
+    """This test process carries no mark, no engine title and no launcher variable: which of
+    the two ranks it is cannot be told, and `check_binding()` says so (E0449) instead of
+    comparing it with rank 0."""
+    with pytest.raises(numaplan.Error) as raised:
+        numaplan.check_binding(two_ranks.path)
+    assert raised.value.code == "E0449", raised.value
+    with pytest.raises(numaplan.Error) as past:
+        numaplan.check_binding(two_ranks.path, 5)
+    assert past.value.code == "E0433", past.value
+
+
+def test_a_good_bindings_problems_are_an_empty_list(two_ranks: Plan):
+    code = (f"import numaplan; numaplan.bind({str(two_ranks.path)!r}, 1)\n"
+            "found = numaplan.check_binding()\n"
+            "print(found.problems == [], found.cpus.problems == [], bool(found))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr
+
+
+GPU_WORKER = """
+import json, os, sys, types, numaplan
+if len(sys.argv) > 1:
+    # A worker that sees every GPU of its server and drives one (PyTorch's current device).
+    cuda = types.SimpleNamespace(is_initialized=lambda: True,
+                                 current_device=lambda: int(sys.argv[1]))
+    sys.modules["torch"] = types.SimpleNamespace(cuda=cuda)
+found = numaplan.check_binding(local_rank="gpu")
+os.write(1, json.dumps({"rank": found.local_rank, "ok": bool(found),
+                        "problems": [str(p) for p in found.problems]}).encode())
+"""
+
+
+@pytest.mark.parametrize("visible,driven,rank", [("1", None, 1), ("0", None, 0),
+                                                ("0,1", "1", 1), ("1,0", "1", 0)])
+def test_a_worker_checks_itself_by_the_gpu_it_drives(tmp_path: Path, visible: str,
+                                                     driven: "str | None", rank: int):
+    """`check_binding(local_rank="gpu")` in a worker that a server or Ray started, bound as
+    its GPU's rank: the rank of the one GPU it sees, or of the GPU it drives among those it
+    sees (PyTorch's current device), not an error (it was E0423)."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs")
+    spec = (f"topology: {REPO}/tests/cases/topologies/two-cpus-two-gpus.yaml\n"
+            "memory: {policy: bind}\n")
+    plan = Plan(tmp_path, spec)
+    cpus = plan.rank(rank)["cpus"]
+    env = dict(os.environ, NUMAPLAN_PLAN=str(plan.path), CUDA_VISIBLE_DEVICES=visible)
+    argv = ["numactl", f"--physcpubind={cpus}", "--membind=0", sys.executable, "-c", GPU_WORKER]
+    done = subprocess.run(argv + ([driven] if driven else []), capture_output=True, text=True,
+                          env=env, check=True)
+    seen = json.loads(done.stdout)
+    assert (seen["rank"], seen["ok"]) == (rank, True), (seen, done.stderr)

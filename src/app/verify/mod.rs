@@ -15,7 +15,8 @@ use crate::observe::matching::{self, Found};
 use crate::observe::{ObserveError, find, verify, watch};
 use crate::plan::{MemoryBinding, Plan};
 use crate::plan_file;
-use crate::spec::MemPolicy;
+use crate::rank::LocalRankChoice;
+use crate::spec::{Engine, MemPolicy};
 use crate::sys::{pipe, proc};
 
 mod counters_report;
@@ -36,6 +37,7 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
     let found = ranks_of(args, &plan)?;
     // A rank marked as running without its memory policy by design is checked as it runs.
     let plan = as_run(plan, &found.without_memory);
+    let plan = as_the_engine_binds(plan, &found.engine_workers);
     let ranked = found.ranks.clone();
     if ranked.is_empty() {
         let pattern = args.match_name.clone().unwrap_or_default();
@@ -101,14 +103,31 @@ fn ranks_of(args: &VerifyArgs, plan: &Plan) -> Result<Found, Error> {
     let plan_id = plan_file::id(plan);
     Ok(match (&args.match_name, args.process) {
         (Some(name), _) => matching::select(
-            &find::matching(name),
+            &find::matching(name, plan.ranks_per_node),
             &plan_id,
             plan.ranks_per_node,
             proc::effective_uid(),
         ),
-        (None, Some(pid)) => find::alone(pid, args.local_rank, &plan_id)?,
+        (None, Some(pid)) => {
+            let local_rank = match args.local_rank {
+                None => None,
+                Some(LocalRankChoice::Number(n)) => Some(n),
+                Some(LocalRankChoice::Gpu) => Some(rank_of_its_gpus(plan, pid)?),
+            };
+            find::alone(pid, local_rank, &plan_id, plan.ranks_per_node)?
+        }
         (None, None) => find::given(&args.pids, &plan_id, plan.ranks_per_node)?,
     })
+}
+
+/// `--local-rank gpu`: the rank whose GPUs are those process `pid` sees, by the visibility
+/// variables it started with (as `bind --local-rank gpu` finds its own).
+fn rank_of_its_gpus(plan: &Plan, pid: u32) -> Result<u32, Error> {
+    let env = proc::environ(pid).map_err(|_| ObserveError::NoSuchProcess {
+        pid,
+        flag: "--process",
+    })?;
+    Ok(crate::rank::visible::by_gpu(plan, &env)?.0)
 }
 
 /// How a watch of `verify` ended.
@@ -176,6 +195,13 @@ pub(crate) fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
 /// without their memory policy by design.
 fn skipped_lines(found: &Found) -> String {
     let skipped = found.skipped.iter().map(|s| format!("{s}\n"));
+    let engines = found.engine_workers.iter().map(|(r, engine)| {
+        format!(
+            "rank {} (pid {}) is {engine}'s worker of the rank's GPU, found by its title: \
+             checked as {engine} binds it (docs/engines.md)\n",
+            r.rank, r.pid
+        )
+    });
     let without = found.without_memory.iter().map(|r| {
         format!(
             "rank {} (pid {}) runs without its memory policy by design: refused where it \
@@ -183,7 +209,36 @@ fn skipped_lines(found: &Found) -> String {
             r.rank, r.pid
         )
     });
-    skipped.chain(without).collect()
+    skipped.chain(engines).chain(without).collect()
+}
+
+/// The plan as a serving engine binds the workers in `workers` (`--emit vllm|sglang`,
+/// docs/engines.md): vLLM each to its rank's CPUs, SGLang each to the planned CPUs of its
+/// rank's node (its node's CPUs within the server's, which `bind --all-ranks` makes every
+/// rank's), and both its memory to that node (`numactl --membind`).
+fn as_the_engine_binds(mut plan: Plan, workers: &[(RankPid, &str)]) -> Plan {
+    let planned = plan.ranks.clone();
+    for (at, engine) in workers {
+        let Some(rank) = plan.ranks.get_mut(at.rank as usize) else {
+            continue;
+        };
+        let Some(node) = rank.numa_node else {
+            continue;
+        };
+        if *engine == Engine::Sglang.title() {
+            rank.cpus = planned
+                .iter()
+                .filter(|r| r.numa_node == Some(node))
+                .map(|r| &r.cpus)
+                .collect();
+        }
+        rank.memory = MemoryBinding {
+            policy: MemPolicy::Bind,
+            nodes: vec![node],
+            required: false,
+        };
+    }
+    plan
 }
 
 /// The plan as the ranks in `without` run it: with no memory policy.
