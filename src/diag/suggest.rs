@@ -5,6 +5,11 @@ pub fn did_you_mean<'a>(
     typed: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    let candidates: Vec<&str> = candidates.into_iter().collect();
+    // The same word in another case (`VLLM` for `vllm`) is the one meant.
+    if let Some(same) = candidates.iter().find(|c| c.eq_ignore_ascii_case(typed)) {
+        return Some(same);
+    }
     candidates
         .into_iter()
         .map(|c| (levenshtein(typed, c), c))
@@ -42,6 +47,7 @@ mod tests {
 
     #[test]
     fn suggestions() {
+        assert_eq!(did_you_mean("VLLM", ["vllm", "sglang"]), Some("vllm"));
         let keys = ["l3_groups", "memory_mib", "package", "cpus"];
         assert_eq!(did_you_mean("l3_group", keys), Some("l3_groups"));
         assert_eq!(did_you_mean("memory", keys), Some("memory_mib"));

@@ -142,6 +142,19 @@ fn shape_error(map: &SourceMap, error: &YamlError, what: &str, codes: YamlCodes)
             };
         }
     }
+    if let Some(key) = empty_key(detail) {
+        // An empty value is no value: the key is where it is missing.
+        let key_path = path.map_or(key.to_string(), |p| format!("{p}.{key}"));
+        let (what, expected) = detail.split_once("; ").unwrap_or((detail, ""));
+        let what = what.replacen(&format!("`{key}:`"), &format!("`{key}:`{within}"), 1);
+        let d = Diagnostic::error(codes.shape, what)
+            .at(map, map.key(&key_path).or(spot), "empty")
+            .help(format!("give `{key}` a value, or remove it"));
+        return match expected {
+            "" => d,
+            e => d.note(e.to_string()),
+        };
+    }
     if let Some(key) = duplicated_key(detail) {
         // The map records a key's last occurrence: the one to remove or rename.
         let key_path = path.map_or(key.to_string(), |p| format!("{p}.{key}"));
@@ -211,6 +224,12 @@ fn plain_expectation(detail: &str) -> String {
 
 /// The key serde reports twice: ``duplicate field `env` `` (a struct's key) or `duplicate entry
 /// with key "A"` (a map's).
+/// The key of a refusal of an empty value (`an empty \`engine:\` names no engine`).
+fn empty_key(detail: &str) -> Option<&str> {
+    let key = detail.strip_prefix("an empty `")?.split('`').next()?;
+    key.strip_suffix(':').filter(|k| !k.is_empty())
+}
+
 fn duplicated_key(detail: &str) -> Option<&str> {
     let key = match detail.strip_prefix("duplicate field `") {
         Some(rest) => rest.split('`').next(),

@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from conftest import TOPOLOGIES
+from conftest import INHERITED, TOPOLOGIES
 
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")  # no GPU here; binding needs none
 
@@ -288,3 +288,18 @@ def test_data_parallel_across_nodes_as_kserve_and_leaderworkerset_run_it(
     config = parallel_config(started["argv"])
     assert (config.nnodes, config.data_parallel_size_local) == (1, local)
     check_workers(job.plan, started, 8)
+
+
+def test_vllm_may_be_a_whole_command(compiled) -> None:
+    """`VLLM` replaces the whole `vllm` command, as `SGLANG` replaces SGLang's (`uv run vllm`;
+    here `env MARK=1 STAND-IN`): the stand-in is started with `serve` and the mark."""
+    import subprocess
+    job = compiled("nvidia-dgx-a100.yaml", SPEC + "gpus: [2]\n")
+    job.run("vllm", ["m"], "VLLM")  # writes the stand-in
+    out = job.dir / "wrapped.json"
+    env = {k: v for k, v in os.environ.items() if k not in INHERITED}
+    env.update(NUMAPLAN="true", STAND_IN_OUT=str(out), VLLM=f"env MARK=1 {job.dir / 'engine'}")
+    subprocess.run(["bash", str(job.emit("vllm")), "m"], check=True, env=env)
+    started = json.loads(out.read_text())
+    assert started["argv"][:2] == ["serve", "m"]
+    assert started["env"]["MARK"] == "1"

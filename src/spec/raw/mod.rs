@@ -89,7 +89,12 @@ macro_rules! spec_mapping {
             /// The serving engine the ranks run (`vllm`, `sglang`, `trtllm`), which binds its
             /// workers itself unless told not to: the plan tells it (`--emit vllm`, and each
             /// rank's environment), docs/engines.md says how.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[serde(
+                default,
+                skip_serializing_if = "Option::is_none",
+                deserialize_with = "named_engine"
+            )]
+            #[schemars(with = "Option<EngineName>")]
             pub engine: Option<EngineName>,
             /// Options of the Slurm batch file (`--emit sbatch`).
             #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -259,6 +264,17 @@ pub struct FluxOptions {
     /// `-o gpu-affinity`, `-o mpibind`) is an error.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra: Vec<String>,
+}
+
+/// `engine:` as written: an engine's name. An empty `engine:` names none, and is refused
+/// rather than read as no engine (it is where a name was meant).
+fn named_engine<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<EngineName>, D::Error> {
+    match Option::<EngineName>::deserialize(d)? {
+        Some(engine) => Ok(Some(engine)),
+        None => Err(serde::de::Error::custom(
+            "an empty `engine:` names no engine; expected one of `vllm`, `sglang`, `trtllm`",
+        )),
+    }
 }
 
 /// `engine:`: a serving engine that places its GPU workers itself.
