@@ -9,7 +9,7 @@ use crate::topology::pci_gpus;
 
 /// What `exec` and `bind` check a plan against before they start or bind a rank.
 pub(super) fn facts() -> Result<NodeFacts, Error> {
-    Ok(NodeFacts::read(pci_gpus::count())?)
+    Ok(NodeFacts::read(pci_gpus::gpus())?)
 }
 
 /// This node's shape alone, as a plan's machine is counted: what a node's group is found by

@@ -221,8 +221,10 @@ codes! {
          of `SLURM_JOB_NODELIST`), and neither says them.";
     E0411_NOT_THIS_NODE = "E0411":
         "The plan uses CPUs this process may not run on (another machine's plan, or a cgroup, \
-         taskset or Slurm step that allows fewer CPUs), or binds memory to a NUMA node this \
-         machine does not have. Nothing was started.";
+         taskset or Slurm step that allows fewer CPUs), binds memory to a NUMA node this \
+         machine does not have, or places a rank next to a GPU at a PCI address this machine \
+         has no GPU at (a machine of the same counts whose GPUs sit elsewhere; `--force` \
+         starts anyway). Nothing was started.";
     E0412_BIND = "E0412":
         "Setting a rank's CPU affinity (`sched_setaffinity`) or memory policy \
          (`set_mempolicy`, `migrate_pages`) failed: in exec's child before it started (the \

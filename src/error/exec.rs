@@ -23,6 +23,7 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
             .note("nothing was started")
             .help(match why {
                 NodeMismatch::Shape { .. } => "compile the plan for this machine (`numaplan topo` shows it) or run it where it was made for; `--force` starts despite a different CPU, NUMA node or GPU count",
+                NodeMismatch::GpuAbsent { .. } => "this is another machine's plan, whose GPUs sit elsewhere: compile the job for this machine (`numaplan topo` shows its GPUs), or run the plan where it was made for; `--force` starts anyway",
                 NodeMismatch::CpusAbsent { .. } | NodeMismatch::MemoryNode { .. } => "this is another machine's plan: compile the job for this machine (`numaplan compile job.yaml` discovers it), or run the plan where it was made for",
                 NodeMismatch::MemoryNotAllowed { .. } => "run where those nodes are allowed (a wider cgroup cpuset.mems), start from the job spec where it runs (`numaplan bind job.yaml -- CMD` or `exec job.yaml` plans within the allowed nodes), or say `memory: {required: false}` to run without the policy where it cannot be had",
                 NodeMismatch::CpusNotAllowed { .. } => "run with those CPUs allowed (a wider taskset or cgroup, `srun --cpu-bind=none`, `mpirun --bind-to none`), or start from the job spec where it runs: `numaplan bind job.yaml -- CMD` (or `exec job.yaml`) compiles inside this process's CPUs, a container's or pod's cpuset included",

@@ -186,6 +186,14 @@ pub enum NodeMismatch {
         plan: MachineShape,
         topology: String,
     },
+    /// A rank's GPU, by the PCI address the plan records, that this machine does not have
+    /// (`--force` starts anyway).
+    GpuAbsent {
+        rank: u32,
+        gpu: u32,
+        pci: String,
+        present: Vec<String>,
+    },
     /// Planned CPUs this machine does not have.
     CpusAbsent {
         rank: u32,
@@ -227,6 +235,20 @@ impl fmt::Display for NodeMismatch {
                 f,
                 "it has {}; it does not look like topology `{topology}`",
                 plan.differences(node).join("; ")
+            ),
+            NodeMismatch::GpuAbsent {
+                rank,
+                gpu,
+                pci,
+                present,
+            } => write!(
+                f,
+                "rank {rank} drives GPU {gpu} at PCI address {pci}, which this machine does not \
+                 have (its GPUs are at {})",
+                match present.as_slice() {
+                    [] => "no address it could read".to_string(),
+                    p => p.join(", "),
+                }
             ),
             NodeMismatch::CpusAbsent {
                 rank,

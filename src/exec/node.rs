@@ -21,13 +21,15 @@ pub struct NodeFacts {
     /// The memory nodes this process may use (`Mems_allowed_list`: a cgroup's `cpuset.mems`);
     /// `None` where unread.
     pub mems_allowed: Option<CpuSet>,
+    /// Its GPUs' PCI addresses (`0000:07:00.0`), as counted in `shape`.
+    pub gpu_pci: Vec<String>,
 }
 
 impl NodeFacts {
-    /// This node and this process, with `gpus` the GPUs counted on its PCI bus
-    /// (`topology::pci_gpus::count`).
-    pub fn read(gpus: usize) -> Result<NodeFacts, ExecError> {
-        let shape = machine_shape(gpus);
+    /// This node and this process, with `gpus` the GPUs found on its PCI bus
+    /// (`topology::pci_gpus::gpus`).
+    pub fn read(gpus: Vec<String>) -> Result<NodeFacts, ExecError> {
+        let shape = machine_shape(gpus.len());
         Ok(NodeFacts {
             host: proc::hostname(),
             allowed: affinity::own_affinity().map_err(|source| ExecError::Syscall {
@@ -39,6 +41,7 @@ impl NodeFacts {
             shape,
             online_nodes: node::online_nodes().unwrap_or_else(|| [0].into_iter().collect()),
             mems_allowed: node::mems_allowed(),
+            gpu_pci: gpus,
         })
     }
 }
@@ -76,6 +79,20 @@ pub fn check_node(
         }));
     }
     for r in ranks {
+        // A machine of the plan's counts whose GPUs sit elsewhere (another SKU, another
+        // machine's fixture) drives other GPUs than the plan placed the ranks next to.
+        if let Some(gpu) = r
+            .gpus
+            .iter()
+            .find(|g| force == Force::No && !node.gpu_pci.contains(&g.pci.to_string()))
+        {
+            return Err(refuse(NodeMismatch::GpuAbsent {
+                rank: r.local_rank,
+                gpu: gpu.index.0,
+                pci: gpu.pci.to_string(),
+                present: node.gpu_pci.clone(),
+            }));
+        }
         let missing = r.cpus.difference(&node.allowed);
         let absent = missing.difference(&node.online_cpus);
         if !absent.is_empty() {
@@ -130,4 +147,62 @@ pub fn check_node(
 pub enum Force {
     No,
     Yes,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two ranks of one GPU each (GPUs 0 and 1 at 0000:07:00.0 and 0000:0f:00.0) on a machine
+    /// of 2 CPUs, 1 node, 2 GPUs.
+    fn plan() -> Plan {
+        let mut text = String::from(
+            "numaplan_plan: 1\ntopology: {name: t, fingerprint: f, cpus: 2, numa_nodes: 1, gpus: 2}\n\
+             policy: node\nnodes: 1\nranks_per_node: 2\nranks:\n",
+        );
+        for (i, pci) in ["0000:07:00.0", "0000:0f:00.0"].iter().enumerate() {
+            text.push_str(&format!(
+                "- {{rank: {i}, local_rank: {i}, gpus: [{i}], gpu_pci: ['{pci}'], numa_node: 0, \
+                 cpus: '{i}', cores: 1, memory: {{policy: none, nodes: ''}}, nics: [], env: {{}}}}\n"
+            ));
+        }
+        crate::plan_file::load("plan.yaml", &text)
+            .unwrap_or_else(|_| panic!("the test plan loads"))
+            .plan
+    }
+
+    fn node(gpu_pci: &[&str]) -> NodeFacts {
+        NodeFacts {
+            host: "n".into(),
+            shape: MachineShape {
+                cpus: 2,
+                numa_nodes: 1,
+                gpus: gpu_pci.len(),
+            },
+            allowed: CpuSet::range(0, 1),
+            online_cpus: CpuSet::range(0, 1),
+            online_nodes: [0].into_iter().collect(),
+            mems_allowed: None,
+            gpu_pci: gpu_pci.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_node_of_the_plans_counts_whose_gpus_sit_elsewhere_is_refused() {
+        let plan = plan();
+        let same = node(&["0000:07:00.0", "0000:0f:00.0"]);
+        assert!(check_node(&plan, &plan.ranks, &same, Force::No).is_ok());
+        let elsewhere = node(&["0000:07:00.0", "0000:47:00.0"]);
+        let refused = check_node(&plan, &plan.ranks, &elsewhere, Force::No);
+        match refused {
+            Err(ExecError::NotThisNode {
+                why: NodeMismatch::GpuAbsent { rank, gpu, .. },
+                ..
+            }) => assert_eq!((rank, gpu), (1, 1)),
+            other => panic!("{other:?}"),
+        }
+        assert!(check_node(&plan, &plan.ranks, &elsewhere, Force::Yes).is_ok());
+        // Only the ranks checked: rank 0's GPU is there.
+        assert!(check_node(&plan, &plan.ranks[..1], &elsewhere, Force::No).is_ok());
+    }
 }

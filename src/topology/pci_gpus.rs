@@ -1,7 +1,8 @@
 //! This node's GPUs counted as the generated launchers count them (`check_node` in the
 //! templates): the PCI functions of `/sys/bus/pci/devices` that `devices::is_gpu` calls GPUs, an
 //! AMD display device where a KFD compute node names it. The node check of `exec` and `bind`
-//! compares the count with a plan's machine.
+//! compares the count with a plan's machine, and the addresses with the GPUs the plan's ranks
+//! drive.
 
 use crate::pci_addr::PciAddr;
 use crate::sys::proc;
@@ -13,20 +14,34 @@ use crate::topology::kfd;
 /// read, so where `/proc/bus/pci/devices` lists them all in one read, only those at a GPU
 /// vendor's slot are read.
 pub fn count() -> usize {
-    count_gpus_in(
+    gpus().len()
+}
+
+/// This node's GPUs by their PCI functions' names (`0000:07:00.0`), as `count` counts them.
+pub fn gpus() -> Vec<String> {
+    gpus_in(
         std::path::Path::new("/sys/bus/pci/devices"),
         std::path::Path::new("/proc/bus/pci/devices"),
         &std::path::Path::new("/").join(kfd::NODES),
     )
 }
 
+#[cfg(test)]
 fn count_gpus_in(
     sys: &std::path::Path,
     proc: &std::path::Path,
     kfd_nodes: &std::path::Path,
 ) -> usize {
+    gpus_in(sys, proc, kfd_nodes).len()
+}
+
+fn gpus_in(
+    sys: &std::path::Path,
+    proc: &std::path::Path,
+    kfd_nodes: &std::path::Path,
+) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(sys) else {
-        return 0;
+        return Vec::new();
     };
     let functions: Vec<std::path::PathBuf> = entries.filter_map(|e| Some(e.ok()?.path())).collect();
     let listing = proc::read_expecting(proc, 64 * 1024)
@@ -62,7 +77,8 @@ fn count_gpus_in(
                 .is_some_and(|a| kfd.contains(&a));
             devices::is_gpu(vendor, device, class, computes).is_some()
         })
-        .count()
+        .filter_map(|path| Some(path.file_name()?.to_string_lossy().into_owned()))
+        .collect()
 }
 
 /// `/proc/bus/pci/devices`: one line per PCI function (`0100\t10de2330\t...`: bus and devfn,
