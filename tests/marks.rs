@@ -303,8 +303,9 @@ fn pids_are_a_list_of_ranks() {
 }
 
 /// Another user's rank (run as root: a root process verified as user nobody): its memory
-/// cannot be read, and the row says permission denied and which file; `--match` says why it
-/// skipped it. Before, "numa_maps is empty (the rank has exited)" and "it says no local rank".
+/// cannot be read, and the row says permission denied and which file, unknown (E0450, exit 3),
+/// not a mismatch; `--match` says why it skipped it. Before, "numa_maps is empty (the rank has
+/// exited)" and "it says no local rank", then a mismatch (exit 1) of what nothing was known of.
 #[test]
 fn an_unreadable_rank_says_permission_denied() {
     if !is_root() {
@@ -346,11 +347,14 @@ fn an_unreadable_rank_says_permission_denied() {
     let stdout = String::from_utf8_lossy(&pids.stdout);
     assert!(
         stdout.contains(&format!(
-            "MISMATCH: permission denied reading /proc/{}/numa_maps",
+            "UNKNOWN: permission denied reading /proc/{}/numa_maps: another user's process",
             rank.id()
         )),
         "{stdout}"
     );
+    // Nothing known of its memory, nothing else wrong: neither ok (0) nor a mismatch (1).
+    assert_eq!(pids.status.code(), Some(3), "{stdout}");
+    assert!(String::from_utf8_lossy(&pids.stderr).contains("error[E0450]"));
     let stdout = String::from_utf8_lossy(&matched.stdout);
     let stderr = String::from_utf8_lossy(&matched.stderr);
     assert!(stderr.contains("error[E0417]"), "{stderr}");

@@ -429,6 +429,12 @@ codes! {
          or its environment cannot be read. Nothing was checked: taken for rank 0, a process \
          bound as another rank would read as a mismatch. Say which rank it is with \
          `--local-rank N`, or `--local-rank gpu` (the rank of the GPUs it sees).";
+    E0450_VERIFY_UNKNOWN = "E0450":
+        "`numaplan verify` could not read part of a rank's binding (`/proc/PID/numa_maps` of \
+         another user's process, or of one the kernel's ptrace check keeps from this user: \
+         another user namespace, a container without CAP_SYS_PTRACE, Yama's ptrace_scope) \
+         and found nothing else wrong: the rank is neither bound as planned nor a mismatch. \
+         Exit code 3 (E0416, a mismatch, is 1). Run verify as the ranks' user or root.";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \

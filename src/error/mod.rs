@@ -138,7 +138,8 @@ impl Error {
             Error::Spec(SpecError::Read { .. })
             | Error::Output { .. }
             | Error::InputRead { .. }
-            | Error::Stdout(_) => 3,
+            | Error::Stdout(_)
+            | Error::Observe(crate::observe::ObserveError::Unknown { .. }) => 3,
             Error::Usage { .. } | Error::Observe(crate::observe::ObserveError::PidTwice { .. }) => {
                 2
             }

@@ -24,6 +24,9 @@ pub(super) fn observe(e: &ObserveError) -> Diagnostic {
             .help("name one of the plan's local ranks (0 to its ranks per node - 1)"),
         ObserveError::PidTwice { .. } => Diagnostic::error(E0423_USAGE, message)
             .help("name each rank's process once"),
+        ObserveError::Unknown { .. } => Diagnostic::error(E0450_VERIFY_UNKNOWN, message)
+            .note("what could not be read is unknown: neither bound as planned nor a mismatch")
+            .help("run verify as the ranks' user or as root, where the kernel lets it read /proc/PID/numa_maps (in a container: CAP_SYS_PTRACE)"),
         ObserveError::Verify { .. } => Diagnostic::error(E0416_VERIFY, message)
             .help("each rank's row (or its `problems`, in JSON) says what differs from the plan"),
         ObserveError::Drifted { .. } => Diagnostic::error(E0439_STOPPED_ON_DRIFT, message)

@@ -23,6 +23,8 @@ pub enum ObserveError {
     PidTwice { pid: u32 },
     #[error("{mismatches} rank(s) are not bound as planned")]
     Verify { mismatches: usize },
+    #[error("{ranks} rank(s) could not be read in full, and nothing read differs from the plan")]
+    Unknown { ranks: usize },
     /// `exec --stop-on-drift`: a change a watch saw stayed a problem.
     #[error("{}; the ranks were stopped (`--stop-on-drift`)", change.text())]
     Drifted { change: Change },

@@ -31,8 +31,9 @@ pub enum Problem {
     },
     /// The process shows no memory mappings (it is exiting).
     NoMappings,
-    /// A file of the process's that `verify` may not read: another user's process.
-    Unreadable { file: String },
+    /// A file of the process's that `verify` may not read (`mine`: the process is this user's,
+    /// which the kernel still keeps from it), so nothing is known of what the file shows.
+    Unreadable { file: String, mine: bool },
     /// Its memory policy (as numa_maps shows it) is not the plan's.
     MemoryPolicy {
         actual: ShownPolicy,
@@ -57,6 +58,11 @@ pub enum Problem {
 }
 
 impl Problem {
+    /// What could not be read: nothing is known there, neither ok nor a mismatch.
+    pub fn unknown(&self) -> bool {
+        matches!(self, Problem::Unreadable { .. })
+    }
+
     /// Whether a watch follows this problem from one reading to the next (then the watch, not
     /// the first reading, says whether it stayed one).
     pub fn watched(&self) -> bool {
@@ -88,10 +94,16 @@ impl fmt::Display for Problem {
                  {compute} and its helper CPUs {helpers}"
             ),
             Problem::NoMappings => f.write_str("numa_maps is empty (the rank has exited)"),
-            Problem::Unreadable { file } => write!(
+            Problem::Unreadable { file, mine: false } => write!(
                 f,
                 "permission denied reading {file}: another user's process, which only that \
-                 user or root may read"
+                 user or root may read; its memory is unknown, not a mismatch"
+            ),
+            Problem::Unreadable { file, mine: true } => write!(
+                f,
+                "permission denied reading {file}, though the process is this user's: the \
+                 kernel's ptrace check keeps it (another user namespace, a container without \
+                 CAP_SYS_PTRACE, Yama's ptrace_scope); its memory is unknown, not a mismatch"
             ),
             Problem::MemoryPolicy { actual, planned } => {
                 write!(f, "memory policy is {actual}, planned {planned}")

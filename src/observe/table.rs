@@ -84,7 +84,8 @@ fn row_cells(r: &Row) -> [String; 8] {
     ]
 }
 
-/// `ok`, `exited (...) before the check`, or `MISMATCH:` and the problems.
+/// `ok`, `exited (...) before the check`, `UNKNOWN:` and what could not be read, or
+/// `MISMATCH:` and the problems.
 fn verdict(r: &Row) -> String {
     if let Some(how) = &r.exited {
         return format!("exited ({how}) before the check");
@@ -98,7 +99,11 @@ fn verdict(r: &Row) -> String {
             ),
         };
     }
-    format!("MISMATCH: {}", problems_text(&r.problems).join("; "))
+    let verdict = match r.problems.iter().all(super::Problem::unknown) {
+        true => "UNKNOWN",
+        false => "MISMATCH",
+    };
+    format!("{verdict}: {}", problems_text(&r.problems).join("; "))
 }
 
 /// The threads to name of many outside a rank's CPUs; the rest are counted.

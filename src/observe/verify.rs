@@ -226,8 +226,11 @@ fn read_memory(row: &mut Row) {
         Ok(residence) => residence,
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             row.actual_memory = "?".into();
+            let mine = crate::sys::proc::identity(row.pid)
+                .is_some_and(|who| who.uid == crate::sys::proc::effective_uid());
             row.problems.push(Problem::Unreadable {
                 file: format!("/proc/{}/numa_maps", row.pid),
+                mine,
             });
             return;
         }
@@ -320,9 +323,15 @@ pub fn across_places(rank: &RankBinding, cpus: &CpuSet) -> Option<(CpuSet, CpuSe
 }
 
 impl Row {
-    /// A live rank whose binding differs from the plan.
+    /// A live rank whose binding differs from the plan: a problem that is not only what
+    /// could not be read.
     fn mismatch(&self) -> bool {
-        self.exited.is_none() && !self.problems.is_empty()
+        self.exited.is_none() && self.problems.iter().any(|p| !p.unknown())
+    }
+
+    /// A live rank of which something could not be read, and nothing found wrong.
+    fn unknown(&self) -> bool {
+        self.exited.is_none() && !self.mismatch() && self.problems.iter().any(Problem::unknown)
     }
 }
 
@@ -344,6 +353,11 @@ impl Table {
                 pids: pids.to_vec(),
             });
         }
+    }
+
+    /// The ranks of which something could not be read, and nothing found wrong.
+    pub fn unknown(&self) -> usize {
+        self.rows.iter().filter(|r| r.unknown()).count()
     }
 
     /// The pids of the ranks that differ from the plan.

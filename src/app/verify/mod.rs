@@ -91,9 +91,11 @@ pub fn verify(args: &VerifyArgs, stdout: &mut dyn Write) -> Result<(), Error> {
             Watched::ReaderGone => return Ok(()),
         }
     }
-    match mismatched.len() + missing {
-        0 => Ok(()),
-        mismatches => Err(ObserveError::Verify { mismatches }.into()),
+    match (mismatched.len() + missing, table.unknown()) {
+        (0, 0) => Ok(()),
+        // Nothing found wrong, but not all known: not "as planned", and no mismatch either.
+        (0, unknown) => Err(ObserveError::Unknown { ranks: unknown }.into()),
+        (mismatches, _) => Err(ObserveError::Verify { mismatches }.into()),
     }
 }
 

@@ -172,7 +172,7 @@ impl ProblemReport {
                 helper_cpus: helpers.to_string(),
             },
             Problem::NoMappings => ProblemKind::NoMappings,
-            Problem::Unreadable { file } => ProblemKind::Unreadable { file: file.clone() },
+            Problem::Unreadable { file, .. } => ProblemKind::Unreadable { file: file.clone() },
             Problem::MemoryPolicy { actual, planned } => ProblemKind::MemoryPolicy {
                 actual: PolicyReport::of(actual),
                 planned: PolicyReport::of(planned),
