@@ -24,9 +24,17 @@ pub(super) fn plan_source(input: &str) -> Option<String> {
 }
 
 /// W0220 where `given`, a program given on the command line (not the plan's), is a serving
-/// engine the plan does not name; W0224 where it passes the named engine's own binding flags.
+/// engine the plan does not name; W0224 where it passes the named engine's own binding flags;
+/// W0225 where it is a framework that binds its workers, unless the ranks' environment (the
+/// plan's, over this process's) turns that off.
 pub(super) fn engine(plan: &Plan, given: &[OsString]) -> Vec<Warning> {
-    crate::spec::engine::command_warnings(plan.engine, &words(given))
+    let env = |var: &str| {
+        plan.ranks
+            .first()
+            .and_then(|r| r.env.get(var).cloned())
+            .or_else(|| std::env::var(var).ok())
+    };
+    crate::spec::engine::command_warnings(plan.engine, &words(given), &env)
 }
 
 /// W0220 alone, for `bind --all-ranks`: the server the `--emit sglang` script starts under it

@@ -571,6 +571,13 @@ codes! {
          workers by them, replacing the plan's binding, and the `--emit vllm` or `--emit \
          sglang` script refuses them (E0447). Said by `compile` (of the spec's `command`), \
          `exec` and `bind`. Remove them: the engine's script passes the plan's own.";
+    W0225_FRAMEWORK_BINDS = "W0225":
+        "The command runs a training framework that binds its workers itself after numaplan \
+         bound them: NeMo-RL (each Ray worker to its GPU's CPUs and memory from the file its \
+         `ray.sub` writes; `NRL_DISABLE_NUMA_BINDING=1` in the spec's `env:` turns it off, \
+         and silences this warning) or AReaL (each training engine to NVML's CPUs of GPU \
+         LOCAL_RANK, `nvmlDeviceSetCpuAffinity`, with no switch). Said by `compile` (of the \
+         spec's `command`), `exec` and `bind`. The plan's CPUs are replaced where it runs.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

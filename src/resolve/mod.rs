@@ -100,6 +100,7 @@ pub fn resolve_unplaced(spec: &Spec, topo: &Topology) -> Result<Unplaced, Resolv
     warnings.extend(crate::spec::engine::command_warnings(
         spec.engine,
         &spec.command,
+        &|var| spec.env.get(var).cloned(),
     ));
     let ctx = Ctx::new(topo, &spec.cpu, allowed);
     let memory = memory::memory_bindings(spec, topo, &placements, &mut warnings)?;

@@ -110,12 +110,94 @@ fn shell_script<'a>(after_shell: &[&'a str]) -> Option<&'a str> {
 
 /// What the spec's command, or a program `exec`, `bind` and `numaplan.bind()` start, says
 /// against the plan's engine: W0220 where it runs a serving engine the spec does not name;
-/// W0224 where it passes the named engine's own binding flags (`engine`: what it names).
-pub fn command_warnings<S: AsRef<str>>(engine: Option<Engine>, argv: &[S]) -> Vec<Warning> {
+/// W0224 where it passes the named engine's own binding flags (`engine`: what it names);
+/// W0225 where it runs a framework that binds its workers itself, unless `env` (what the
+/// ranks' environment holds) turns that off.
+pub fn command_warnings<S: AsRef<str>>(
+    engine: Option<Engine>,
+    argv: &[S],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Warning> {
     unsaid(engine, argv)
         .into_iter()
         .chain(own_binding_flags(engine, argv))
+        .chain(framework_binds(argv, env))
         .collect()
+}
+
+/// A training framework that binds its workers itself, numaplan's binding notwithstanding.
+struct Framework {
+    name: &'static str,
+    /// Its package, as `-m` names its modules and a checkout's path holds it.
+    words: &'static [&'static str],
+    does: &'static str,
+    /// The variable and value that turn it off, where it has one.
+    off: Option<(&'static str, &'static str)>,
+}
+
+const FRAMEWORKS: [Framework; 2] = [
+    Framework {
+        name: "NeMo-RL",
+        words: &["nemo_rl", "nemo-rl", "NeMo-RL"],
+        does: "binds each Ray worker to its GPU's CPUs and memory from the file its `ray.sub` \
+               writes (NRL_GPU_CPU_AFFINITY_FILE; nemo_rl/distributed/numa_utils.py), replacing \
+               the plan's",
+        off: Some(("NRL_DISABLE_NUMA_BINDING", "1")),
+    },
+    Framework {
+        name: "AReaL",
+        words: &["areal", "AReaL"],
+        does: "binds each training engine to NVML's CPUs of GPU LOCAL_RANK \
+               (nvmlDeviceSetCpuAffinity in areal/infra/platforms/cuda.py, by NVML's index \
+               whatever CUDA_VISIBLE_DEVICES says), replacing the plan's, and has no switch to \
+               turn that off",
+        off: None,
+    },
+];
+
+/// The framework a command line runs: a module of its package after `-m`, or a program or
+/// script inside its package's directory (`.../nemo_rl/...`, `AReaL/examples/...`), by path
+/// components, never substrings (`/data/areal_runs` is no AReaL).
+fn framework<S: AsRef<str>>(argv: &[S]) -> Option<&'static Framework> {
+    let words: Vec<&str> = argv.iter().map(AsRef::as_ref).collect();
+    FRAMEWORKS.iter().find(|f| {
+        words.iter().enumerate().any(|(i, w)| {
+            let module = match *w {
+                "-m" => words.get(i + 1).copied().unwrap_or(""),
+                _ => w.strip_prefix("-m").unwrap_or(""),
+            };
+            let root = module.split('.').next().unwrap_or("");
+            let package = f.words[0];
+            let in_checkout = w.contains('/')
+                && w.split('/').collect::<Vec<_>>().windows(2).any(|pair| {
+                    f.words.contains(&pair[0])
+                        && (pair[0] == package || ["examples", package].contains(&pair[1]))
+                });
+            root == package || in_checkout
+        })
+    })
+}
+
+/// W0225 where `argv` runs a framework that binds its workers itself and `env` does not turn
+/// that off.
+fn framework_binds<S: AsRef<str>>(
+    argv: &[S],
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Warning> {
+    let f = framework(argv)?;
+    let fix = match f.off {
+        Some((var, value)) if env(var).as_deref() == Some(value) => return None,
+        Some((var, value)) => {
+            format!("set `{var}: \"{value}\"` in the spec's `env:` to keep the plan's binding")
+        }
+        None => "run its workers unbound by numaplan, or accept that the framework's binding \
+                 replaces the plan's (`--allow W0225`)"
+            .to_string(),
+    };
+    Some(Warning::new(
+        codes::W0225_FRAMEWORK_BINDS,
+        format!("the command runs {}, which {}; {fix}", f.name, f.does),
+    ))
 }
 
 /// W0220 where `argv` runs a serving engine the spec does not name (`engine`: what it names).
@@ -259,7 +341,8 @@ mod tests {
     #[test]
     fn the_engines_own_binding_flags_are_said_under_its_name() {
         let vllm = ["vllm", "serve", "m", "--numa-bind", "--numa-bind-nodes=0,1"];
-        let said = command_warnings(Some(Engine::Vllm), &vllm);
+        let none = |_: &str| None;
+        let said = command_warnings(Some(Engine::Vllm), &vllm, &none);
         assert_eq!(said.len(), 1);
         assert_eq!(said[0].code, codes::W0224_ENGINE_OWN_BINDING);
         assert!(
@@ -268,15 +351,77 @@ mod tests {
                 .contains("them (--numa-bind, --numa-bind-nodes)")
         );
         let sglang = ["python3", "-m", "sglang.launch_server", "--numa", "0"];
-        assert_eq!(command_warnings(Some(Engine::Sglang), &sglang).len(), 1);
+        assert_eq!(
+            command_warnings(Some(Engine::Sglang), &sglang, &none).len(),
+            1
+        );
         // Without them, or a flag of the same name in another program: nothing.
-        assert!(command_warnings(Some(Engine::Vllm), &["vllm", "serve", "m"]).is_empty());
+        assert!(command_warnings(Some(Engine::Vllm), &["vllm", "serve", "m"], &none).is_empty());
         assert!(
-            command_warnings(Some(Engine::Vllm), &["python", "x.py", "--numa-bind"]).is_empty()
+            command_warnings(
+                Some(Engine::Vllm),
+                &["python", "x.py", "--numa-bind"],
+                &none
+            )
+            .is_empty()
         );
         // Another engine than the spec's is W0220 alone.
-        let other = command_warnings(Some(Engine::Sglang), &vllm);
+        let other = command_warnings(Some(Engine::Sglang), &vllm, &none);
         assert_eq!(other.len(), 1);
         assert_eq!(other[0].code, codes::W0220_ENGINE_UNSAID);
+    }
+
+    #[test]
+    fn frameworks_that_bind_their_workers_are_said_with_their_switch() {
+        let none = |_: &str| None;
+        let off = |v: &str| (v == "NRL_DISABLE_NUMA_BINDING").then(|| "1".to_string());
+        for (line, framework) in [
+            ("uv run python -m nemo_rl.algorithms.grpo", Some("NeMo-RL")),
+            (
+                "uv run python /opt/nemo-rl/examples/run_grpo_math.py",
+                Some("NeMo-RL"),
+            ),
+            ("python /src/nemo_rl/run.py", Some("NeMo-RL")),
+            (
+                "python3 -m areal.launcher.local examples/gsm8k.py",
+                Some("AReaL"),
+            ),
+            (
+                "python /work/AReaL/examples/math/gsm8k_rl.py",
+                Some("AReaL"),
+            ),
+            // Words that only mention one.
+            ("python train.py --out /data/areal_runs", None),
+            ("python /home/me/RL/examples/train.py", None),
+            ("python nemo_rl_notes.py", None),
+        ] {
+            let words: Vec<&str> = line.split(' ').collect();
+            let said = command_warnings(None, &words, &none);
+            let name = said.first().map(|w| {
+                assert_eq!(w.code, codes::W0225_FRAMEWORK_BINDS);
+                if w.message.contains("NeMo-RL") {
+                    "NeMo-RL"
+                } else {
+                    "AReaL"
+                }
+            });
+            assert_eq!(name, framework, "{line}");
+        }
+        let nemo = ["python", "-m", "nemo_rl.algorithms.grpo"];
+        assert!(
+            command_warnings(None, &nemo, &none)[0]
+                .message
+                .contains("NRL_DISABLE_NUMA_BINDING")
+        );
+        assert!(
+            command_warnings(None, &nemo, &off).is_empty(),
+            "turned off in env:"
+        );
+        let areal = ["python", "-m", "areal.launcher.local"];
+        assert!(
+            command_warnings(None, &areal, &off)[0]
+                .message
+                .contains("no switch")
+        );
     }
 }
