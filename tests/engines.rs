@@ -376,7 +376,7 @@ fn an_engine_the_spec_does_not_name_is_warned_about() {
     );
     assert!(
         exec.stderr
-            .contains("warning[W0220]: the command runs vLLM, and the spec has no `engine:`"),
+            .contains("warning[W0220]: the command runs vLLM, and the spec has no `engine:`: vLLM starts every worker of a server from the one process numaplan bound, so they all run on that rank's CPUs (and given `--numa-bind` without its lists, it finds that process's affinity constrained, skips its own detection and refuses to start"),
         "{}",
         exec.stderr
     );

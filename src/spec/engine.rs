@@ -48,8 +48,9 @@ impl Engine {
         match self {
             Engine::Vllm => {
                 "vLLM starts every worker of a server from the one process numaplan bound, so \
-                 they all run on that rank's CPUs (and with `--numa-bind` it binds them to \
-                 NVML's node of each GPU instead)"
+                 they all run on that rank's CPUs (and given `--numa-bind` without its lists, it \
+                 finds that process's affinity constrained, skips its own detection and \
+                 refuses to start: \"could not detect the GPU-to-NUMA topology\")"
             }
             Engine::Sglang => {
                 "SGLang binds each worker to the first NUMA node NVML gives its GPU \
