@@ -24,7 +24,7 @@ use crate::variables::NUMAPLAN_BOUND;
 /// an error.
 pub fn given(pids: &[u32], plan: &PlanId, ranks_per_node: u32) -> Result<Found, ObserveError> {
     let mut seen = BTreeSet::new();
-    let workers = engine_workers(ranks_per_node);
+    let workers = Workers::new(ranks_per_node);
     let mut found = Found::default();
     for (i, &pid) in pids.iter().enumerate() {
         if !seen.insert(pid) {
@@ -89,7 +89,7 @@ pub fn alone(
     {
         return Err(ObserveError::KernelThread { pid });
     }
-    let claim = claim_of(pid, &engine_workers(ranks_per_node));
+    let claim = claim_of(pid, &Workers::new(ranks_per_node));
     let rank = match (local_rank, &claim) {
         (Some(rank), _) => rank,
         (None, Claim::Marked { mark, .. }) if mark.plan == *plan => mark.local_rank,
@@ -127,9 +127,35 @@ pub fn alone(
     Ok(found)
 }
 
-/// Every serving engine's worker on this node (`titles`), by pid, with the local rank of the
-/// GPU it drives: numbered together, as the engine numbers its workers.
-fn engine_workers(ranks_per_node: u32) -> Workers {
+/// The serving engines' workers of this node (`titles`), read once and only where a process
+/// looked at carries a worker's title: a scan of every process's command line costs some
+/// milliseconds on a busy node, which `check_binding()` of a launcher's rank never pays.
+struct Workers {
+    ranks_per_node: u32,
+    numbered: std::cell::OnceCell<BTreeMap<u32, Claim>>,
+}
+
+impl Workers {
+    fn new(ranks_per_node: u32) -> Workers {
+        Workers {
+            ranks_per_node,
+            numbered: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Process `pid`'s claim as an engine's worker: the local rank of the GPU it drives, with
+    /// every worker of the node numbered together, as the engine numbers them.
+    fn claim(&self, pid: u32) -> Option<Claim> {
+        titles::parse(&proc::command_line(pid)?)?;
+        self.numbered
+            .get_or_init(|| every_worker(self.ranks_per_node))
+            .get(&pid)
+            .cloned()
+    }
+}
+
+/// Every serving engine's worker on this node, by pid, each as its claim.
+fn every_worker(ranks_per_node: u32) -> BTreeMap<u32, Claim> {
     let (pids, titles): (Vec<u32>, Vec<titles::Title>) = proc::pids()
         .into_iter()
         .filter_map(|pid| Some((pid, titles::parse(&proc::command_line(pid)?)?)))
@@ -148,9 +174,6 @@ fn engine_workers(ranks_per_node: u32) -> Workers {
         .collect()
 }
 
-/// The engines' workers of this node, by pid, each as its claim.
-type Workers = BTreeMap<u32, Claim>;
-
 /// What process `pid` says of its rank: its mark file, else `NUMAPLAN_BOUND`, else its title
 /// as one of `workers` (an engine's worker inherits the server's launcher variables, the same
 /// in every worker), else the first launcher variable `bind` reads.
@@ -161,7 +184,7 @@ fn claim_of(pid: u32, workers: &Workers) -> Claim {
             from: MarkFrom::File,
         };
     }
-    let engine = workers.get(&pid).cloned();
+    let engine = workers.claim(pid);
     let vars = match proc::environ(pid) {
         Ok(vars) => vars,
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
@@ -223,7 +246,7 @@ fn mark_file(pid: u32) -> Option<Mark> {
 /// or `srun` that started `verify`, whose command line names the match too): those are not
 /// ranks. Each with its parent, owner, command line (shortened) and what it says of its rank.
 pub fn matching(name: &str, ranks_per_node: u32) -> Vec<Candidate> {
-    let workers = engine_workers(ranks_per_node);
+    let workers = Workers::new(ranks_per_node);
     let numaplan = proc::exe("self");
     let is_numaplan = |pid: u32| numaplan.is_some() && proc::exe(&pid.to_string()) == numaplan;
     let ancestors = ancestors();
