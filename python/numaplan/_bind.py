@@ -306,7 +306,8 @@ def resolve(
 
 
 # The binary's wording names its flags; a Python caller passes keyword arguments.
-_FLAG_WORDS = (("`--local-rank N`", "`local_rank=N`"), ("--local-rank", "local_rank="),
+_FLAG_WORDS = (("`--local-rank N`", "`local_rank=N`"),
+               ("`--local-rank gpu`", "`local_rank=\"gpu\"`"), ("--local-rank", "local_rank="),
                ("`--force`", "`force=True`"), ("--topology", "topology="),
                ("`--group NAME`", "`group=NAME`"), ("--group", "group="))
 

@@ -19,7 +19,7 @@ pub(super) fn observe(e: &ObserveError) -> Diagnostic {
             .help("name the rank's own process: `pgrep -f NAME` lists them"),
         ObserveError::RankUnknown { .. } => Diagnostic::error(E0449_RANK_UNKNOWN, message)
             .note("nothing was checked: taking it for any rank would report a correctly bound process as a mismatch")
-            .help("say which rank it is: `--local-rank N`, or `--local-rank gpu` (in Python, `check_binding(local_rank=\"gpu\")`: the rank of the GPU it drives)"),
+            .help("say which rank it is: `--local-rank N`, or `--local-rank gpu`: the rank of the GPUs it sees (in Python, of the GPU it drives)"),
         ObserveError::RankPastPlan { .. } => Diagnostic::error(E0433_LOCAL_RANK_PAST_PLAN, message)
             .help("name one of the plan's local ranks (0 to its ranks per node - 1)"),
         ObserveError::PidTwice { .. } => Diagnostic::error(E0423_USAGE, message)

@@ -141,6 +141,7 @@ def test_a_process_that_says_no_rank_is_not_taken_for_rank_0(two_ranks: Plan):
     with pytest.raises(numaplan.Error) as raised:
         numaplan.check_binding(two_ranks.path)
     assert raised.value.code == "E0449", raised.value
+    assert "`local_rank=N`, or `local_rank=\"gpu\"`" in (raised.value.help or ""), raised.value
     with pytest.raises(numaplan.Error) as past:
         numaplan.check_binding(two_ranks.path, 5)
     assert past.value.code == "E0433", past.value
