@@ -919,6 +919,30 @@ fn verify_checks_engine_workers_by_their_titles() {
     assert!(code != 0 && stderr.contains("error[E0433]"), "{stderr}");
     plain.kill().unwrap();
     plain.wait().unwrap();
+    // A worker of a GPU past the plan's two (data parallel rank 2 of one GPU each).
+    let past: Vec<_> = ["VLLM::Worker_DP0", "VLLM::Worker_DP1", "VLLM::Worker_DP2"]
+        .iter()
+        .map(|t| worker(t, "0-1"))
+        .collect();
+    let (code, _, stderr) = verify("vllm.plan", &["--process", &past[2].id().to_string()]);
+    assert!(
+        code == 1
+            && stderr.contains("error[E0449]")
+            && stderr.contains(
+                "its title VLLM::Worker_DP2 is an engine's worker of a GPU past the plan's ranks"
+            ),
+        "{stderr}"
+    );
+    let (_, report, stderr) = verify("vllm.plan", &["--match", "VLLM::Worker_DP"]);
+    assert_eq!(
+        report["ranks"].as_array().map(Vec::len),
+        Some(2),
+        "{report}{stderr}"
+    );
+    for mut w in past {
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
     let (_, _, stderr) = verify("vllm.plan", &["--process", "2"]);
     assert!(
         stderr.contains("error[E0440]: process 2 is a kernel thread"),

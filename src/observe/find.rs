@@ -100,6 +100,19 @@ pub fn alone(
                 rank: Some(rank), ..
             },
         ) => *rank,
+        (
+            None,
+            Claim::Engine {
+                title, rank: None, ..
+            },
+        ) => {
+            return Err(ObserveError::RankUnknown {
+                pid,
+                why: format!(
+                    "its title {title} is an engine's worker of a GPU past the plan's ranks"
+                ),
+            });
+        }
         (None, Claim::Unreadable { file, error }) => {
             return Err(ObserveError::RankUnknown {
                 pid,
