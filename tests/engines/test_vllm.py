@@ -303,3 +303,19 @@ def test_vllm_may_be_a_whole_command(compiled) -> None:
     started = json.loads(out.read_text())
     assert started["argv"][:2] == ["serve", "m"]
     assert started["env"]["MARK"] == "1"
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_inherited_gpus_by_uuid_are_the_plans_or_refused(compiled, engine: str) -> None:
+    """A container or scheduler may name the GPUs by UUID: the plan's, in its ranks' order,
+    pass; another GPU's UUID is refused."""
+    four = "../../tests/cases/topologies/two-cpus-four-gpus.yaml"
+    spec = SPEC.replace("vllm", engine) + "gpus: [2, 3]\ncpu: {policy: node}\n"
+    job = compiled(four, spec)
+    uuids = ",".join(r["gpu_uuid"][0] for r in job.plan["ranks"])
+    variable = {"vllm": "VLLM", "sglang": "NUMAPLAN"}[engine]
+    started = job.run(engine, ["m"], variable, {"CUDA_VISIBLE_DEVICES": uuids})
+    assert started["env"]["CUDA_VISIBLE_DEVICES"] == "2,3"
+    other = "GPU-8f3c0c3a-0000-4000-8000-000000000000," + uuids.split(",")[1]
+    run = job.attempt(engine, ["m"], {"CUDA_VISIBLE_DEVICES": other})
+    assert run.returncode == 2 and "error[E0447]: CUDA_VISIBLE_DEVICES=" in run.stderr, run.stderr
