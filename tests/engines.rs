@@ -954,3 +954,40 @@ fn verify_checks_engine_workers_by_their_titles() {
         "{stderr}"
     );
 }
+
+/// W0223 of `env:`: a visibility variable that sets the GPUs of ranks the plan gives GPUs, not
+/// one that hides them from CPU-only ranks; SGLang's switch read as SGLang reads it.
+#[test]
+fn env_values_that_undo_the_plan_are_warned_and_others_not() {
+    let same_gpus = compile(
+        &format!("{A100}env: {{CUDA_VISIBLE_DEVICES: \"0\"}}\n"),
+        &[],
+    );
+    assert!(
+        same_gpus
+            .stderr
+            .contains("warning[W0223]: `env:` sets CUDA_VISIBLE_DEVICES=0, which gives every rank the same GPUs"),
+        "{}",
+        same_gpus.stderr
+    );
+    for quiet in [
+        "gpus: none\nenv: {CUDA_VISIBLE_DEVICES: \"\"}\n",
+        "env: {CUDA_VISIBLE_DEVICES: \"-1\"}\n",
+        "engine: sglang\nenv: {SGLANG_AUTO_NUMA_BIND: \"false\"}\n",
+        "engine: trtllm\nenv: {TLLM_NUMA_AWARE_WORKER_AFFINITY: \"0\"}\n",
+    ] {
+        let run = compile(&format!("{A100}{quiet}"), &[]);
+        assert!(!run.stderr.contains("W0223"), "{quiet}: {}", run.stderr);
+    }
+    let trtllm = compile(
+        &format!("{A100}engine: trtllm\nenv: {{TLLM_NUMA_AWARE_WORKER_AFFINITY: \"1\"}}\n"),
+        &[],
+    );
+    assert!(
+        trtllm
+            .stderr
+            .contains("turns back on TensorRT-LLM's own worker affinity"),
+        "{}",
+        trtllm.stderr
+    );
+}

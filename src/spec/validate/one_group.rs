@@ -24,7 +24,7 @@ pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>
     let command = command(raw, &mut p);
     environment(raw, &mut p);
     reserved_variables(raw, &mut p);
-    warnings.extend(engine_environment(raw));
+    warnings.extend(engine_environment(raw, &gpus));
     let openmp = cpu::openmp_spec(raw, &mut p);
     cpu::mpibind_refusals(raw, &mut p);
     let (port, master_addr) = launch::rendezvous(raw, &mut p);
@@ -61,11 +61,7 @@ pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>
         slurm,
         flux,
         mpirun,
-        engine: raw.engine.map(|e| match e {
-            raw::EngineName::Vllm => Engine::Vllm,
-            raw::EngineName::Sglang => Engine::Sglang,
-            raw::EngineName::Trtllm => Engine::Trtllm,
-        }),
+        engine: engine(raw),
         warnings,
         allowed_warnings,
         groups: Vec::new(),
@@ -305,14 +301,27 @@ fn reserved_variables(raw: &JobSpec, p: &mut Problems) {
     }
 }
 
-/// W0223 where a value of `env:` undoes what `engine:` sets (the engine's own binding turned
-/// back on) or the plan's GPUs (a visibility variable, which every rank would get alike).
-fn engine_environment(raw: &JobSpec) -> Vec<Warning> {
-    let engine = raw.engine.map(|e| match e {
+/// The spec's `engine:`.
+fn engine(raw: &JobSpec) -> Option<Engine> {
+    raw.engine.map(|e| match e {
         raw::EngineName::Vllm => Engine::Vllm,
         raw::EngineName::Sglang => Engine::Sglang,
         raw::EngineName::Trtllm => Engine::Trtllm,
-    });
+    })
+}
+
+/// W0223 where a value of `env:` undoes what `engine:` sets (the engine's own binding turned
+/// back on) or the plan's GPUs (a visibility variable, which every rank would get alike, where
+/// the spec plans GPUs: hiding them from CPU-only ranks is no harm).
+fn engine_environment(raw: &JobSpec, gpus: &GpuChoice) -> Vec<Warning> {
+    let engine = engine(raw);
+    // A value that hides every GPU (`""`, `-1`, Slurm's `NoDevFiles`) gives the ranks none.
+    let sets_gpus = |v: &str| {
+        let v = v.trim();
+        *gpus != GpuChoice::None
+            && !(v.is_empty() || v.starts_with('-') || v.eq_ignore_ascii_case("NoDevFiles"))
+    };
+    // SGLang's switches are read as its `EnvBool` reads them.
     let on = |v: &str| {
         matches!(
             v.trim().to_ascii_lowercase().as_str(),
@@ -322,7 +331,7 @@ fn engine_environment(raw: &JobSpec) -> Vec<Warning> {
     let mut said = Vec::new();
     for (key, value) in &raw.env {
         let undoes = match (key.as_str(), engine) {
-            (SGLANG_AUTO_NUMA_BIND, Some(Engine::Sglang)) if value.trim() != "0" => Some(
+            (SGLANG_AUTO_NUMA_BIND, Some(Engine::Sglang)) if on(value) => Some(
                 "turns back on SGLang's own binding of each worker to its GPU's node, which \
                  `engine: sglang` turns off"
                     .to_string(),
@@ -342,12 +351,14 @@ fn engine_environment(raw: &JobSpec) -> Vec<Warning> {
                  entry 0; the `--emit sglang` script refuses to start with it (E0447)"
                     .to_string(),
             ),
-            (var, _) if VISIBILITY.contains(&var) && engine_emitted(engine) => Some(format!(
-                "sets the GPUs the plan chooses: `--emit {}` exports the plan's \
+            (var, _) if VISIBILITY.contains(&var) && engine_emitted(engine) && sets_gpus(value) => {
+                Some(format!(
+                    "sets the GPUs the plan chooses: `--emit {}` exports the plan's \
                  CUDA_VISIBLE_DEVICES instead and refuses one inherited that differs (E0447)",
-                engine.map(Engine::word).unwrap_or_default()
-            )),
-            (var, _) if VISIBILITY.contains(&var) => Some(format!(
+                    engine.map(Engine::word).unwrap_or_default()
+                ))
+            }
+            (var, _) if VISIBILITY.contains(&var) && sets_gpus(value) => Some(format!(
                 "gives every rank the same GPUs, whatever GPUs the plan gave it; plan the GPUs \
                  with `gpus:`, or compile where {var} is set with `gpus: visible`"
             )),
