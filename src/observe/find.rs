@@ -65,7 +65,7 @@ fn note_claim(found: &mut Found, claim: &Claim, plan: &PlanId, at: RankPid) {
                 found.bound_in_process.push(at);
             }
         }
-        Claim::Engine { engine, .. } => found.engine_workers.push((at, engine)),
+        Claim::Engine { engine, .. } => found.engine_workers.push((at, *engine)),
         _ => {}
     }
 }

@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::ids::{Mark, PlanId, RankPid};
+use crate::spec::Engine;
 
 /// A process whose command line holds NAME.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +45,7 @@ pub enum Claim {
     /// A serving engine's worker, by its title (`VLLM::Worker_TP1`), and the local rank of the
     /// GPU it drives (`titles::number`); none: a GPU past the plan's ranks.
     Engine {
-        engine: &'static str,
+        engine: Engine,
         title: String,
         rank: Option<u32>,
     },
@@ -99,9 +100,9 @@ pub struct Found {
     /// Ranks bound by `numaplan.bind()` in the running process (their mark is a file): the
     /// environment they started with is not the one they run with.
     pub bound_in_process: Vec<RankPid>,
-    /// Ranks that are a serving engine's workers, found by their titles, with the engine
-    /// (`vLLM`, `SGLang`): the engine bound them, as it binds (`--emit vllm|sglang`).
-    pub engine_workers: Vec<(RankPid, &'static str)>,
+    /// Ranks that are a serving engine's workers, found by their titles, with the engine:
+    /// the engine bound them, as it binds (`--emit vllm|sglang`).
+    pub engine_workers: Vec<(RankPid, Engine)>,
 }
 
 /// Picks the ranks of the plan `plan` (of `ranks_per_node` local ranks) among `candidates`, as
@@ -164,7 +165,7 @@ pub fn select(candidates: &[Candidate], plan: &PlanId, ranks_per_node: u32, user
         if let Claim::Engine { engine, .. } = &c.claim {
             found
                 .engine_workers
-                .push((RankPid { rank, pid: c.pid }, engine));
+                .push((RankPid { rank, pid: c.pid }, *engine));
         }
         if let Some(why) = hands_off(c, plan, user) {
             found.hands_off.insert(c.pid, why);

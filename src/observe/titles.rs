@@ -7,11 +7,13 @@
 
 use std::collections::BTreeSet;
 
+use crate::spec::Engine;
+
 /// A worker's parallel ranks, as its title shows them (a rank the title lacks is 0, its size 1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Title {
-    /// `vLLM` or `SGLang`.
-    pub engine: &'static str,
+    /// vLLM or SGLang.
+    pub engine: Engine,
     /// The title as shown (`VLLM::Worker_DP0_TP1`).
     pub text: String,
     pub dp: Option<u32>,
@@ -28,9 +30,9 @@ pub fn parse(command: &str) -> Option<Title> {
     let text = command.split_whitespace().next()?;
     let (prefix, name) = text.split_once("::")?;
     let (engine, parts) = if let Some(parts) = name.strip_prefix("Worker") {
-        ("vLLM", parts)
+        (Engine::Vllm, parts)
     } else if prefix == "sglang" {
-        ("SGLang", name.strip_prefix("scheduler")?)
+        (Engine::Sglang, name.strip_prefix("scheduler")?)
     } else {
         return None;
     };
@@ -122,12 +124,12 @@ mod tests {
         let t = parse("VLLM::Worker_DP1_PP1_TP3_EP7   ").unwrap();
         assert_eq!(
             (t.engine, t.dp, t.pp, t.pcp, t.tp),
-            ("vLLM", Some(1), 1, 0, 3)
+            (Engine::Vllm, Some(1), 1, 0, 3)
         );
         let t = parse("myserve::Worker").unwrap();
         assert_eq!((t.dp, t.pp, t.tp), (None, 0, 0));
         let t = parse("sglang::scheduler_DP0_ATTN_CP1_MOE_DP2_TP5_EP5").unwrap();
-        assert_eq!((t.engine, t.dp, t.tp), ("SGLang", Some(0), 5));
+        assert_eq!((t.engine, t.dp, t.tp), (Engine::Sglang, Some(0), 5));
         for not_a_worker in [
             "VLLM::EngineCore_DP0",
             "VLLM::APIServer",

@@ -198,6 +198,7 @@ pub(crate) fn watch_options(args: &WatchArgs) -> watch::WatchOptions {
 fn skipped_lines(found: &Found) -> String {
     let skipped = found.skipped.iter().map(|s| format!("{s}\n"));
     let engines = found.engine_workers.iter().map(|(r, engine)| {
+        let engine = engine.title();
         format!(
             "rank {} (pid {}) is {engine}'s worker of the rank's GPU, found by its title: \
              checked as {engine} binds it (docs/engines.md)\n",
@@ -218,7 +219,7 @@ fn skipped_lines(found: &Found) -> String {
 /// docs/engines.md): vLLM each to its rank's CPUs, SGLang each to the planned CPUs of its
 /// rank's node (its node's CPUs within the server's, which `bind --all-ranks` makes every
 /// rank's), and both its memory to that node (`numactl --membind`).
-fn as_the_engine_binds(mut plan: Plan, workers: &[(RankPid, &str)]) -> Plan {
+fn as_the_engine_binds(mut plan: Plan, workers: &[(RankPid, Engine)]) -> Plan {
     let planned = plan.ranks.clone();
     for (at, engine) in workers {
         let Some(rank) = plan.ranks.get_mut(at.rank as usize) else {
@@ -227,7 +228,7 @@ fn as_the_engine_binds(mut plan: Plan, workers: &[(RankPid, &str)]) -> Plan {
         let Some(node) = rank.numa_node else {
             continue;
         };
-        if *engine == Engine::Sglang.title() {
+        if *engine == Engine::Sglang {
             rank.cpus = planned
                 .iter()
                 .filter(|r| r.numa_node == Some(node))
