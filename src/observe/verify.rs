@@ -336,8 +336,9 @@ impl Row {
 }
 
 impl Table {
+    /// Every rank found, read in full and bound as planned.
     pub fn ok(&self) -> bool {
-        self.mismatches() == 0
+        self.mismatches() == 0 && self.unknown() == 0
     }
 
     /// Ranks that differ from the plan, or that no process was found for.
@@ -463,6 +464,47 @@ mod tests {
         );
         assert_eq!(memory_short(&residence, &[NodeId(2)], Some(0.9)), None);
         assert_eq!(memory_short(&residence, &[NodeId(3)], None), None);
+    }
+
+    /// What could not be read is unknown: not ok, and no mismatch; with another problem, a
+    /// mismatch.
+    #[test]
+    fn an_unreadable_rank_is_unknown_not_a_mismatch() {
+        let row = |problems: Vec<Problem>| Row {
+            rank: 0,
+            pid: 1,
+            tids: vec![1],
+            planned_cpus: CpuSet::new(),
+            actual_cpus: CpuSet::new(),
+            narrowed: 0,
+            outside: Vec::new(),
+            planned_memory: String::new(),
+            actual_memory: "?".into(),
+            memory_nodes: Vec::new(),
+            residence: Residence::default(),
+            min_local: None,
+            problems,
+            exited: None,
+        };
+        let unreadable = || Problem::Unreadable {
+            file: "/proc/1/numa_maps".into(),
+            mine: true,
+        };
+        let table = |rows| Table {
+            rows,
+            missing: Vec::new(),
+        };
+        let unknown = table(vec![row(vec![unreadable()])]);
+        assert_eq!(
+            (unknown.ok(), unknown.mismatches(), unknown.unknown()),
+            (false, 0, 1)
+        );
+        let also = table(vec![row(vec![unreadable(), Problem::NoMappings])]);
+        assert_eq!(
+            (also.ok(), also.mismatches(), also.unknown()),
+            (false, 1, 0)
+        );
+        assert!(table(vec![row(Vec::new())]).ok());
     }
 
     #[test]

@@ -20,7 +20,8 @@ use crate::variables::NIC_VARIABLES;
 #[derive(Serialize, JsonSchema)]
 pub(crate) struct VerifyReport {
     numaplan_verify: u32,
-    /// Every rank bound as planned (exited ranks are not counted against it).
+    /// Every rank bound as planned (exited ranks are not counted against it; a rank whose
+    /// binding could not be read in full, its `unreadable` problem, is).
     ok: bool,
     mismatches: usize,
     ranks: Vec<VerifyRank>,
