@@ -779,6 +779,14 @@ fn worker(title: &str, cpus: &str) -> std::process::Child {
     child
 }
 
+/// Ends the workers `worker` started.
+fn stop(workers: impl IntoIterator<Item = std::process::Child>) {
+    for mut w in workers {
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
+}
+
 /// `verify` of a node running an engine plan's server: each worker found by its title
 /// (`--match`, or `--pids` in any order), checked against the rank of the GPU it drives as
 /// the engine binds it (vLLM: the rank's CPUs; SGLang: its node's planned CPUs), one moved
@@ -866,10 +874,7 @@ fn verify_checks_engine_workers_by_their_titles() {
         rank_and_kinds(&report),
         vec![(0, p0, vec![]), (1, p1, vec!["thread-outside".to_string()])]
     );
-    for mut w in [tp0, tp1] {
-        w.kill().unwrap();
-        w.wait().unwrap();
-    }
+    stop([tp0, tp1]);
 
     // SGLang binds each worker to its node's planned CPUs (0-1 here), not its rank's own.
     let s1 = worker("sglang::scheduler_TP1", "0-1");
@@ -890,10 +895,7 @@ fn verify_checks_engine_workers_by_their_titles() {
         code, 0,
         "a worker found or named, SGLang's binding is what is checked"
     );
-    for mut w in [s0, s1] {
-        w.kill().unwrap();
-        w.wait().unwrap();
-    }
+    stop([s0, s1]);
 
     // A process that says no rank of a plan of two: refused, not taken for rank 0.
     let mut plain = Command::new("sleep");
@@ -939,10 +941,7 @@ fn verify_checks_engine_workers_by_their_titles() {
         Some(2),
         "{report}{stderr}"
     );
-    for mut w in past {
-        w.kill().unwrap();
-        w.wait().unwrap();
-    }
+    stop(past);
     let (_, _, stderr) = verify("vllm.plan", &["--process", "2"]);
     assert!(
         stderr.contains("error[E0440]: process 2 is a kernel thread"),

@@ -37,37 +37,13 @@ pub fn given(pids: &[u32], plan: &PlanId, ranks_per_node: u32) -> Result<Found, 
             });
         }
         let claim = claim_of(pid, &workers);
-        let rank = match &claim {
-            Claim::Marked { mark, .. } if mark.plan == *plan => mark.local_rank,
-            Claim::Launcher { rank, .. } => *rank,
-            Claim::Engine {
-                rank: Some(rank), ..
-            } => *rank,
-            _ => i as u32,
-        };
-        note_claim(&mut found, &claim, plan, RankPid { rank, pid });
+        let rank = claim.rank_for(plan).unwrap_or(i as u32);
+        found.note(&claim, plan, RankPid { rank, pid });
     }
     found.duplicates = matching::duplicates(&found.ranks);
     found.ranks.sort();
     found.missing = matching::missing(&found.ranks, ranks_per_node);
     Ok(found)
-}
-
-/// Records process `at` as its rank, with what its claim says of how it runs.
-fn note_claim(found: &mut Found, claim: &Claim, plan: &PlanId, at: RankPid) {
-    found.ranks.push(at);
-    match claim {
-        Claim::Marked { mark, from } if mark.plan == *plan => {
-            if mark.without_memory {
-                found.without_memory.push(at);
-            }
-            if *from == MarkFrom::File {
-                found.bound_in_process.push(at);
-            }
-        }
-        Claim::Engine { engine, .. } => found.engine_workers.push((at, *engine)),
-        _ => {}
-    }
 }
 
 /// `--process`: one process as its rank (`local_rank`, else its mark, engine title or
@@ -90,44 +66,9 @@ pub fn alone(
         return Err(ObserveError::KernelThread { pid });
     }
     let claim = claim_of(pid, &Workers::new(ranks_per_node));
-    let rank = match (local_rank, &claim) {
-        (Some(rank), _) => rank,
-        (None, Claim::Marked { mark, .. }) if mark.plan == *plan => mark.local_rank,
-        (None, Claim::Launcher { rank, .. }) => *rank,
-        (
-            None,
-            Claim::Engine {
-                rank: Some(rank), ..
-            },
-        ) => *rank,
-        (
-            None,
-            Claim::Engine {
-                title, rank: None, ..
-            },
-        ) => {
-            return Err(ObserveError::RankUnknown {
-                pid,
-                why: format!(
-                    "its title {title} is an engine's worker of a GPU past the plan's ranks"
-                ),
-            });
-        }
-        (None, Claim::Unreadable { file, error }) => {
-            return Err(ObserveError::RankUnknown {
-                pid,
-                why: format!("{file} cannot be read ({error})"),
-            });
-        }
-        (None, _) if ranks_per_node == 1 => 0,
-        (None, _) => {
-            return Err(ObserveError::RankUnknown {
-                pid,
-                why: "it carries no mark of this plan, no serving engine's worker title and no \
-                      launcher's local rank variable"
-                    .into(),
-            });
-        }
+    let rank = match local_rank.or_else(|| claim.rank_for(plan)) {
+        Some(rank) => rank,
+        None => unclaimed(pid, &claim, ranks_per_node)?,
     };
     if rank >= ranks_per_node {
         return Err(ObserveError::RankPastPlan {
@@ -136,8 +77,24 @@ pub fn alone(
         });
     }
     let mut found = Found::default();
-    note_claim(&mut found, &claim, plan, RankPid { rank, pid });
+    found.note(&claim, plan, RankPid { rank, pid });
     Ok(found)
+}
+
+/// The rank of a process alone whose claim gives none of this plan's: the only one of a plan
+/// of one rank a node, else why it cannot be told.
+fn unclaimed(pid: u32, claim: &Claim, ranks_per_node: u32) -> Result<u32, ObserveError> {
+    let why = match claim {
+        Claim::Engine { title, .. } => {
+            format!("its title {title} is an engine's worker of a GPU past the plan's ranks")
+        }
+        Claim::Unreadable { file, error } => format!("{file} cannot be read ({error})"),
+        _ if ranks_per_node == 1 => return Ok(0),
+        _ => "it carries no mark of this plan, no serving engine's worker title and no \
+              launcher's local rank variable"
+            .into(),
+    };
+    Err(ObserveError::RankUnknown { pid, why })
 }
 
 /// The serving engines' workers of this node (`titles`), read once and only where a process

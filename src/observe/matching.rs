@@ -67,7 +67,7 @@ pub enum MarkFrom {
 impl Claim {
     /// The local rank the claim gives for `plan`'s ranks: its mark's when the mark is `plan`'s,
     /// a launcher's variable's; none for another plan's mark or no claim.
-    fn rank_for(&self, plan: &PlanId) -> Option<u32> {
+    pub(super) fn rank_for(&self, plan: &PlanId) -> Option<u32> {
         match self {
             Claim::Marked { mark, .. } if mark.plan == *plan => Some(mark.local_rank),
             Claim::Launcher { rank, .. } => Some(*rank),
@@ -103,6 +103,26 @@ pub struct Found {
     /// Ranks that are a serving engine's workers, found by their titles, with the engine:
     /// the engine bound them, as it binds (`--emit vllm|sglang`).
     pub engine_workers: Vec<(RankPid, Engine)>,
+}
+
+impl Found {
+    /// Records process `at` as its rank, with what its claim says of how it runs: without its
+    /// memory policy by design, bound in its running process, or an engine's worker.
+    pub(super) fn note(&mut self, claim: &Claim, plan: &PlanId, at: RankPid) {
+        self.ranks.push(at);
+        match claim {
+            Claim::Marked { mark, from } if mark.plan == *plan => {
+                if mark.without_memory {
+                    self.without_memory.push(at);
+                }
+                if *from == MarkFrom::File {
+                    self.bound_in_process.push(at);
+                }
+            }
+            Claim::Engine { engine, .. } => self.engine_workers.push((at, *engine)),
+            _ => {}
+        }
+    }
 }
 
 /// Picks the ranks of the plan `plan` (of `ranks_per_node` local ranks) among `candidates`, as
@@ -149,24 +169,7 @@ pub fn select(candidates: &[Candidate], plan: &PlanId, ranks_per_node: u32, user
             continue;
         }
         let rank = c.claim.rank_for(plan).expect("kept claims");
-        found.ranks.push(RankPid { rank, pid: c.pid });
-        if let Claim::Marked { mark, .. } = &c.claim
-            && mark.without_memory
-        {
-            found.without_memory.push(RankPid { rank, pid: c.pid });
-        }
-        if let Claim::Marked {
-            from: MarkFrom::File,
-            ..
-        } = &c.claim
-        {
-            found.bound_in_process.push(RankPid { rank, pid: c.pid });
-        }
-        if let Claim::Engine { engine, .. } = &c.claim {
-            found
-                .engine_workers
-                .push((RankPid { rank, pid: c.pid }, *engine));
-        }
+        found.note(&c.claim, plan, RankPid { rank, pid: c.pid });
         if let Some(why) = hands_off(c, plan, user) {
             found.hands_off.insert(c.pid, why);
         }

@@ -422,13 +422,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_memory_line_names_the_planned_nodes_even_when_empty() {
-        let mut residence = Residence::default();
-        residence.bytes.insert(NodeId(2), 256 << 20);
-        residence.bytes.insert(NodeId(3), 1 << 20);
-        let row = |nodes: Vec<NodeId>| Row {
-            rank: 3,
+    /// Rank 0, pid 1, one thread, nothing planned or read, no problem.
+    fn live_row() -> Row {
+        Row {
+            rank: 0,
             pid: 1,
             tids: vec![1],
             planned_cpus: CpuSet::new(),
@@ -437,11 +434,25 @@ mod tests {
             outside: Vec::new(),
             planned_memory: String::new(),
             actual_memory: String::new(),
+            memory_nodes: Vec::new(),
+            residence: Residence::default(),
+            min_local: None,
+            problems: Vec::new(),
+            exited: None,
+        }
+    }
+
+    #[test]
+    fn the_memory_line_names_the_planned_nodes_even_when_empty() {
+        let mut residence = Residence::default();
+        residence.bytes.insert(NodeId(2), 256 << 20);
+        residence.bytes.insert(NodeId(3), 1 << 20);
+        let row = |nodes: Vec<NodeId>| Row {
+            rank: 3,
             memory_nodes: nodes,
             residence: residence.clone(),
             min_local: Some(0.9),
-            problems: Vec::new(),
-            exited: None,
+            ..live_row()
         };
         assert_eq!(
             row(vec![NodeId(3)]).memory_line().unwrap(),
@@ -471,20 +482,9 @@ mod tests {
     #[test]
     fn an_unreadable_rank_is_unknown_not_a_mismatch() {
         let row = |problems: Vec<Problem>| Row {
-            rank: 0,
-            pid: 1,
-            tids: vec![1],
-            planned_cpus: CpuSet::new(),
-            actual_cpus: CpuSet::new(),
-            narrowed: 0,
-            outside: Vec::new(),
-            planned_memory: String::new(),
             actual_memory: "?".into(),
-            memory_nodes: Vec::new(),
-            residence: Residence::default(),
-            min_local: None,
             problems,
-            exited: None,
+            ..live_row()
         };
         let unreadable = || Problem::Unreadable {
             file: "/proc/1/numa_maps".into(),

@@ -76,11 +76,7 @@ pub fn runs<S: AsRef<str>>(argv: &[S]) -> Option<Engine> {
     let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
     words.iter().enumerate().find_map(|(i, w)| {
         let next = words.get(i + 1).copied().unwrap_or("");
-        let module = match *w {
-            "-m" => next,
-            _ => w.strip_prefix("-m").unwrap_or(""),
-        };
-        let module_root = module.split('.').next().unwrap_or("");
+        let (module, module_root) = module_at(&words, i);
         match (base(w).as_str(), next) {
             ("vllm", "serve") => Some(Engine::Vllm),
             ("sglang", "serve") => Some(Engine::Sglang),
@@ -97,6 +93,16 @@ pub fn runs<S: AsRef<str>>(argv: &[S]) -> Option<Engine> {
             _ => None,
         }
     })
+}
+
+/// The Python module word `i` of a command line names (`-m vllm.entrypoints...`,
+/// `-mvllm...`), and its package: empty where it names none.
+fn module_at<'a>(words: &[&'a str], i: usize) -> (&'a str, &'a str) {
+    let module = match words[i] {
+        "-m" => words.get(i + 1).copied().unwrap_or(""),
+        w => w.strip_prefix("-m").unwrap_or(""),
+    };
+    (module, module.split('.').next().unwrap_or(""))
 }
 
 /// The script a shell runs (`bash -c SCRIPT`, `sh -ec SCRIPT`): the word after its first
@@ -163,11 +169,7 @@ fn framework<S: AsRef<str>>(argv: &[S]) -> Option<&'static Framework> {
     let words: Vec<&str> = argv.iter().map(AsRef::as_ref).collect();
     FRAMEWORKS.iter().find(|f| {
         words.iter().enumerate().any(|(i, w)| {
-            let module = match *w {
-                "-m" => words.get(i + 1).copied().unwrap_or(""),
-                _ => w.strip_prefix("-m").unwrap_or(""),
-            };
-            let root = module.split('.').next().unwrap_or("");
+            let (_, root) = module_at(&words, i);
             let package = f.words[0];
             let in_checkout = w.contains('/')
                 && w.split('/').collect::<Vec<_>>().windows(2).any(|pair| {
