@@ -53,6 +53,8 @@ pub struct Plan {
     pub flux: FluxSpec,
     /// Extra mpirun words for `--emit mpirun`.
     pub mpirun: MpirunSpec,
+    /// What the Kubernetes manifests need beside the plan (`--emit k8s`, `--emit kubelet`).
+    pub kubernetes: crate::spec::KubernetesSpec,
     /// The serving engine the ranks run (`engine:`).
     pub engine: Option<Engine>,
     /// Its place in its job (and, of a job of several groups, its group).

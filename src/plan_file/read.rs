@@ -312,6 +312,7 @@ pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Prob
         slurm: SlurmSpec::default(),
         flux: Default::default(),
         mpirun: Default::default(),
+        kubernetes: Default::default(),
         engine,
         place,
     };

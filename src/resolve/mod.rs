@@ -144,6 +144,7 @@ pub fn resolve_unplaced(spec: &Spec, topo: &Topology) -> Result<Unplaced, Resolv
         slurm: spec.slurm.clone(),
         flux: spec.flux.clone(),
         mpirun: spec.mpirun.clone(),
+        kubernetes: spec.kubernetes.clone(),
         engine: spec.engine,
         place: Place::whole_job(spec.nodes, rpn),
     };

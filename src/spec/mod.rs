@@ -3,6 +3,7 @@
 
 pub mod engine;
 pub mod error;
+pub mod kubernetes;
 pub mod load;
 mod model;
 pub mod raw;
@@ -10,6 +11,7 @@ pub mod validate;
 pub mod words;
 
 pub use error::SpecError;
+pub use kubernetes::KubernetesSpec;
 pub use model::{
     AffinityMode, Balance, CpuOption, CpuSpec, Engine, Family, FluxSpec, GpuChoice, GroupSpec,
     Groups, JobGroup, MemPolicy, MemoryNode, MemorySpec, MpibindOptions, MpirunSpec, NicPolicy,

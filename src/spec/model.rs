@@ -35,6 +35,8 @@ pub struct Spec {
     pub flux: FluxSpec,
     /// Extra words of the `--emit mpirun` script's mpirun line.
     pub mpirun: MpirunSpec,
+    /// What the Kubernetes manifests need beside the plan (`kubernetes:`).
+    pub kubernetes: crate::spec::KubernetesSpec,
     /// `engine:`, the serving engine the ranks run.
     pub engine: Option<Engine>,
     /// What the spec says that the plan should repeat (a deprecated key), in order.

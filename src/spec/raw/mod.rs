@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 mod cpu;
 mod gpu;
+mod kubernetes;
 mod memory;
 
 pub use cpu::{
@@ -18,6 +19,7 @@ pub use cpu::{
     ThreadCount, ThreadKeyword,
 };
 pub use gpu::{GpuKeyword, GpuOptions, GpuSelection, VisibleName};
+pub use kubernetes::{DevicesName, DraCpusName, KubernetesOptions, PodSecurityName, WorkloadName};
 pub use memory::{MemPolicyName, MemoryOptions, NodeList};
 
 /// Declares a spec mapping: its own keys (`before`, `after`) around the keys that a job's top
@@ -102,6 +104,10 @@ macro_rules! spec_mapping {
             /// Options of the Flux job (`--emit flux`): of a group, the nodes its job runs on.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub flux: Option<FluxOptions>,
+            /// What the Kubernetes manifests need beside the plan (`--emit k8s`, `--emit
+            /// kubelet`): the image, the pod's memory, how devices are claimed.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub kubernetes: Option<KubernetesOptions>,
             $($after)*
         }
     };

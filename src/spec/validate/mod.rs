@@ -5,6 +5,7 @@
 
 mod cpu;
 mod groups;
+mod kubernetes;
 mod launch;
 mod memory;
 mod one_group;

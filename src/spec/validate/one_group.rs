@@ -2,7 +2,7 @@
 //! settings, command, environment and launchers' settings, every problem collected. A spec with
 //! `groups:` is validated group by group through this (`groups.rs`).
 
-use super::{MAX_ARG_LEN, MAX_PER_NODE, Problems, cpu, launch, memory};
+use super::{MAX_ARG_LEN, MAX_PER_NODE, Problems, cpu, kubernetes, launch, memory};
 use crate::diag::{Warning, codes};
 use crate::ids::GpuIndex;
 use crate::spec::error::SpecProblem;
@@ -31,6 +31,7 @@ pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>
     let slurm = launch::slurm(raw, &mut p);
     let flux = launch::flux(raw, &mut p);
     let mpirun = launch::mpirun(raw, &mut p);
+    let kubernetes = kubernetes::kubernetes(raw, &mut p);
     let allowed_warnings = launch::allowed_warnings(raw, &mut p);
     if !p.0.is_empty() {
         return Err(p.0);
@@ -61,6 +62,7 @@ pub(super) fn validate_one_group(raw: &JobSpec) -> Result<Spec, Vec<SpecProblem>
         slurm,
         flux,
         mpirun,
+        kubernetes,
         engine: engine(raw),
         warnings,
         allowed_warnings,
