@@ -86,8 +86,10 @@ pub fn content(text: &str) -> String {
     let mut out = String::new();
     let mut after_regenerate = false;
     for line in text.lines() {
-        let command = after_regenerate && line.starts_with(&format!("# {COMMAND_INDENT}"));
-        let skip = command || line.starts_with(&format!("# {SPEC}"));
+        // A header indented in another file (the plan in a Kubernetes ConfigMap) too.
+        let bare = line.trim_start();
+        let command = after_regenerate && bare.starts_with(&format!("# {COMMAND_INDENT}"));
+        let skip = command || bare.starts_with(&format!("# {SPEC}"));
         after_regenerate = line.ends_with(REGENERATE_WITH);
         if !skip {
             out.push_str(line);

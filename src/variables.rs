@@ -11,6 +11,8 @@ pub const NUMAPLAN_LOCAL_RANK: &str = "NUMAPLAN_LOCAL_RANK";
 pub const NUMAPLAN_PLAN: &str = "NUMAPLAN_PLAN";
 /// Which group of a plan of several groups this node runs (`rank::group`).
 pub const NUMAPLAN_GROUP: &str = "NUMAPLAN_GROUP";
+/// A pod's node rank, which the `--emit k8s` manifests set from the pod's index.
+pub const NUMAPLAN_NODE_RANK: &str = "NUMAPLAN_NODE_RANK";
 
 /// The mark of a plan's rank (`ids::Mark`, `PLAN_ID:LOCAL_RANK`), which `exec`, `bind` and
 /// `numaplan.bind()` set in every rank and `verify --match` reads.

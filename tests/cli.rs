@@ -237,7 +237,9 @@ fn bash_completes_subcommands_flags_and_values() {
             "mpirun",
             "vllm",
             "sglang",
-            "flux"
+            "flux",
+            "k8s",
+            "kubelet"
         ]
     );
     for shell in ["zsh", "fish"] {

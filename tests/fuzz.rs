@@ -326,9 +326,10 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<usize, String
                     let yaml = plan_file::render_yaml(&plan, &p);
                     let mut back = plan_file::load("plan.yaml", &yaml)
                         .map_err(|e| format!("a compiled plan does not read back: {e}"))?;
-                    // The batch options are the spec's, for the emitters; a plan file has none.
+                    // The launchers' options are the spec's, for the emitters; a plan file has none.
                     back.plan.slurm = plan.slurm.clone();
                     back.plan.flux = plan.flux.clone();
+                    back.plan.kubernetes = plan.kubernetes.clone();
                     if back.plan != plan {
                         let (a, b) = (format!("{plan:?}"), format!("{:?}", back.plan));
                         let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
@@ -358,8 +359,11 @@ fn run_case(kind: Kind, bytes: Vec<u8>, topo: &Topology) -> Result<usize, String
                         EmitKind::SbatchExec,
                         EmitKind::Torchrun,
                         EmitKind::Mpirun,
+                        EmitKind::K8s,
+                        EmitKind::Kubelet,
                     ] {
-                        if let Err(e) = numaplan::emit::launch(&job, kind, &origin) {
+                        let machines = std::slice::from_ref(topo);
+                        if let Err(e) = numaplan::emit::launch(&job, machines, kind, &origin) {
                             show(e.into());
                         }
                     }

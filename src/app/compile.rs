@@ -80,7 +80,7 @@ pub(super) fn compile(
     };
     let text = match (args.emit, args.format) {
         (Some(kind), _) => {
-            let launch = launch_script(args, &job, kind, &provenance)?;
+            let launch = launch_script(args, &job, &machines, kind, &provenance)?;
             warnings.plan_warnings(&spec_file, &launch.warnings, &job.allowed_warnings())?;
             launch.script
         }
@@ -94,6 +94,7 @@ pub(super) fn compile(
 fn launch_script(
     args: &CompileArgs,
     job: &JobPlan,
+    machines: &[crate::topology::Topology],
     kind: EmitKind,
     provenance: &JobProvenance,
 ) -> Result<emit::Launch, Error> {
@@ -113,7 +114,7 @@ fn launch_script(
         script,
         plan_ids: &plan_ids,
     };
-    Ok(emit::launch(job, kind, &origin)?)
+    Ok(emit::launch(job, machines, kind, &origin)?)
 }
 
 /// A compiled file written (`-o`, or standard output), or compared with the file on disk

@@ -156,6 +156,12 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          (of a plan of several groups: every group's hosts, in group order).",
     ),
     (
+        "NUMAPLAN_NODE_RANK",
+        "Set by the `--emit k8s` manifests in each pod, from the pod's own index (an Indexed \
+         Job's completion index, a LeaderWorkerSet's worker index), and passed to the launch as \
+         `--node-rank`.",
+    ),
+    (
         "NUMAPLAN_VALUE_N, NUMAPLAN_VALUE_G",
         "Set by `--emit sbatch` for values too long for its per-task function (of a plan of \
          several groups, NUMAPLAN_VALUE_G<group>_N); unset before the rank starts.",

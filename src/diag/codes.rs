@@ -435,6 +435,44 @@ codes! {
          another user namespace, a container without CAP_SYS_PTRACE, Yama's ptrace_scope) \
          and found nothing else wrong: the rank is neither bound as planned nor a mismatch. \
          Exit code 3 (E0416, a mismatch, is 1). Run verify as the ranks' user or root.";
+    E0451_KUBERNETES_KEY_MISSING = "E0451":
+        "`--emit k8s` of a spec without a key a manifest cannot guess: `kubernetes.image` (the \
+         container image, with numaplan on its PATH), `kubernetes.memory` (the pod's memory, \
+         its request and limit alike, as a Guaranteed pod needs) or, for a serving engine, \
+         `kubernetes.args` (the model and the engine's arguments, which its script passes on). \
+         Set it in the spec, or with `--set kubernetes.memory=1800Gi`.";
+    E0452_KUBERNETES_NO_SYSTEM_CPUS = "E0452":
+        "`--emit k8s` or `--emit kubelet` of a plan that leaves no CPU to the system: the \
+         kubelet's static CPU Manager (and the CPU DRA driver) needs CPUs reserved for the \
+         system and the kubelet (`reservedSystemCPUs`), and a pod cannot take a whole node. \
+         Reserve some in the spec: `cpu: {reserve_cores: 2}` keeps two cores of each node for \
+         the system, and `reservedSystemCPUs` is then those CPUs.";
+    E0453_KUBERNETES_TOO_MANY_CPUS = "E0453":
+        "`--emit k8s` under `kubernetes: {devices: dra, cpus: individual}`: the CPU DRA \
+         driver's individual mode publishes one device per CPU, the pod's CPUs are one claim \
+         (the driver takes one per container), and Kubernetes allocates at most 32 devices to \
+         a claim (`AllocationResultsMaxSize`). A node's plan of more CPUs cannot be claimed \
+         CPU by CPU: use `kubernetes.cpus: grouped` (the plan's CPU count on each NUMA node; \
+         the driver chooses which CPUs of it), or plan fewer CPUs.";
+    E0454_KUBERNETES_SHAPE = "E0454":
+        "`--emit k8s` cannot write the job as asked: `kubernetes.workload` names a workload that \
+         cannot run its shape (a Pod runs one node; an Indexed Job and a LeaderWorkerSet have \
+         one pod template, a job of groups one per group: a JobSet), a group sets the \
+         namespace, name or workload otherwise than the job (its objects share them), or a \
+         group's name is no DNS label (it is part of its objects' names). Change the key or \
+         the group's name as the message says.";
+    E0455_KUBERNETES_NAME = "E0455":
+        "`--emit k8s`: the objects' base name (`kubernetes.name`, else the job's `name`, else \
+         `numaplan`) is no DNS label, or too long once the manifests add their endings to it \
+         (`-devices`, a group's name, a pod's index: Kubernetes takes at most 63 characters). \
+         Set `kubernetes.name` to a shorter lowercase name.";
+    E0456_KUBERNETES_MEMORY_POLICY = "E0456":
+        "`--emit k8s` with `kubernetes.pod_security: baseline` or `restricted`, which refuse \
+         the `SYS_NICE` capability, of a plan whose memory policy is `required`: without \
+         `SYS_NICE` the container runtime's seccomp profile refuses `set_mempolicy`, and no \
+         rank could start. Use a namespace whose Pod Security allows it (`privileged`), or \
+         let the policy yield (`memory: {required: false}`: the ranks then run without it, \
+         warning W0226).";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \
@@ -578,6 +616,19 @@ codes! {
          and silences this warning) or AReaL (each training engine to NVML's CPUs of GPU \
          LOCAL_RANK, `nvmlDeviceSetCpuAffinity`, with no switch). Said by `compile` (of the \
          spec's `command`), `exec` and `bind`. The plan's CPUs are replaced where it runs.";
+    W0226_POD_SECURITY_MEMORY = "W0226":
+        "`--emit k8s` with `kubernetes.pod_security: baseline` or `restricted`: those levels \
+         refuse the `SYS_NICE` capability, which `set_mempolicy` needs under the container \
+         runtime's default seccomp profile, so the pod does not ask for it and the ranks run \
+         with their CPUs bound and no memory policy (W0217 at run time). Run the pod in a \
+         namespace whose Pod Security is `privileged`, or `--allow W0226` after review.";
+    W0227_KUBERNETES_UNCLAIMED = "W0227":
+        "`--emit k8s`: the pod does not claim the plan's NICs. Under `devices: device-plugin` \
+         the device plugins give GPUs and CPUs by count and no NIC; under `devices: dra` a NIC \
+         whose PCI address the plan does not record cannot be selected. The ranks still name \
+         their NICs (`NCCL_IB_HCA`), which the pod must reach otherwise (the host's network, \
+         an RDMA device plugin). Use `devices: dra` with a topology that records the NICs' \
+         PCI addresses, or `--allow W0227` after review.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

@@ -8,6 +8,7 @@
 pub mod bash;
 pub mod engine;
 pub mod flux;
+pub mod kubernetes;
 pub mod sbatch;
 pub mod templates;
 pub mod view;
@@ -18,6 +19,7 @@ use crate::diag::Warning;
 use crate::plan::job::JobPlan;
 use crate::provenance;
 use crate::spec::{Engine, Groups, Spec};
+use crate::topology::Topology;
 
 /// What to emit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -43,6 +45,13 @@ pub enum EmitKind {
     /// task bound by Flux's `cpu-affinity=map:` and `numaplan bind`; a job of several groups as
     /// one Flux job per group.
     Flux,
+    /// Kubernetes manifests for `kubectl apply -f`: the plan in a ConfigMap, a Pod, Indexed Job,
+    /// LeaderWorkerSet or JobSet running it Guaranteed, and its devices claimed by DRA or the
+    /// device plugins (`kubernetes:` in the spec; docs/kubernetes.md).
+    K8s,
+    /// The KubeletConfiguration fragment the plan's node needs: CPU, Topology and Memory
+    /// Manager settings, and the CPUs reserved for the system.
+    Kubelet,
 }
 
 impl EmitKind {
@@ -56,6 +65,8 @@ impl EmitKind {
             EmitKind::Vllm => "vllm",
             EmitKind::Sglang => "sglang",
             EmitKind::Flux => "flux",
+            EmitKind::K8s => "k8s",
+            EmitKind::Kubelet => "kubelet",
         }
     }
 
@@ -72,7 +83,7 @@ impl EmitKind {
         )
     }
 
-    /// The template that writes its script.
+    /// The template that writes its script (the Kubernetes kinds are written as data).
     fn template(self) -> &'static str {
         match self {
             EmitKind::Bash => "bash.sh.j2",
@@ -83,6 +94,7 @@ impl EmitKind {
             EmitKind::Vllm => "vllm.sh.j2",
             EmitKind::Sglang => "sglang.sh.j2",
             EmitKind::Flux => "flux.sh.j2",
+            EmitKind::K8s | EmitKind::Kubelet => "",
         }
     }
 
@@ -119,6 +131,37 @@ pub enum EmitError {
         emitted: &'static str,
         spec: &'static str,
     },
+    /// `--emit k8s` of a spec without a key a manifest needs.
+    #[error("`--emit k8s` needs `{key}`{}, which the spec does not set", group.as_ref().map(|g| format!(" (of group `{g}`)")).unwrap_or_default())]
+    KubernetesMissing {
+        key: &'static str,
+        group: Option<String>,
+    },
+    /// A plan that leaves no CPU to the system, which the kubelet must reserve.
+    #[error("{}the plan leaves no CPU to the system, which a Kubernetes node must reserve (`reservedSystemCPUs`)", group.as_ref().map(|g| format!("group `{g}`: ")).unwrap_or_default())]
+    KubernetesNoSystemCpus { group: Option<String> },
+    /// More CPUs than one claim may hold under the CPU driver's `individual` mode.
+    #[error(
+        "{group}the plan gives a node {cpus} CPUs, and the CPU driver's `individual` mode needs a device per CPU, where a claim holds at most 32"
+    )]
+    KubernetesTooManyCpus { group: String, cpus: usize },
+    /// The workload or a name cannot carry the job.
+    #[error("{why}")]
+    KubernetesShape { why: String },
+    /// The base name of the objects is no DNS label, or too long for the names made from it.
+    #[error(
+        "`{key}: {name}` cannot name the Kubernetes objects: it must be a DNS label of at most {room} characters here (lowercase letters, digits and `-`, starting with a letter), leaving room for the names made from it"
+    )]
+    KubernetesName {
+        name: String,
+        key: &'static str,
+        room: usize,
+    },
+    /// A required memory policy where the namespace refuses `SYS_NICE`.
+    #[error(
+        "{group}the plan requires a memory policy, which needs SYS_NICE, and Pod Security `{level}` refuses SYS_NICE"
+    )]
+    KubernetesMemoryPolicy { group: String, level: &'static str },
     /// A template failed to render: a bug in numaplan.
     #[error("template `{name}` failed to render: {detail}")]
     Template { name: &'static str, detail: String },
@@ -127,7 +170,10 @@ pub enum EmitError {
 /// Refuses, before anything is planned, a launch of `kind` that needs the spec's `command`
 /// where a group of the job has none.
 pub fn command_given(kind: EmitKind, spec: &Spec) -> Result<(), EmitError> {
-    match !kind.takes_command() && spec.lacks_command(Groups::Any) {
+    // The Kubernetes kinds say their own: `kubelet` runs nothing, and `k8s` takes an
+    // engine's or `kubernetes.args`.
+    let own = matches!(kind, EmitKind::K8s | EmitKind::Kubelet);
+    match !own && !kind.takes_command() && spec.lacks_command(Groups::Any) {
         true => Err(EmitError::MissingCommand),
         false => Ok(()),
     }
@@ -152,8 +198,54 @@ pub struct Launch {
     pub warnings: Vec<Warning>,
 }
 
-/// `job` as `kind`'s launch script.
-pub fn launch(job: &JobPlan, kind: EmitKind, origin: &Origin) -> Result<Launch, EmitError> {
+/// `job` as `kind`'s launch script or manifests; `machines` are its groups' topologies, in
+/// order, which the Kubernetes kinds read (the scripts need only the plan).
+pub fn launch(
+    job: &JobPlan,
+    machines: &[Topology],
+    kind: EmitKind,
+    origin: &Origin,
+) -> Result<Launch, EmitError> {
+    match kind {
+        EmitKind::Kubelet => Ok(Launch {
+            script: kubernetes::kubelet(job, machines, origin)?,
+            warnings: Vec::new(),
+        }),
+        EmitKind::K8s => {
+            // An engine runs its script, which the ConfigMap carries beside the plan.
+            let engine = job.groups[0].engine.and_then(|e| match e {
+                Engine::Vllm => Some(EmitKind::Vllm),
+                Engine::Sglang => Some(EmitKind::Sglang),
+                Engine::Trtllm => None,
+            });
+            let script = match engine {
+                Some(engine) => {
+                    let origin = Origin {
+                        script: Some(kubernetes::SCRIPT_NAME),
+                        ..*origin
+                    };
+                    Some(script(job, engine, &origin)?)
+                }
+                None => None,
+            };
+            let (manifests, mut warnings) = kubernetes::manifests(
+                job,
+                machines,
+                origin,
+                script.as_ref().map(|s| s.script.as_str()),
+            )?;
+            warnings.extend(script.into_iter().flat_map(|s| s.warnings));
+            Ok(Launch {
+                script: manifests,
+                warnings,
+            })
+        }
+        _ => script(job, kind, origin),
+    }
+}
+
+/// `job` as the launch script of `kind`, one of the template kinds.
+fn script(job: &JobPlan, kind: EmitKind, origin: &Origin) -> Result<Launch, EmitError> {
     if !kind.takes_command() && job.groups.iter().any(|g| g.command.is_empty()) {
         return Err(EmitError::MissingCommand);
     }
@@ -169,6 +261,7 @@ pub fn launch(job: &JobPlan, kind: EmitKind, origin: &Origin) -> Result<Launch, 
             value(view::job_view(job, origin, (), |_, _| ())),
             Vec::new(),
         ),
+        EmitKind::K8s | EmitKind::Kubelet => unreachable!("invariant: written by `launch`"),
         EmitKind::Vllm | EmitKind::Sglang => {
             let engine = kind
                 .engine()

@@ -269,6 +269,23 @@ fn emit(e: &EmitError) -> Diagnostic {
             .help("plan one GPU per rank (`gpus_per_rank: 1`), or launch with `numaplan exec` or `--emit torchrun`"),
         e @ EmitError::OtherEngine { .. } => Diagnostic::error(E0446_OTHER_ENGINE, e.to_string())
             .help("set `engine:` to the engine the script starts, or emit the spec's engine's launch"),
+        e @ EmitError::KubernetesMissing { key, .. } => {
+            Diagnostic::error(E0451_KUBERNETES_KEY_MISSING, e.to_string()).help(match *key {
+                "kubernetes.image" => "name the image the ranks run in, with numaplan on its PATH: `kubernetes: {image: registry.example.com/team/train:1.4}`",
+                "kubernetes.memory" => "give the pod's memory, a Kubernetes quantity: `kubernetes: {memory: 1800Gi}` (its request and limit alike)",
+                _ => "give the model and the engine's arguments: `kubernetes: {args: [MODEL, --tensor-parallel-size, \"8\"]}`",
+            })
+        }
+        e @ EmitError::KubernetesNoSystemCpus { .. } => Diagnostic::error(E0452_KUBERNETES_NO_SYSTEM_CPUS, e.to_string())
+            .help("reserve CPUs for the system in the spec: `cpu: {reserve_cores: 2}`"),
+        e @ EmitError::KubernetesTooManyCpus { .. } => Diagnostic::error(E0453_KUBERNETES_TOO_MANY_CPUS, e.to_string())
+            .help("claim the plan's CPU count per NUMA node instead: `kubernetes: {cpus: grouped}`"),
+        e @ EmitError::KubernetesShape { .. } => Diagnostic::error(E0454_KUBERNETES_SHAPE, e.to_string())
+            .help("leave `kubernetes.workload` to numaplan (a Pod, an Indexed Job, a LeaderWorkerSet for an engine, a JobSet for groups), or set it as the job's shape allows"),
+        e @ EmitError::KubernetesName { .. } => Diagnostic::error(E0455_KUBERNETES_NAME, e.to_string())
+            .help("set a short lowercase name: `kubernetes: {name: llama-train}`"),
+        e @ EmitError::KubernetesMemoryPolicy { .. } => Diagnostic::error(E0456_KUBERNETES_MEMORY_POLICY, e.to_string())
+            .help("run in a namespace whose Pod Security is `privileged` (drop `kubernetes.pod_security`), or let the policy yield: `memory: {required: false}`"),
         e @ EmitError::Template { .. } => Diagnostic::error(
             E0403_INTERNAL,
             e.to_string(),
