@@ -598,3 +598,68 @@ fn the_torchrun_and_mpirun_scripts_start_no_rank_unless_every_rank_can_be_bound(
         );
     }
 }
+
+/// A Kubernetes pod as `--emit k8s` runs it: `numaplan exec --pod` of the reviewed plan in a
+/// container given what the kubelet and the CPU DRA driver would give (a cpuset,
+/// `DRA_CPUSET_<claim>`, SYS_NICE). Given the plan's CPUs it starts its rank bound as planned;
+/// under `--pod exact` given others it starts none and names the claim; under `--pod given`
+/// it runs on the CPUs given, on the plan's node, and says so.
+#[test]
+fn a_pod_starts_its_ranks_bound_as_planned_and_none_given_other_cpus() {
+    if !containers() {
+        return;
+    }
+    let dir = job(
+        "ranks_per_node: 1\ncpu: {policy: exclusive, allowed: \"1\"}\nmemory: {policy: bind}\n",
+    );
+    let plan = common::numaplan_in(
+        dir.path(),
+        &["compile", "job.yaml", "-q", "-o", "plan.yaml"],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    let on = |cpuset| Setup {
+        cpuset,
+        sys_nice: true,
+    };
+    let exec = |mode: &str, claimed: &str| {
+        format!("rm -f started; DRA_CPUSET_4f2a={claimed} \"$np\" exec --pod {mode} plan.yaml")
+    };
+    // The claim's CPUs: the rank runs on them, its memory bound.
+    let ran = run_in(dir.path(), on("1"), &exec("exact", "1"));
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Cpus_allowed_list:\t1\n"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("policy bind:0\n"), "{}", ran.stdout);
+    assert!(!ran.stderr.contains("W0228"), "{}", ran.stderr);
+    // Other CPUs than the claim names: nothing starts, and the error names the claim.
+    let ran = run_in(dir.path(), on("0"), &exec("exact", "0"));
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(
+        ran.stderr.contains("error[E0457]") && ran.stderr.contains("`cpus`"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!dir.path().join("started").exists(), "a rank started");
+    // A cpuset that is not the CPU driver's claim: the kubelet's CPU Manager placed it too.
+    let ran = run_in(dir.path(), on("0-1"), &exec("exact", "1"));
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("cpuManagerPolicy: none"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!dir.path().join("started").exists(), "a rank started");
+    // Chosen by the kubelet: the rank runs on the CPU given, on the plan's node, said once.
+    let ran = run_in(dir.path(), on("0"), "\"$np\" exec --pod given plan.yaml");
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Cpus_allowed_list:\t0\n"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("policy bind:0\n"), "{}", ran.stdout);
+    assert_eq!(count(&ran.stderr, "warning[W0228]"), 1, "{}", ran.stderr);
+}

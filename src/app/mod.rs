@@ -16,6 +16,7 @@ mod header;
 mod input;
 mod memory;
 mod node;
+mod pod;
 mod program;
 mod review;
 mod schema;

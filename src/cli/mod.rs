@@ -14,7 +14,7 @@ mod run;
 
 pub use options::{ReportFormat, SpecOverrides, key_value};
 pub use review::{ColourChoice, DiffArgs, ExplainArgs, ExplainFormat};
-pub use run::{BindArgs, ExecArgs, NprocPerNode, VerifyArgs, WatchArgs, nproc_per_node};
+pub use run::{BindArgs, ExecArgs, NprocPerNode, PodArg, VerifyArgs, WatchArgs, nproc_per_node};
 
 /// Compile a job spec and a machine topology into a reviewable per-rank binding plan.
 #[derive(Debug, Parser)]

@@ -75,6 +75,15 @@ pub struct ExecArgs {
     #[arg(long)]
     pub stop_on_drift: bool,
 
+    /// Inside a Kubernetes pod (the container command of `--emit k8s`): check what the pod was
+    /// given (its cpuset, the CPU driver's `DRA_CPUSET_*`, the GPUs it sees) against the plan
+    /// before any rank starts. `exact`: its CPUs and GPUs must be the plan's, as DRA claims
+    /// them CPU by CPU; `given`: the CPU driver or the kubelet chose the CPUs, and the ranks run
+    /// on them, on the plan's NUMA nodes (W0228). GPUs are matched by PCI address and the
+    /// visibility variables renumbered as the pod numbers them.
+    #[arg(long, value_name = "MODE")]
+    pub pod: Option<PodArg>,
+
     /// Print each rank's binding, environment and exact argv; start nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -97,6 +106,15 @@ pub struct ExecArgs {
     /// passed byte for byte.
     #[arg(last = true, value_name = "ARGS")]
     pub extra: Vec<OsString>,
+}
+
+/// `exec --pod`: how the pod's CPUs were chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PodArg {
+    /// The claims name the plan's CPUs and GPUs (DRA, the CPU driver's `individual` mode).
+    Exact,
+    /// The CPU driver (`grouped`) or the kubelet (device plugins) chose the CPUs.
+    Given,
 }
 
 /// `--nproc-per-node`.

@@ -473,6 +473,25 @@ codes! {
          rank could start. Use a namespace whose Pod Security allows it (`privileged`), or \
          let the policy yield (`memory: {required: false}`: the ranks then run without it, \
          warning W0226).";
+    E0457_POD_CPUS = "E0457":
+        "`numaplan exec --pod` (the command of `--emit k8s`'s container): the pod was not \
+         given the CPUs the plan needs, and no rank was started. Under `--pod exact` (DRA with \
+         the CPU driver's `individual` mode) its CPUs must be the plan's, as its CPU claim \
+         names them; under `--pod given` (the CPU driver's `grouped` mode, or the device \
+         plugins and the kubelet's static CPU Manager) it must have at least the plan's CPU \
+         count on each of the plan's NUMA nodes. A cpuset other than the CPU driver's \
+         `DRA_CPUSET_*` means the kubelet's CPU Manager placed the container too. The help \
+         names the claim or kubelet setting at fault.";
+    E0458_POD_GPUS = "E0458":
+        "`numaplan exec --pod`: a GPU of the plan (by PCI address) is not among the GPUs the \
+         pod was given (its device nodes), and no rank was started: the devices claim \
+         selected another GPU, or the device plugin chose others by count.";
+    E0459_POD_CANNOT_RENAME = "E0459":
+        "`numaplan exec --pod given`: the pod was given other CPUs than the plan's, and a rank \
+         has a helper pool (`cpu.helpers`) or OpenMP places, whose CPU lists in its \
+         environment numaplan does not rename to the given CPUs; no rank was started. Claim \
+         the plan's exact CPUs (`kubernetes: {devices: dra, cpus: individual}`), or plan \
+         without them.";
     W0200_PLAN_WARNING = "W0200":
         "A warning without a code of its own, read from a plan that an earlier numaplan wrote. \
          Today every warning has a code (`numaplan codes` lists them): `compile`, `exec` and `bind` print them on \
@@ -629,6 +648,21 @@ codes! {
          their NICs (`NCCL_IB_HCA`), which the pod must reach otherwise (the host's network, \
          an RDMA device plugin). Use `devices: dra` with a topology that records the NICs' \
          PCI addresses, or `--allow W0227` after review.";
+    W0228_POD_CPUS_CHOSEN = "W0228":
+        "`numaplan exec --pod given`: the CPU driver (`grouped`) or the kubelet (device \
+         plugins) gave the pod other CPUs than the plan's, as many on each of the plan's NUMA \
+         nodes: the ranks run on those, each planned CPU renamed to a given one of the same \
+         NUMA node in core order (whole cores stay whole, ranks that shared CPUs still share \
+         them). Their NUMA nodes, memory policy and GPUs are the plan's; the exact CPUs are the \
+         kubelet's. `kubernetes: {devices: dra, cpus: individual}` claims the plan's own.";
+    W0229_KUBERNETES_ENGINE_CPUS = "W0229":
+        "`--emit k8s` of a serving engine (`engine: vllm`, `sglang`) whose pod's CPUs are chosen \
+         by the kubelet (`devices: device-plugin`) or the CPU driver (`cpus: grouped`): the \
+         engine's script gives the engine the plan's own CPUs and refuses a node whose pod \
+         was given others (E0411), as `numaplan exec --pod given` would not, so a pod starts \
+         only where the CPUs it was given are the plan's. Claim them exactly \
+         (`kubernetes: {devices: dra, cpus: individual}`, where a node's plan fits 32 CPUs), \
+         or `--allow W0229` after review.";
 }
 
 /// The code that covered `code`'s problem before it had a code of its own (`E0419` for

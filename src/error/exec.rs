@@ -4,6 +4,7 @@
 use crate::diag::Diagnostic;
 use crate::diag::codes::*;
 use crate::exec::Input;
+use crate::exec::pod::{PodMismatch, PodMode};
 use crate::exec::{ExecError, NodeMismatch};
 
 pub(super) fn exec(e: &ExecError) -> Diagnostic {
@@ -28,6 +29,7 @@ pub(super) fn exec(e: &ExecError) -> Diagnostic {
                 NodeMismatch::MemoryNotAllowed { .. } => "run where those nodes are allowed (a wider cgroup cpuset.mems), start from the job spec where it runs (`numaplan bind job.yaml -- CMD` or `exec job.yaml` plans within the allowed nodes), or say `memory: {required: false}` to run without the policy where it cannot be had",
                 NodeMismatch::CpusNotAllowed { .. } => "run with those CPUs allowed (a wider taskset or cgroup, `srun --cpu-bind=none`, `mpirun --bind-to none`), or start from the job spec where it runs: `numaplan bind job.yaml -- CMD` (or `exec job.yaml`) compiles inside this process's CPUs, a container's or pod's cpuset included",
             }),
+        ExecError::Pod { why, mode } => pod(why, *mode, message),
         ExecError::Bind { among_ranks, .. } => {
             let refusal = e.refusal();
             let d = Diagnostic::error(E0412_BIND, message);
@@ -68,4 +70,56 @@ fn node_place_help(group: Option<&str>) -> String {
             "{NODE_PLACE_HELP}: N the nodes of group `{name}`, K this node's index among them"
         ),
     }
+}
+
+/// A pod whose CPUs or GPUs are not what the plan needs: each help names the claim or the
+/// kubelet setting that decides it (docs/kubernetes.md).
+fn pod(why: &PodMismatch, mode: PodMode, message: String) -> Diagnostic {
+    let (code, help) = match (why, mode) {
+        (PodMismatch::CpusetNotClaimed { .. }, _) => (
+            E0457_POD_CPUS,
+            "the CPU DRA driver and the kubelet's static CPU Manager both placed the container: \
+             set `cpuManagerPolicy: none` on nodes where the driver runs (`numaplan compile job.yaml \
+             --emit kubelet` writes it)",
+        ),
+        (PodMismatch::CpusNotPlanned { .. }, PodMode::Exact) => (
+            E0457_POD_CPUS,
+            "the pod's CPU claim (`cpus`, ResourceClaimTemplate NAME-cpus) was allocated other \
+             CPUs than it names: run the CPU driver in its `individual` mode, which publishes one \
+             device per CPU; where the driver or kubelet chooses the CPUs, emit with \
+             `kubernetes.cpus: grouped` (the launch then runs `--pod given`)",
+        ),
+        (PodMismatch::CpusNotPlanned { .. } | PodMismatch::TooFewOnNode { .. }, PodMode::Given) => {
+            (
+                E0457_POD_CPUS,
+                "under the CPU driver's `grouped` mode the claim's `node-N` request gives the node's \
+             CPUs; under the device plugins the kubelet's Topology Manager keeps the pod's CPUs \
+             on its GPUs' nodes (`topologyManagerPolicy: restricted`, `topologyManagerScope: pod`, \
+             as `--emit kubelet` writes them): check the node's kubelet settings",
+            )
+        }
+        (PodMismatch::TooFewOnNode { .. }, PodMode::Exact) => {
+            (E0457_POD_CPUS, "check the pod's CPU claim (`cpus`)")
+        }
+        (PodMismatch::GpuNotGiven { .. }, PodMode::Exact) => (
+            E0458_POD_GPUS,
+            "the pod's devices claim (`devices`, ResourceClaimTemplate NAME-devices) names each GPU \
+             by its PCI address: check that the GPU driver publishes `pciBusID` and that the pod \
+             runs on a node of the plan's machine",
+        ),
+        (PodMismatch::GpuNotGiven { .. }, PodMode::Given) => (
+            E0458_POD_GPUS,
+            "the device plugin chose other GPUs (`nvidia.com/gpu` is a count): plan the node's \
+             GPUs the pod asks (a pod of all of a node's GPUs is given all), or claim them by \
+             address with `kubernetes.devices: dra`",
+        ),
+        (PodMismatch::CannotRename { .. }, _) => (
+            E0459_POD_CANNOT_RENAME,
+            "claim the plan's exact CPUs (`kubernetes: {devices: dra, cpus: individual}`, the \
+             launch then runs `--pod exact`), or plan without `cpu.helpers` and `openmp:` places",
+        ),
+    };
+    Diagnostic::error(code, message)
+        .note("nothing was started")
+        .help(help)
 }

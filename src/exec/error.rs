@@ -50,6 +50,12 @@ pub enum ExecError {
     },
     #[error("this node ({host}) cannot run the plan: {why}")]
     NotThisNode { host: String, why: NodeMismatch },
+    /// Inside a Kubernetes pod (`--pod`), what the pod was given is not what the plan needs.
+    #[error("this pod cannot run the plan: {why}")]
+    Pod {
+        why: super::pod::PodMismatch,
+        mode: super::pod::PodMode,
+    },
     #[error("{}", bind_failure(*rank, cpus, memory, *call, source))]
     Bind {
         rank: u32,

@@ -7,6 +7,7 @@ mod error;
 mod job;
 mod launch;
 mod node;
+pub mod pod;
 mod relay;
 mod start;
 mod status;

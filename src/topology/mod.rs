@@ -1,7 +1,7 @@
 //! Topology: what the machine is. Sources: numaplan's YAML fixtures and hwloc XML exports,
 //! detected by content; the model they both produce; the text summary.
 
-mod container_gpus;
+pub mod container_gpus;
 pub mod cpu_kinds;
 pub mod devices;
 pub mod error;

@@ -19,9 +19,11 @@ use super::input::{self, PlanMachine, Request};
 use super::memory::without_refused_policies;
 use super::program;
 use super::write::{emit, json};
-use crate::cli::{ExecArgs, NprocPerNode, ReportFormat};
+use crate::cli::{ExecArgs, NprocPerNode, PodArg, ReportFormat};
 use crate::diag::report::{Reporter, Voice};
+use crate::diag::{Warning, codes};
 use crate::error::Error;
+use crate::exec::pod::{self, PodMode};
 use crate::exec::{self, Check, ExecError, ExecOptions, Force, Input, NodePlace, OutputMode};
 use crate::plan::Plan;
 use crate::plan_file;
@@ -51,7 +53,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
             true => in_the_flags_words(e),
             false => e,
         })?;
-    let mut plan = subject.plan;
+    let plan = subject.plan;
     if plan.command.is_empty() && args.extra.is_empty() {
         // Without a spec, the program can only come after `--`: say that, not "the spec".
         let input = match args.input {
@@ -60,7 +62,9 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         };
         return Err(ExecError::NoCommand { input }.into());
     }
+    let (mut plan, pod_note) = in_the_pod(args.pod, plan)?;
     let mut shown = visible::warnings(&plan, &plan.ranks, &environment());
+    shown.extend(pod_note);
     // The words after `--` are appended to the spec's command (W0220 of which is in the plan).
     let line: Vec<OsString> = plan
         .command
@@ -104,6 +108,24 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     let mut report = std::io::stderr();
     let job = exec::start(&plan, &opts)?;
     checks::observe_and_wait(&plan, &opts, &checks, job, &mut report)
+}
+
+/// In a pod (`--pod`): what it was given checked against the plan, and the plan as the pod
+/// runs it, with what changed (W0228).
+fn in_the_pod(arg: Option<PodArg>, plan: Plan) -> Result<(Plan, Option<Warning>), Error> {
+    let Some(arg) = arg else {
+        return Ok((plan, None));
+    };
+    let mode = match arg {
+        PodArg::Exact => PodMode::Exact,
+        PodArg::Given => PodMode::Given,
+    };
+    let (fitted, note) = pod::fit(&plan, &super::pod::facts(&environment())?, mode)
+        .map_err(|why| ExecError::Pod { why, mode })?;
+    Ok((
+        fitted,
+        note.map(|n| Warning::new(codes::W0228_POD_CPUS_CHOSEN, n)),
+    ))
 }
 
 /// How `exec` starts the plan's ranks, from its flags (the memory fallback is found later).

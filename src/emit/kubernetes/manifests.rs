@@ -243,6 +243,25 @@ fn lost(plan: &Plan, f: &NodeFacts, names: &Names) -> Result<Vec<Warning>, EmitE
             ),
         ));
     }
+    if let Some(engine) = plan.engine.filter(|_| !exact_cpus(k)) {
+        out.push(Warning::new(
+            codes::W0229_KUBERNETES_ENGINE_CPUS,
+            format!(
+                "{g}the {} script binds the plan's own CPUs and refuses a pod given others \
+                 (E0411), and under `devices: {}` the {} chooses the pod's CPUs: a pod starts \
+                 only where they are the plan's",
+                engine.word(),
+                match k.devices {
+                    Devices::Dra => "dra` with `cpus: grouped",
+                    Devices::DevicePlugin => "device-plugin",
+                },
+                match k.devices {
+                    Devices::Dra => "CPU driver",
+                    Devices::DevicePlugin => "kubelet",
+                }
+            ),
+        ));
+    }
     let unclaimed: Vec<String> = match k.devices {
         Devices::DevicePlugin => f
             .nics
@@ -268,6 +287,11 @@ fn lost(plan: &Plan, f: &NodeFacts, names: &Names) -> Result<Vec<Warning>, EmitE
         ));
     }
     Ok(out)
+}
+
+/// Whether the pod's claims name the plan's own CPUs (DRA, the CPU driver's `individual` mode).
+fn exact_cpus(k: &KubernetesSpec) -> bool {
+    k.devices == Devices::Dra && k.cpus == crate::spec::kubernetes::DraCpus::Individual
 }
 
 fn config_map(names: &Names, plan: &str, script: Option<&str>) -> Document {
@@ -336,6 +360,10 @@ fn workload_document(
         let launch = Launch {
             engine,
             group: (!group.is_empty()).then_some(group),
+            pod: match exact_cpus(&plan.kubernetes) {
+                true => "exact",
+                false => "given",
+            },
             args: &plan.kubernetes.args,
         };
         pod::spec(f, &plan.kubernetes, names, group, &launch, rank)

@@ -28,6 +28,9 @@ pub struct Launch<'a> {
     pub engine: bool,
     /// The group a node of a job of groups runs.
     pub group: Option<&'a str>,
+    /// How `exec --pod` checks what the pod was given: `exact` where the claims name the
+    /// plan's CPUs, else `given`.
+    pub pod: &'static str,
     pub args: &'a [String],
 }
 
@@ -153,6 +156,7 @@ fn command(launch: &Launch, rank: &Rank) -> Vec<String> {
         ]);
     }
     if !launch.engine {
+        words.extend(["--pod".into(), launch.pod.into()]);
         words.push(format!("{PLAN_DIR}/{PLAN_KEY}"));
     }
     if !launch.args.is_empty() {

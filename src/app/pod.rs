@@ -1,0 +1,90 @@
+//! What a Kubernetes pod was given, read inside it for `exec --pod` (`exec::pod`): this
+//! process's cpuset, the CPU DRA driver's `DRA_CPUSET_<claim>` variables, each NUMA node's
+//! CPUs and each CPU's core from `/sys`, and the GPUs whose device nodes the pod has, in the
+//! order its runtime numbers them (PCI order).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::cpuset::CpuSet;
+use crate::error::Error;
+use crate::exec::ExecError;
+use crate::exec::pod::PodFacts;
+use crate::ids::NodeId;
+use crate::pci_addr::PciAddr;
+use crate::sys::affinity;
+use crate::topology::container_gpus;
+use crate::topology::pci_gpus;
+use crate::variables::NVIDIA_VISIBLE_DEVICES;
+
+/// The prefix of the CPU DRA driver's variables (`DRA_CPUSET_<claim uid>=<cpu list>`).
+const DRA_CPUSET: &str = "DRA_CPUSET_";
+
+pub(super) fn facts(env: &BTreeMap<String, String>) -> Result<PodFacts, Error> {
+    let cpus = affinity::own_affinity().map_err(|source| ExecError::Syscall {
+        what: "read this process's CPU affinity",
+        source,
+    })?;
+    let claimed = env
+        .iter()
+        .filter(|(k, _)| k.starts_with(DRA_CPUSET))
+        .filter_map(|(k, v)| Some((k.clone(), v.trim().parse().ok()?)))
+        .collect();
+    let node_cpus = node_cpus(Path::new("/sys/devices/system/node"));
+    let all: CpuSet = node_cpus.iter().map(|(_, c)| c).collect();
+    let core_of = all
+        .iter()
+        .map(|c| {
+            let path = format!("/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list");
+            let first = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| t.trim().parse::<CpuSet>().ok())
+                .and_then(|s| s.first())
+                .unwrap_or(c);
+            (c, first)
+        })
+        .collect();
+    Ok(PodFacts {
+        cpus,
+        claimed,
+        node_cpus,
+        core_of,
+        gpus: gpus(env),
+    })
+}
+
+/// Each NUMA node's CPUs, in node order.
+fn node_cpus(dir: &Path) -> Vec<(NodeId, CpuSet)> {
+    let mut nodes: Vec<(NodeId, CpuSet)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let id: u32 = name.strip_prefix("node")?.parse().ok()?;
+            let cpus = std::fs::read_to_string(e.path().join("cpulist")).ok()?;
+            Some((NodeId(id), cpus.trim().parse().ok()?))
+        })
+        .collect();
+    nodes.sort_by_key(|(n, _)| *n);
+    nodes
+}
+
+/// The NVIDIA GPUs whose `/dev/nvidiaN` node the pod has, in PCI order; `None` where it has no
+/// such node at all (nothing says which it was given).
+fn gpus(env: &BTreeMap<String, String>) -> Option<Vec<PciAddr>> {
+    let handed = container_gpus::read(Path::new("/"), env.get(NVIDIA_VISIBLE_DEVICES).cloned());
+    let nodes = handed.nvidia_nodes?;
+    let mut given: Vec<PciAddr> = pci_gpus::gpus()
+        .iter()
+        .filter_map(|p| p.parse().ok())
+        .filter(|p| {
+            handed
+                .nvidia_minors
+                .get(p)
+                .is_some_and(|m| nodes.contains(m))
+        })
+        .collect();
+    given.sort();
+    Some(given)
+}
