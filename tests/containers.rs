@@ -29,20 +29,25 @@ struct Setup<'a> {
     cpuset: &'a str,
     /// `--cap-add SYS_NICE`.
     sys_nice: bool,
+    /// More bind mounts (`CT_MOUNTS`'s form: `/src:/dst:ro`).
+    mounts: &'a str,
 }
 
 const DEFAULT: Setup = Setup {
     cpuset: "1",
     sys_nice: false,
+    mounts: "",
 };
 const WITH_SYS_NICE: Setup = Setup {
     cpuset: "1",
     sys_nice: true,
+    mounts: "",
 };
 /// Two CPUs, for two ranks.
 const TWO_CPUS: Setup = Setup {
     cpuset: "0-1",
     sys_nice: false,
+    mounts: "",
 };
 
 struct Ran {
@@ -69,9 +74,10 @@ fn run_in(dir: &Path, how: Setup, script: &str) -> Ran {
         .env(
             "CT_MOUNTS",
             format!(
-                "{} {}",
+                "{} {} {}",
                 bin.parent().unwrap().display(),
-                stand_ins.display()
+                stand_ins.display(),
+                how.mounts
             ),
         )
         .output()
@@ -620,6 +626,7 @@ fn a_pod_starts_its_ranks_bound_as_planned_and_none_given_other_cpus() {
     let on = |cpuset| Setup {
         cpuset,
         sys_nice: true,
+        mounts: "",
     };
     let exec = |mode: &str, claimed: &str| {
         format!("rm -f started; DRA_CPUSET_4f2a={claimed} \"$np\" exec --pod {mode} plan.yaml")
@@ -662,4 +669,32 @@ fn a_pod_starts_its_ranks_bound_as_planned_and_none_given_other_cpus() {
     );
     assert!(ran.stdout.contains("policy bind:0\n"), "{}", ran.stdout);
     assert_eq!(count(&ran.stderr, "warning[W0228]"), 1, "{}", ran.stderr);
+    // The GPU driver's device metadata (KEP-5304) says the devices claim's request `gpu-0`
+    // was given a GPU this CPU-only plan does not have: nothing starts, the request is named.
+    let metadata = dir.path().join("devices");
+    std::fs::create_dir_all(metadata.join("gpu-0")).unwrap();
+    std::fs::write(
+        metadata.join("gpu-0/gpu.nvidia.com-metadata.json"),
+        r#"{"kind": "DeviceMetadata", "apiVersion": "metadata.resource.k8s.io/v1alpha1",
+            "requests": [{"name": "gpu-0", "devices": [{"driver": "gpu.nvidia.com",
+            "attributes": {"resource.kubernetes.io/pciBusID": {"string": "0000:1b:00.0"}}}]}]}"#,
+    )
+    .unwrap();
+    let mounts = format!(
+        "{}:/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/devices:ro",
+        metadata.display()
+    );
+    let with_metadata = Setup {
+        cpuset: "1",
+        sys_nice: true,
+        mounts: &mounts,
+    };
+    let ran = run_in(dir.path(), with_metadata, &exec("exact", "1"));
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("error[E0458]") && ran.stderr.contains("`gpu-0`"),
+        "{}",
+        ran.stderr
+    );
+    assert!(!dir.path().join("started").exists(), "a rank started");
 }

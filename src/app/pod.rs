@@ -1,7 +1,8 @@
 //! What a Kubernetes pod was given, read inside it for `exec --pod` (`exec::pod`): this
 //! process's cpuset, the CPU DRA driver's `DRA_CPUSET_<claim>` variables, each NUMA node's
-//! CPUs and each CPU's core from `/sys`, and the GPUs whose device nodes the pod has, in the
-//! order its runtime numbers them (PCI order).
+//! CPUs and each CPU's core from `/sys`, the GPUs whose device nodes the pod has, in the
+//! order its runtime numbers them (PCI order), and what the DRA drivers' device metadata says
+//! each request of its devices claim was given.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,7 +10,7 @@ use std::path::Path;
 use crate::cpuset::CpuSet;
 use crate::error::Error;
 use crate::exec::ExecError;
-use crate::exec::pod::PodFacts;
+use crate::exec::pod::{self, PodFacts};
 use crate::ids::NodeId;
 use crate::pci_addr::PciAddr;
 use crate::sys::affinity;
@@ -50,7 +51,43 @@ pub(super) fn facts(env: &BTreeMap<String, String>) -> Result<PodFacts, Error> {
         node_cpus,
         core_of,
         gpus: gpus(env),
+        claimed_devices: claimed_devices(Path::new(pod::DEVICE_METADATA)),
     })
+}
+
+/// Each request of the pod's devices claim (a directory under `dir`) and the PCI addresses its
+/// drivers' metadata files list.
+fn claimed_devices(dir: &Path) -> Vec<(String, PciAddr)> {
+    let entries = |d: &Path| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut out = Vec::new();
+    for request in entries(dir) {
+        let name = request
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        for file in entries(&request) {
+            if !file.to_string_lossy().ends_with("-metadata.json") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            out.extend(
+                pod::metadata_pci_addresses(&text)
+                    .into_iter()
+                    .map(|p| (name.clone(), p)),
+            );
+        }
+    }
+    out
 }
 
 /// Each NUMA node's CPUs, in node order.

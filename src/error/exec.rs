@@ -101,6 +101,13 @@ fn pod(why: &PodMismatch, mode: PodMode, message: String) -> Diagnostic {
         (PodMismatch::TooFewOnNode { .. }, PodMode::Exact) => {
             (E0457_POD_CPUS, "check the pod's CPU claim (`cpus`)")
         }
+        (PodMismatch::ClaimedOther { .. }, _) => (
+            E0458_POD_GPUS,
+            "the devices claim (`devices`, ResourceClaimTemplate NAME-devices) selects each \
+             device by its PCI address: a driver that allocated another publishes a `pciBusID` \
+             other than the device's; check the driver's ResourceSlices (`kubectl get \
+             resourceslices -o yaml`)",
+        ),
         (PodMismatch::GpuNotGiven { .. }, PodMode::Exact) => (
             E0458_POD_GPUS,
             "the pod's devices claim (`devices`, ResourceClaimTemplate NAME-devices) names each GPU \

@@ -40,6 +40,40 @@ pub struct PodFacts {
     /// The GPUs the pod can use, in the order its runtime numbers them; `None` where nothing
     /// says (no device node at all).
     pub gpus: Option<Vec<PciAddr>>,
+    /// What the DRA drivers' device metadata (KEP-5304) says each request of the pod's
+    /// devices claim was given: the request's name (`gpu-3`, `nic-0`) and the device's PCI
+    /// address.
+    pub claimed_devices: Vec<(String, PciAddr)>,
+}
+
+/// Where the DRA drivers' device metadata of the pod's `devices` claim is, inside the
+/// container: one directory per request, one `<driver>-metadata.json` file per driver.
+pub const DEVICE_METADATA: &str =
+    "/var/run/kubernetes.io/dra-device-attributes/resourceclaimtemplates/devices";
+
+/// The PCI addresses of the devices a metadata file lists (`metadata.resource.k8s.io`
+/// `DeviceMetadata`, a stream of one object per API version, newest first: the first is
+/// read), by the standard attribute `resource.kubernetes.io/pciBusID`.
+pub fn metadata_pci_addresses(text: &str) -> Vec<PciAddr> {
+    let Some(Ok(first)) = serde_json::Deserializer::from_str(text)
+        .into_iter::<serde_json::Value>()
+        .next()
+    else {
+        return Vec::new();
+    };
+    let devices = first["requests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["devices"].as_array().into_iter().flatten());
+    devices
+        .filter_map(|d| {
+            d["attributes"]["resource.kubernetes.io/pciBusID"]["string"]
+                .as_str()?
+                .parse()
+                .ok()
+        })
+        .collect()
 }
 
 /// Why a pod cannot run the plan.
@@ -81,6 +115,15 @@ pub enum PodMismatch {
         given: Vec<PciAddr>,
     },
     #[error(
+        "its devices claim's request `{request}` was given the device at {given}, and the plan's \
+         is {planned}"
+    )]
+    ClaimedOther {
+        request: String,
+        given: PciAddr,
+        planned: String,
+    },
+    #[error(
         "rank {rank} has {what}, whose CPU lists in its environment cannot be renamed to the \
          CPUs the pod was given"
     )]
@@ -104,9 +147,21 @@ pub fn fit(
     mode: PodMode,
 ) -> Result<(Plan, Option<String>), PodMismatch> {
     claimed_is_cpuset(pod)?;
+    claimed_devices_are_planned(plan, pod)?;
     let mut fitted = plan.clone();
-    if let Some(gpus) = &pod.gpus {
-        renumber_gpus(&mut fitted, gpus)?;
+    // The pod's GPUs: those of its device nodes, else those its claim's metadata lists.
+    let from_claims = || {
+        let mut gpus: Vec<PciAddr> = pod
+            .claimed_devices
+            .iter()
+            .filter(|(request, _)| request.starts_with("gpu-"))
+            .map(|(_, pci)| *pci)
+            .collect();
+        gpus.sort();
+        (!gpus.is_empty()).then_some(gpus)
+    };
+    if let Some(gpus) = pod.gpus.clone().or_else(from_claims) {
+        renumber_gpus(&mut fitted, &gpus)?;
     }
     let planned: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
     match mode {
@@ -144,6 +199,37 @@ pub fn fit(
             ))
         }
     }
+}
+
+/// Each request of the devices claim was given the plan's device: `gpu-N` the plan's GPU N, a
+/// NIC request one of the plan's NICs.
+fn claimed_devices_are_planned(plan: &Plan, pod: &PodFacts) -> Result<(), PodMismatch> {
+    let gpus: BTreeMap<String, PciAddr> = plan
+        .ranks
+        .iter()
+        .flat_map(|r| &r.gpus)
+        .map(|g| (format!("gpu-{}", g.index.0), g.pci))
+        .collect();
+    let nics: Vec<PciAddr> = plan
+        .ranks
+        .iter()
+        .flat_map(|r| r.nics.iter().filter_map(|n| n.pci))
+        .collect();
+    for (request, given) in &pod.claimed_devices {
+        let planned = match gpus.get(request) {
+            Some(pci) if pci == given => continue,
+            Some(pci) => pci.to_string(),
+            None if request.starts_with("nic-") && nics.contains(given) => continue,
+            None if request.starts_with("nic-") => "one of the plan's NICs".to_string(),
+            None => "no device of the plan's".to_string(),
+        };
+        return Err(PodMismatch::ClaimedOther {
+            request: request.clone(),
+            given: *given,
+            planned,
+        });
+    }
+    Ok(())
 }
 
 /// Where the CPU driver said which CPUs it claimed, the container's cpuset is those.
@@ -301,6 +387,7 @@ mod tests {
             .into_iter()
             .collect(),
             gpus: None,
+            claimed_devices: Vec::new(),
         }
     }
 
@@ -394,6 +481,55 @@ mod tests {
                     ..
                 })
             ),
+            "{refused:?}"
+        );
+    }
+
+    /// A metadata file as a DRA driver writes it (the Kubernetes documentation's example,
+    /// with the standard PCI attribute), a stream of one object per API version.
+    const METADATA: &str = r#"{"kind": "DeviceMetadata", "apiVersion": "metadata.resource.k8s.io/v1alpha1",
+      "metadata": {"name": "pod0-devices-2kqrd", "generation": 1}, "podClaimName": "devices",
+      "requests": [{"name": "gpu-3", "devices": [{"driver": "gpu.nvidia.com", "pool": "node-a",
+        "name": "gpu-3", "attributes": {"index": {"int": 3},
+        "resource.kubernetes.io/pciBusID": {"string": "0000:61:00.0"}}}]}]}
+      {"kind": "DeviceMetadata", "apiVersion": "metadata.resource.k8s.io/v1alpha0"}"#;
+
+    #[test]
+    fn device_metadata_says_which_device_a_request_was_given() {
+        assert_eq!(
+            metadata_pci_addresses(METADATA),
+            ["0000:61:00.0".parse::<PciAddr>().unwrap()]
+        );
+        assert!(metadata_pci_addresses("").is_empty());
+        assert!(metadata_pci_addresses("{not json").is_empty());
+        let mut p = pod("0,2,4,6");
+        p.claimed_devices = vec![("gpu-3".into(), "0000:61:00.0".parse().unwrap())];
+        // The claim's GPUs are the pod's where no device node says: GPU 3 is its only one.
+        let refused = fit(&plan(), &p, PodMode::Exact);
+        assert!(
+            matches!(
+                refused,
+                Err(PodMismatch::GpuNotGiven {
+                    rank: 0,
+                    gpu: 2,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        p.claimed_devices
+            .push(("gpu-2".into(), "0000:43:00.0".parse().unwrap()));
+        let (fitted, _) = fit(&plan(), &p, PodMode::Exact).unwrap();
+        let seen: Vec<&str> = fitted
+            .ranks
+            .iter()
+            .map(|r| r.env["CUDA_VISIBLE_DEVICES"].as_str())
+            .collect();
+        assert_eq!(seen, ["0", "1"]);
+        p.claimed_devices = vec![("gpu-3".into(), "0000:43:00.0".parse().unwrap())];
+        let refused = fit(&plan(), &p, PodMode::Exact);
+        assert!(
+            matches!(&refused, Err(PodMismatch::ClaimedOther { request, .. }) if request == "gpu-3"),
             "{refused:?}"
         );
     }
