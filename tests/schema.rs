@@ -277,6 +277,7 @@ fn the_job_schema_helps_editors() {
         "workload",
         "namespace",
         "args",
+        "cpus@SidecarOptions",
         "queue",
         "requires",
         "mpirun",

@@ -79,10 +79,21 @@ pub struct KubernetesSpec {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub args: Vec<String>,
+    pub sidecars: Vec<Sidecar>,
     pub pod_security: PodSecurity,
     pub gpu_class: String,
     pub cpu_class: String,
     pub nic_class: String,
+}
+
+/// A sidecar container of every pod: Guaranteed, with its own whole CPUs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sidecar {
+    pub name: String,
+    pub image: String,
+    pub command: Vec<String>,
+    pub cpus: u32,
+    pub memory: String,
 }
 
 /// The GPU DRA driver's DeviceClass (NVIDIA's, kubernetes-sigs/dra-driver-nvidia-gpu).
@@ -103,6 +114,7 @@ impl Default for KubernetesSpec {
             namespace: None,
             name: None,
             args: Vec::new(),
+            sidecars: Vec::new(),
             pod_security: PodSecurity::default(),
             gpu_class: GPU_CLASS.into(),
             cpu_class: CPU_CLASS.into(),

@@ -117,6 +117,36 @@ def test_the_client_models_keep_every_field(case: Tuple[str, Optional[str], List
             assert api.sanitize_for_serialization(loaded) == data, model
 
 
+def pod_specs(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    if doc["kind"] == "Pod":
+        return [doc["spec"]]
+    if doc["kind"] == "Job":
+        return [doc["spec"]["template"]["spec"]]
+    if doc["kind"] in ("LeaderWorkerSet", "JobSet"):
+        return [t["spec"] for t in pod_templates(doc)]
+    return []
+
+
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_every_pod_is_guaranteed(case: Tuple[str, Optional[str], List[str]]) -> None:
+    """Kubernetes' own rule for the Guaranteed class: every container and init container has
+    CPU and memory requests equal to its limits; the static CPU Manager gives exclusive CPUs
+    only for a whole CPU count. The ranks' container asks the plan's CPUs on its node."""
+    docs, plan = compiled(case[0], case[1], tuple(case[2]))
+    specs = [s for d in docs for s in pod_specs(d)]
+    assert specs
+    for spec in specs:
+        for c in spec["containers"] + spec.get("initContainers", []):
+            r = c["resources"]
+            assert r["requests"] == r["limits"], c["name"]
+            assert {"cpu", "memory"} <= set(r["requests"]), c["name"]
+            assert str(r["requests"]["cpu"]).isdigit() and int(r["requests"]["cpu"]) >= 1, c["name"]
+    groups = plan.get("groups", [plan])
+    asked = sorted(int(s["containers"][0]["resources"]["requests"]["cpu"]) for s in specs)
+    planned = sorted(len({c for r in g["ranks"] for c in cpulist(r["cpus"])}) for g in groups)
+    assert asked == planned
+
+
 def pod_templates(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
     if doc["kind"] == "LeaderWorkerSet":
         return [doc["spec"]["leaderWorkerTemplate"]["workerTemplate"]]

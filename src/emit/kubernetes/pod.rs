@@ -7,7 +7,7 @@ use super::claims::{CPUS_CLAIM, DEVICES_CLAIM};
 use super::names::{Names, PLAN_DIR, PLAN_KEY, SCRIPT_KEY};
 use super::node::NodeFacts;
 use super::yaml::{Map, Yaml};
-use crate::spec::kubernetes::{Devices, KubernetesSpec, PodSecurity};
+use crate::spec::kubernetes::{Devices, KubernetesSpec, PodSecurity, Sidecar};
 use crate::topology::devices::Vendor;
 
 /// Where a pod's node rank comes from, and how it reaches the master.
@@ -52,6 +52,14 @@ pub fn spec(
             "The headless Service: each pod is <pod hostname>.<subdomain>, the master too.",
         );
     }
+    if !k8s.sidecars.is_empty() {
+        spec = spec.why(
+            "initContainers",
+            k8s.sidecars.iter().map(sidecar).collect::<Vec<Yaml>>(),
+            "Sidecars (restartable init containers), Guaranteed too: their whole CPUs are their \
+             own, outside the plan's.",
+        );
+    }
     spec = spec.set(
         "containers",
         vec![container(facts, k8s, launch, rank, claims)],
@@ -71,6 +79,29 @@ pub fn spec(
             Map::new().set("name", names.config_map()),
         ))],
     )
+}
+
+fn sidecar(s: &Sidecar) -> Yaml {
+    let amounts = || {
+        Map::new()
+            .set("cpu", s.cpus.to_string())
+            .set("memory", s.memory.as_str())
+    };
+    let c = Map::new()
+        .set("name", s.name.as_str())
+        .set("image", s.image.as_str());
+    let c = match s.command.is_empty() {
+        true => c,
+        false => c.set("command", s.command.clone()),
+    };
+    c.set("restartPolicy", "Always")
+        .set(
+            "resources",
+            Map::new()
+                .set("requests", amounts())
+                .set("limits", amounts()),
+        )
+        .into()
 }
 
 fn pod_claim(name: &str, template: &str) -> Yaml {

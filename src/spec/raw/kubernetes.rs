@@ -45,6 +45,11 @@ pub struct KubernetesOptions {
     /// a serving engine, its script's (the model and the engine's flags: `[MODEL, --tp, "8"]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// Sidecars of every pod (restartable init containers: a log shipper, a metrics agent),
+    /// each Guaranteed with its own whole CPUs, outside the plan's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("default" = []))]
+    pub sidecars: Vec<SidecarOptions>,
     /// The Pod Security level the namespace enforces: `privileged` (default), `baseline` or
     /// `restricted`. The two last refuse `SYS_NICE`, which a memory policy needs: the pod then
     /// goes without it (W0226; an error where the policy is `required`).
@@ -64,6 +69,24 @@ pub struct KubernetesOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("default" = "dranet"))]
     pub nic_class: Option<String>,
+}
+
+/// A sidecar container (`kubernetes.sidecars`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SidecarOptions {
+    /// The container's name (a DNS label; not `ranks`).
+    pub name: String,
+    /// Its image.
+    pub image: String,
+    /// Its command (default: the image's own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Its whole CPUs (requests equal limits, as a Guaranteed pod needs).
+    #[schemars(range(min = 1))]
+    pub cpus: u32,
+    /// Its memory, a Kubernetes quantity.
+    pub memory: String,
 }
 
 /// `kubernetes.devices`.

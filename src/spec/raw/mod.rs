@@ -19,7 +19,9 @@ pub use cpu::{
     ThreadCount, ThreadKeyword,
 };
 pub use gpu::{GpuKeyword, GpuOptions, GpuSelection, VisibleName};
-pub use kubernetes::{DevicesName, DraCpusName, KubernetesOptions, PodSecurityName, WorkloadName};
+pub use kubernetes::{
+    DevicesName, DraCpusName, KubernetesOptions, PodSecurityName, SidecarOptions, WorkloadName,
+};
 pub use memory::{MemPolicyName, MemoryOptions, NodeList};
 
 /// Declares a spec mapping: its own keys (`before`, `after`) around the keys that a job's top

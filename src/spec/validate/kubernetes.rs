@@ -5,8 +5,8 @@
 
 use super::Problems;
 use crate::spec::kubernetes::{
-    CPU_CLASS, Devices, DraCpus, GPU_CLASS, KubernetesSpec, NIC_CLASS, PodSecurity, Workload,
-    is_dns_label,
+    CPU_CLASS, Devices, DraCpus, GPU_CLASS, KubernetesSpec, NIC_CLASS, PodSecurity, Sidecar,
+    Workload, is_dns_label,
 };
 use crate::spec::raw::{
     DevicesName, DraCpusName, JobSpec, KubernetesOptions, PodSecurityName, WorkloadName,
@@ -35,6 +35,7 @@ pub(super) fn kubernetes(raw: &JobSpec, p: &mut Problems) -> KubernetesSpec {
         );
     }
     names(&k, p);
+    let sidecars = sidecars(&k, p);
     KubernetesSpec {
         image: k.image,
         memory: k.memory,
@@ -55,6 +56,7 @@ pub(super) fn kubernetes(raw: &JobSpec, p: &mut Problems) -> KubernetesSpec {
         namespace: k.namespace,
         name: k.name,
         args: k.args,
+        sidecars,
         pod_security: match k.pod_security {
             Some(PodSecurityName::Baseline) => PodSecurity::Baseline,
             Some(PodSecurityName::Restricted) => PodSecurity::Restricted,
@@ -64,6 +66,58 @@ pub(super) fn kubernetes(raw: &JobSpec, p: &mut Problems) -> KubernetesSpec {
         cpu_class: k.cpu_class.unwrap_or_else(|| CPU_CLASS.into()),
         nic_class: k.nic_class.unwrap_or_else(|| NIC_CLASS.into()),
     }
+}
+
+/// Each sidecar: a DNS label name other than the ranks' container's and the others', an
+/// image, a memory quantity.
+fn sidecars(k: &KubernetesOptions, p: &mut Problems) -> Vec<Sidecar> {
+    for (i, s) in k.sidecars.iter().enumerate() {
+        let at = |key: &str| format!("kubernetes.sidecars[{i}].{key}");
+        let taken = s.name == "ranks" || k.sidecars[..i].iter().any(|o| o.name == s.name);
+        if !is_dns_label(&s.name, false) || taken {
+            p.add(
+                &at("name"),
+                format!("`{}` cannot name a sidecar container", s.name),
+                if taken { "taken" } else { "not a DNS label" },
+                "name it with lowercase letters, digits and `-`, other than `ranks` (the ranks' \
+                 container) and the other sidecars",
+            );
+        }
+        if s.image.is_empty() || s.image.chars().any(char::is_whitespace) {
+            p.add(
+                &at("image"),
+                format!("`{}` is not an image reference", s.image),
+                "not an image",
+                "name the image as a pod takes it: `fluent/fluent-bit:3.2`",
+            );
+        }
+        if s.cpus == 0 {
+            p.add(
+                &at("cpus"),
+                "a sidecar of a Guaranteed pod needs whole CPUs, at least one".into(),
+                "zero",
+                "give it one CPU or more: `cpus: 1`",
+            );
+        }
+        if !is_quantity(&s.memory) {
+            p.add(
+                &at("memory"),
+                format!("`{}` is not a Kubernetes quantity of memory", s.memory),
+                "not a quantity",
+                "write a positive amount with a binary or decimal suffix: `256Mi`",
+            );
+        }
+    }
+    k.sidecars
+        .iter()
+        .map(|s| Sidecar {
+            name: s.name.clone(),
+            image: s.image.clone(),
+            command: s.command.clone(),
+            cpus: s.cpus,
+            memory: s.memory.clone(),
+        })
+        .collect()
 }
 
 /// The names Kubernetes checks: the namespace and the objects' name are DNS labels
