@@ -212,19 +212,22 @@ pub fn launch(
             warnings: Vec::new(),
         }),
         EmitKind::K8s => {
-            // An engine runs its script, which the ConfigMap carries beside the plan.
-            let engine = job.groups[0].engine.and_then(|e| match e {
-                Engine::Vllm => Some(EmitKind::Vllm),
-                Engine::Sglang => Some(EmitKind::Sglang),
-                Engine::Trtllm => None,
-            });
-            let script = match engine {
-                Some(engine) => {
+            // An engine runs its script, and so does a job that asks torchrun's: the ConfigMap
+            // carries it beside the plan.
+            let first = &job.groups[0];
+            let kind = match first.engine {
+                Some(Engine::Vllm) => Some(EmitKind::Vllm),
+                Some(Engine::Sglang) => Some(EmitKind::Sglang),
+                Some(Engine::Trtllm) => None,
+                None => first.kubernetes.torchrun.then_some(EmitKind::Torchrun),
+            };
+            let rendered = match kind {
+                Some(kind) => {
                     let origin = Origin {
                         script: Some(kubernetes::SCRIPT_NAME),
                         ..*origin
                     };
-                    Some(script(job, engine, &origin)?)
+                    Some((kind, script(job, kind, &origin)?))
                 }
                 None => None,
             };
@@ -232,9 +235,13 @@ pub fn launch(
                 job,
                 machines,
                 origin,
-                script.as_ref().map(|s| s.script.as_str()),
+                rendered.as_ref().map(|(kind, s)| kubernetes::Script {
+                    text: &s.script,
+                    name: kind.name(),
+                    engine: kind.engine().is_some(),
+                }),
             )?;
-            warnings.extend(script.into_iter().flat_map(|s| s.warnings));
+            warnings.extend(rendered.into_iter().flat_map(|(_, s)| s.warnings));
             Ok(Launch {
                 script: manifests,
                 warnings,

@@ -78,6 +78,8 @@ pub struct KubernetesSpec {
     pub workload: Option<Workload>,
     pub namespace: Option<String>,
     pub name: Option<String>,
+    /// Whether a job without an engine runs the torchrun script rather than `numaplan exec`.
+    pub torchrun: bool,
     pub args: Vec<String>,
     pub sidecars: Vec<Sidecar>,
     pub pod_security: PodSecurity,
@@ -113,6 +115,7 @@ impl Default for KubernetesSpec {
             workload: None,
             namespace: None,
             name: None,
+            torchrun: false,
             args: Vec::new(),
             sidecars: Vec::new(),
             pod_security: PodSecurity::default(),

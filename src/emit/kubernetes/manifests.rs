@@ -1,14 +1,14 @@
 //! `--emit k8s`: a job as the objects `kubectl apply -f` takes, in one stream: the plan (and an
-//! engine's script) in a ConfigMap, a headless Service where an Indexed Job's pods must find
+//! engine's or torchrun's launch script) in a ConfigMap, a headless Service where an Indexed Job's pods must find
 //! their master, each group's claim templates under `devices: dra`, and the workload: a Pod
 //! (one node), an Indexed Job, a LeaderWorkerSet (a serving engine on several nodes) or a
 //! JobSet (a job of groups, one replicated job each).
 
 use super::claims;
-use super::names::{Names, PLAN_KEY, SCRIPT_KEY};
+use super::names::Names;
 use super::node::NodeFacts;
-use super::pod::{self, Launch, Rank};
-use super::yaml::{Map, Yaml, stream};
+use super::workloads::{config_map, exact_cpus, group_name, job_name, service, workload_document};
+use super::yaml::stream;
 use crate::diag::{Warning, codes};
 use crate::emit::{EmitError, Origin};
 use crate::plan::Plan;
@@ -17,19 +17,27 @@ use crate::provenance;
 use crate::spec::kubernetes::{Devices, KubernetesSpec, Workload, is_dns_label};
 use crate::topology::Topology;
 
-type Document = (Vec<String>, Yaml);
+/// A launch script the pods run, which the ConfigMap carries: an engine's or torchrun's.
+#[derive(Clone, Copy)]
+pub struct Script<'a> {
+    pub text: &'a str,
+    /// Its `--emit` name (`vllm`, `torchrun`).
+    pub name: &'static str,
+    /// Whether it starts a serving engine (which takes its model in `kubernetes.args`).
+    pub engine: bool,
+}
 
 /// The job's manifests, and what they cannot give as the plan says (W0226, W0227).
 pub fn manifests(
     job: &JobPlan,
     machines: &[Topology],
     origin: &Origin,
-    engine_script: Option<&str>,
+    script: Option<Script>,
 ) -> Result<(String, Vec<Warning>), EmitError> {
     let k8s = &job.groups[0].kubernetes;
     one_setting(job)?;
     for plan in &job.groups {
-        required(plan, engine_script.is_some())?;
+        required(plan, script.is_some_and(|s| s.engine))?;
     }
     let workload = workload(job, k8s)?;
     group_names(job)?;
@@ -48,10 +56,10 @@ pub fn manifests(
                 group: plan.group().map(|g| g.name.clone()),
             });
         }
-        warnings.extend(lost(plan, &f, &names)?);
+        warnings.extend(lost(plan, &f, &names, script)?);
         facts.push(f);
     }
-    let mut docs = vec![config_map(&names, origin.plan_file, engine_script)];
+    let mut docs = vec![config_map(&names, origin.plan_file, script.map(|s| s.text))];
     if workload == Workload::Job {
         docs.push(service(&names));
     }
@@ -70,7 +78,7 @@ pub fn manifests(
         &facts,
         workload,
         &names,
-        engine_script.is_some(),
+        script.is_some(),
     ));
     let mut header = origin.header.lines(provenance::File::Script);
     header.extend(
@@ -86,10 +94,6 @@ pub fn manifests(
             .map(|w| format!("warning: {}", w.listed(&allowed))),
     );
     Ok((stream(&header, &docs), warnings))
-}
-
-fn group_name(plan: &Plan) -> &str {
-    plan.group().map(|g| g.name.as_str()).unwrap_or("")
 }
 
 /// The settings every object shares are one: a group may not name another namespace, name or
@@ -213,17 +217,14 @@ fn longest_suffix(job: &JobPlan, workload: Workload) -> usize {
         .unwrap_or(0)
 }
 
-/// A JobSet's replicated job of a group: the group's name, or `ranks`.
-fn job_name(plan: &Plan) -> &str {
-    match group_name(plan) {
-        "" => "ranks",
-        g => g,
-    }
-}
-
 /// What the pod cannot be given as the plan says: a memory policy where the namespace refuses
 /// `SYS_NICE` (an error where the policy is required), NICs no claim names.
-fn lost(plan: &Plan, f: &NodeFacts, names: &Names) -> Result<Vec<Warning>, EmitError> {
+fn lost(
+    plan: &Plan,
+    f: &NodeFacts,
+    names: &Names,
+    script: Option<Script>,
+) -> Result<Vec<Warning>, EmitError> {
     let k = &plan.kubernetes;
     let g = names.group_phrase(group_name(plan));
     let mut out = Vec::new();
@@ -243,14 +244,14 @@ fn lost(plan: &Plan, f: &NodeFacts, names: &Names) -> Result<Vec<Warning>, EmitE
             ),
         ));
     }
-    if let Some(engine) = plan.engine.filter(|_| !exact_cpus(k)) {
+    if let Some(script) = script.filter(|_| !exact_cpus(k)) {
         out.push(Warning::new(
             codes::W0229_KUBERNETES_ENGINE_CPUS,
             format!(
                 "{g}the {} script binds the plan's own CPUs and refuses a pod given others \
                  (E0411), and under `devices: {}` the {} chooses the pod's CPUs: a pod starts \
                  only where they are the plan's",
-                engine.word(),
+                script.name,
                 match k.devices {
                     Devices::Dra => "dra` with `cpus: grouped",
                     Devices::DevicePlugin => "device-plugin",
@@ -287,201 +288,4 @@ fn lost(plan: &Plan, f: &NodeFacts, names: &Names) -> Result<Vec<Warning>, EmitE
         ));
     }
     Ok(out)
-}
-
-/// Whether the pod's claims name the plan's own CPUs (DRA, the CPU driver's `individual` mode).
-fn exact_cpus(k: &KubernetesSpec) -> bool {
-    k.devices == Devices::Dra && k.cpus == crate::spec::kubernetes::DraCpus::Individual
-}
-
-fn config_map(names: &Names, plan: &str, script: Option<&str>) -> Document {
-    let mut data = Map::new().set(PLAN_KEY, Yaml::Text(plan.to_string()));
-    if let Some(s) = script {
-        data = data.set(SCRIPT_KEY, Yaml::Text(s.to_string()));
-    }
-    (
-        vec!["The reviewed plan, which every pod mounts and runs.".into()],
-        Map::new()
-            .set("apiVersion", "v1")
-            .set("kind", "ConfigMap")
-            .set("metadata", names.metadata(&names.config_map()))
-            .set("data", data)
-            .into(),
-    )
-}
-
-/// The headless Service that gives an Indexed Job's pods their names (`NAME-0.NAME`).
-fn service(names: &Names) -> Document {
-    (
-        vec!["Each pod's DNS name, the master's (index 0) among them.".into()],
-        Map::new()
-            .set("apiVersion", "v1")
-            .set("kind", "Service")
-            .set("metadata", names.metadata(&names.base))
-            .set(
-                "spec",
-                Map::new()
-                    .set("clusterIP", "None")
-                    .why(
-                        "publishNotReadyAddresses",
-                        true,
-                        "The ranks meet before any pod is ready.",
-                    )
-                    .set(
-                        "selector",
-                        Map::new().set("batch.kubernetes.io/job-name", names.base.as_str()),
-                    ),
-            )
-            .into(),
-    )
-}
-
-fn pod_template(spec: Map, names: &Names) -> Map {
-    Map::new()
-        .set(
-            "metadata",
-            Map::new().set(
-                "labels",
-                Map::new().set("app.kubernetes.io/name", names.base.as_str()),
-            ),
-        )
-        .set("spec", spec)
-}
-
-fn workload_document(
-    job: &JobPlan,
-    facts: &[NodeFacts],
-    workload: Workload,
-    names: &Names,
-    engine: bool,
-) -> Document {
-    let pod_spec = |plan: &Plan, f: &NodeFacts, rank: &Rank| {
-        let group = group_name(plan);
-        let launch = Launch {
-            engine,
-            group: (!group.is_empty()).then_some(group),
-            pod: match exact_cpus(&plan.kubernetes) {
-                true => "exact",
-                false => "given",
-            },
-            args: &plan.kubernetes.args,
-        };
-        pod::spec(f, &plan.kubernetes, names, group, &launch, rank)
-    };
-    let plan = &job.groups[0];
-    match workload {
-        Workload::Pod => (
-            vec!["The ranks of the plan's one node.".into()],
-            object(names, "v1", "Pod")
-                .set(
-                    "spec",
-                    pod_spec(plan, &facts[0], &Rank::Alone).set("restartPolicy", "Never"),
-                )
-                .into(),
-        ),
-        Workload::Job => {
-            let rank = Rank::Indexed {
-                master: format!("{0}-0.{0}", names.base),
-            };
-            let pod = pod_spec(plan, &facts[0], &rank).set("restartPolicy", "Never");
-            (
-                vec![format!(
-                    "{} nodes, one pod each, all at once; the node rank is the pod's completion index.",
-                    plan.nodes
-                )],
-                object(names, "batch/v1", "Job")
-                    .set("spec", indexed_job(plan.nodes, pod_template(pod, names)))
-                    .into(),
-            )
-        }
-        Workload::LeaderWorkerSet => {
-            let pod = pod_template(pod_spec(plan, &facts[0], &Rank::Worker), names);
-            (
-                vec![format!(
-                    "{} nodes as one group; the leader (worker 0) is the master.",
-                    plan.nodes
-                )],
-                leader_worker_set(names, plan.nodes, pod),
-            )
-        }
-        Workload::JobSet => {
-            let rank = Rank::Indexed {
-                master: format!("{0}-{1}-0-0.{0}", names.base, job_name(plan)),
-            };
-            let pods = job.groups.iter().zip(facts).map(|(plan, f)| {
-                let pod = pod_spec(plan, f, &rank).set("restartPolicy", "Never");
-                (plan, pod_template(pod, names))
-            });
-            (
-                vec![
-                    "One replicated job per group; the first group's first pod is the master."
-                        .into(),
-                ],
-                job_set(names, pods),
-            )
-        }
-    }
-}
-
-/// An object's `apiVersion`, `kind` and metadata, named by the base name.
-fn object(names: &Names, api: &str, kind: &str) -> Map {
-    Map::new()
-        .set("apiVersion", api)
-        .set("kind", kind)
-        .set("metadata", names.metadata(&names.base))
-}
-
-fn leader_worker_set(names: &Names, nodes: u32, pod: Map) -> Yaml {
-    let template = Map::new()
-        .set("size", nodes)
-        .set("restartPolicy", "RecreateGroupOnPodRestart")
-        .set("workerTemplate", pod);
-    object(names, "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
-        .set(
-            "spec",
-            Map::new()
-                .set("replicas", 1u32)
-                .set("leaderWorkerTemplate", template),
-        )
-        .into()
-}
-
-fn job_set<'a>(names: &Names, pods: impl Iterator<Item = (&'a Plan, Map)>) -> Yaml {
-    let jobs: Vec<Yaml> = pods
-        .map(|(plan, pod)| {
-            Map::new()
-                .set("name", job_name(plan))
-                .set("replicas", 1u32)
-                .set(
-                    "template",
-                    Map::new().set("spec", indexed_job(plan.nodes, pod)),
-                )
-                .into()
-        })
-        .collect();
-    object(names, "jobset.x-k8s.io/v1alpha2", "JobSet")
-        .set(
-            "spec",
-            Map::new()
-                .set("network", Map::new().set("enableDNSHostnames", true))
-                .set("replicatedJobs", jobs),
-        )
-        .into()
-}
-
-fn indexed_job(nodes: u32, template: Map) -> Map {
-    Map::new()
-        .set("completionMode", "Indexed")
-        .set("completions", nodes)
-        .why(
-            "parallelism",
-            nodes,
-            "Every node's pod runs at once: the ranks meet.",
-        )
-        .why(
-            "backoffLimit",
-            0u32,
-            "A failed rank fails the job, as under torchrun.",
-        )
-        .set("template", template)
 }

@@ -10,11 +10,12 @@ mod manifests;
 mod names;
 mod node;
 mod pod;
+mod workloads;
 pub mod yaml;
 
 pub use claims::MAX_DEVICES_PER_CLAIM;
 pub use kubelet::TOPOLOGY_MANAGER_NODES;
-pub use manifests::manifests;
+pub use manifests::{Script, manifests};
 pub use names::SCRIPT_KEY as SCRIPT_NAME;
 
 use crate::emit::{EmitError, Origin};

@@ -6,10 +6,11 @@ use super::yaml::Map;
 use crate::emit::EmitError;
 use crate::spec::kubernetes::is_dns_label;
 
-/// Where the ConfigMap is mounted, and its keys: the plan, and an engine's script.
+/// Where the ConfigMap is mounted, and its keys: the plan, and the launch script of an engine
+/// or torchrun.
 pub const PLAN_DIR: &str = "/etc/numaplan";
 pub const PLAN_KEY: &str = "plan.yaml";
-pub const SCRIPT_KEY: &str = "serve.sh";
+pub const SCRIPT_KEY: &str = "launch.sh";
 
 /// The objects' names and namespace.
 pub struct Names {

@@ -24,8 +24,9 @@ use crate::variables::NUMAPLAN_NODE_RANK as NODE_RANK;
 
 /// What the container runs: the launch and the words after it.
 pub struct Launch<'a> {
-    /// The engine's script (in the ConfigMap), or `numaplan exec` of the plan.
-    pub engine: bool,
+    /// The launch script in the ConfigMap (an engine's or torchrun's), or `numaplan exec` of
+    /// the plan.
+    pub script: bool,
     /// The group a node of a job of groups runs.
     pub group: Option<&'a str>,
     /// How `exec --pod` checks what the pod was given: `exact` where the claims name the
@@ -163,10 +164,10 @@ fn guaranteed_why(facts: &NodeFacts, k8s: &KubernetesSpec, claims: bool) -> Stri
     )
 }
 
-/// The container's command: the engine's script or `numaplan exec`, with the node's rank and
+/// The container's command: the launch script or `numaplan exec`, with the node's rank and
 /// the master where the job has several nodes.
 fn command(launch: &Launch, rank: &Rank) -> Vec<String> {
-    let mut words: Vec<String> = match launch.engine {
+    let mut words: Vec<String> = match launch.script {
         true => vec!["bash".into(), format!("{PLAN_DIR}/{SCRIPT_KEY}")],
         false => vec!["numaplan".into(), "exec".into()],
     };
@@ -186,7 +187,7 @@ fn command(launch: &Launch, rank: &Rank) -> Vec<String> {
             master,
         ]);
     }
-    if !launch.engine {
+    if !launch.script {
         words.extend(["--pod".into(), launch.pod.into()]);
         words.push(format!("{PLAN_DIR}/{PLAN_KEY}"));
     }

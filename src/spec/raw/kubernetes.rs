@@ -41,6 +41,12 @@ pub struct KubernetesOptions {
     /// The objects' name (a DNS label; default: the job's `name`, else `numaplan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What the container runs, for a job without `engine:`: `exec` (default: `numaplan exec`
+    /// of the plan) or `torchrun` (the `--emit torchrun` script, each rank bound by `numaplan
+    /// bind`). A serving engine's pods run its script.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = "exec"))]
+    pub launch: Option<LaunchName>,
     /// Arguments after the launch in the container: appended to every rank's command, or, for
     /// a serving engine, its script's (the model and the engine's flags: `[MODEL, --tp, "8"]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -87,6 +93,16 @@ pub struct SidecarOptions {
     pub cpus: u32,
     /// Its memory, a Kubernetes quantity.
     pub memory: String,
+}
+
+/// `kubernetes.launch`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LaunchName {
+    /// `numaplan exec --pod` of the plan.
+    Exec,
+    /// The `--emit torchrun` script.
+    Torchrun,
 }
 
 /// `kubernetes.devices`.

@@ -20,7 +20,8 @@ pub use cpu::{
 };
 pub use gpu::{GpuKeyword, GpuOptions, GpuSelection, VisibleName};
 pub use kubernetes::{
-    DevicesName, DraCpusName, KubernetesOptions, PodSecurityName, SidecarOptions, WorkloadName,
+    DevicesName, DraCpusName, KubernetesOptions, LaunchName, PodSecurityName, SidecarOptions,
+    WorkloadName,
 };
 pub use memory::{MemPolicyName, MemoryOptions, NodeList};
 

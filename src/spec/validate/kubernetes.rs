@@ -9,7 +9,7 @@ use crate::spec::kubernetes::{
     Workload, is_dns_label,
 };
 use crate::spec::raw::{
-    DevicesName, DraCpusName, JobSpec, KubernetesOptions, PodSecurityName, WorkloadName,
+    DevicesName, DraCpusName, JobSpec, KubernetesOptions, LaunchName, PodSecurityName, WorkloadName,
 };
 
 pub(super) fn kubernetes(raw: &JobSpec, p: &mut Problems) -> KubernetesSpec {
@@ -36,6 +36,17 @@ pub(super) fn kubernetes(raw: &JobSpec, p: &mut Problems) -> KubernetesSpec {
     }
     names(&k, p);
     let sidecars = sidecars(&k, p);
+    let torchrun = k.launch == Some(LaunchName::Torchrun);
+    if torchrun && raw.engine.is_some() {
+        p.add(
+            "kubernetes.launch",
+            "a serving engine's pods run its own script (`--emit vllm`, `--emit sglang`), not \
+             torchrun's"
+                .into(),
+            "beside `engine:`",
+            "remove `kubernetes.launch`",
+        );
+    }
     KubernetesSpec {
         image: k.image,
         memory: k.memory,
@@ -55,6 +66,7 @@ pub(super) fn kubernetes(raw: &JobSpec, p: &mut Problems) -> KubernetesSpec {
         }),
         namespace: k.namespace,
         name: k.name,
+        torchrun,
         args: k.args,
         sidecars,
         pod_security: match k.pod_security {
