@@ -698,3 +698,79 @@ fn a_pod_starts_its_ranks_bound_as_planned_and_none_given_other_cpus() {
     );
     assert!(!dir.path().join("started").exists(), "a rank started");
 }
+
+/// The pod `--emit k8s` writes, run as the kubelet and the CPU DRA driver (individual mode)
+/// would run it: its ConfigMap's plan mounted where the pod mounts it, its container's own
+/// command, the cpuset and `DRA_CPUSET_<claim>` of its CPU claim, the SYS_NICE it asks. Its
+/// rank runs bound as planned; the same pod on a node that gave it another CPU starts none.
+#[test]
+fn the_manifests_own_pod_runs_its_rank_bound_as_planned() {
+    if !containers() {
+        return;
+    }
+    let dir = job(
+        "ranks_per_node: 1\ncpu: {policy: exclusive, allowed: \"1\"}\n\
+         memory: {policy: bind}\nkubernetes: {image: \"img:1\", memory: 1Gi, devices: dra}\n",
+    );
+    let emitted = common::numaplan_in(dir.path(), &["compile", "job.yaml", "-q", "--emit", "k8s"]);
+    assert_eq!(emitted.code, 0, "{}", emitted.stderr);
+    let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&emitted.stdout)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let of_kind = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"].as_str() == Some(kind))
+            .unwrap()
+    };
+    let plan = of_kind("ConfigMap")["data"]["plan.yaml"].as_str().unwrap();
+    std::fs::create_dir(dir.path().join("etc")).unwrap();
+    std::fs::write(dir.path().join("etc/plan.yaml"), plan).unwrap();
+    let container = &of_kind("Pod")["spec"]["containers"][0];
+    assert_eq!(
+        container["securityContext"]["capabilities"]["add"][0].as_str(),
+        Some("SYS_NICE")
+    );
+    assert_eq!(
+        container["resources"]["requests"]["cpu"].as_str(),
+        Some("1")
+    );
+    let words: Vec<&str> = container["command"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        words[..4],
+        ["numaplan", "exec", "--pod", "exact"],
+        "{words:?}"
+    );
+    assert!(words.iter().all(|w| {
+        w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/_.-".contains(c))
+    }));
+    let mounts = format!("{}:/etc/numaplan:ro", dir.path().join("etc").display());
+    let pod = |cpuset| Setup {
+        cpuset,
+        sys_nice: true,
+        mounts: &mounts,
+    };
+    let script = |claimed: &str| {
+        format!(
+            "rm -f started; PATH=$(dirname \"$np\"):$PATH DRA_CPUSET_9c1e={claimed} {}",
+            words.join(" ")
+        )
+    };
+    let ran = run_in(dir.path(), pod("1"), &script("1"));
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Cpus_allowed_list:\t1\n"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("policy bind:0\n"), "{}", ran.stdout);
+    let ran = run_in(dir.path(), pod("0"), &script("0"));
+    assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
+    assert!(ran.stderr.contains("error[E0457]"), "{}", ran.stderr);
+    assert!(!dir.path().join("started").exists(), "a rank started");
+}
