@@ -21,7 +21,9 @@ use crate::variables::NVIDIA_VISIBLE_DEVICES;
 /// The prefix of the CPU DRA driver's variables (`DRA_CPUSET_<claim uid>=<cpu list>`).
 const DRA_CPUSET: &str = "DRA_CPUSET_";
 
-pub(super) fn facts(env: &BTreeMap<String, String>) -> Result<PodFacts, Error> {
+/// The pod's facts; each CPU's core is read for the CPUs of the pod and of `planned` alone
+/// (a node has hundreds, one `/sys` file each).
+pub(super) fn facts(env: &BTreeMap<String, String>, planned: &CpuSet) -> Result<PodFacts, Error> {
     let cpus = affinity::own_affinity().map_err(|source| ExecError::Syscall {
         what: "read this process's CPU affinity",
         source,
@@ -32,8 +34,8 @@ pub(super) fn facts(env: &BTreeMap<String, String>) -> Result<PodFacts, Error> {
         .filter_map(|(k, v)| Some((k.clone(), v.trim().parse().ok()?)))
         .collect();
     let node_cpus = node_cpus(Path::new("/sys/devices/system/node"));
-    let all: CpuSet = node_cpus.iter().map(|(_, c)| c).collect();
-    let core_of = all
+    let core_of = cpus
+        .union(planned)
         .iter()
         .map(|c| {
             let path = format!("/sys/devices/system/cpu/cpu{c}/topology/thread_siblings_list");

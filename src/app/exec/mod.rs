@@ -20,6 +20,7 @@ use super::memory::without_refused_policies;
 use super::program;
 use super::write::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, PodArg, ReportFormat};
+use crate::cpuset::CpuSet;
 use crate::diag::report::{Reporter, Voice};
 use crate::diag::{Warning, codes};
 use crate::error::Error;
@@ -120,7 +121,8 @@ fn in_the_pod(arg: Option<PodArg>, plan: Plan) -> Result<(Plan, Option<Warning>)
         PodArg::Exact => PodMode::Exact,
         PodArg::Given => PodMode::Given,
     };
-    let (fitted, note) = pod::fit(&plan, &super::pod::facts(&environment())?, mode)
+    let planned: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
+    let (fitted, note) = pod::fit(&plan, &super::pod::facts(&environment(), &planned)?, mode)
         .map_err(|why| ExecError::Pod { why, mode })?;
     Ok((
         fitted,
