@@ -7,37 +7,15 @@ mod common;
 
 use std::path::Path;
 
-use common::{numaplan, numaplan_in, rel, repo};
+use common::{case_topology, numaplan, numaplan_in, rel, repo};
 use numaplan::topology::load_file;
 use std::process::Command;
-
-fn topology_of(case: &Path) -> String {
-    let text = std::fs::read_to_string(case).unwrap();
-    let name = text
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("# topology: "))
-        .unwrap_or_else(|| panic!("{} must start with `# topology: <name>`", case.display()))
-        .trim()
-        .to_string();
-    for (dir, ext) in [
-        ("tests/cases/topologies", "yaml"),
-        ("examples/topologies", "yaml"),
-        ("tests/data/mpibind", "xml"),
-    ] {
-        let p = format!("{dir}/{name}.{ext}");
-        if repo().join(&p).exists() {
-            return p;
-        }
-    }
-    panic!("no topology `{name}` for {}", case.display());
-}
 
 #[test]
 fn compile_cases() {
     insta::glob!("cases/compile", "*.yaml", |path| {
         let case = rel(path);
-        let topology = topology_of(path);
+        let topology = case_topology(path);
         let is_error = path
             .file_name()
             .unwrap()

@@ -7,32 +7,14 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{fixtures, numaplan, numaplan_in, rel};
+use common::{case_topology, fixtures, numaplan, numaplan_in, rel};
 use numaplan::cpuset::CpuSet;
-
-/// The topology a case's first line names (`# topology: NAME`, in examples/topologies, or a
-/// path from the repository's root).
-fn topology_of(case: &Path) -> String {
-    let text = std::fs::read_to_string(case).unwrap();
-    let name = text
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("# topology: "))
-        .unwrap()
-        .trim();
-    match name.contains('/') {
-        true => name.to_string(),
-        false => format!("examples/topologies/{name}.yaml"),
-    }
-}
 
 #[test]
 fn kubernetes_cases() {
     insta::glob!("cases/k8s", "*.yaml", |path| {
         let case = rel(path);
-        let topology = topology_of(path);
+        let topology = case_topology(path);
         let emit =
             |kind: &str| numaplan(&["compile", &case, "--topology", &topology, "--emit", kind]);
         let k8s = emit("k8s");

@@ -156,19 +156,17 @@ mod tests {
     /// Two ranks of one GPU each (GPUs 0 and 1 at 0000:07:00.0 and 0000:0f:00.0) on a machine
     /// of 2 CPUs, 1 node, 2 GPUs.
     fn plan() -> Plan {
-        let mut text = String::from(
-            "numaplan_plan: 1\ntopology: {name: t, fingerprint: f, cpus: 2, numa_nodes: 1, gpus: 2}\n\
-             policy: node\nnodes: 1\nranks_per_node: 2\nranks:\n",
-        );
-        for (i, pci) in ["0000:07:00.0", "0000:0f:00.0"].iter().enumerate() {
-            text.push_str(&format!(
-                "- {{rank: {i}, local_rank: {i}, gpus: [{i}], gpu_pci: ['{pci}'], numa_node: 0, \
-                 cpus: '{i}', cores: 1, memory: {{policy: none, nodes: ''}}, nics: [], env: {{}}}}\n"
-            ));
-        }
-        crate::plan_file::load("plan.yaml", &text)
-            .unwrap_or_else(|_| panic!("the test plan loads"))
-            .plan
+        let ranks: Vec<String> = ["0000:07:00.0", "0000:0f:00.0"]
+            .iter()
+            .enumerate()
+            .map(|(i, pci)| {
+                format!(
+                    "{{rank: {i}, local_rank: {i}, gpus: [{i}], gpu_pci: ['{pci}'], numa_node: 0, \
+                     cpus: '{i}', cores: 1, memory: {{policy: none, nodes: ''}}, nics: [], env: {{}}}}"
+                )
+            })
+            .collect();
+        crate::plan_file::test_plan("cpus: 2, numa_nodes: 1, gpus: 2", &ranks)
     }
 
     fn node(gpu_pci: &[&str]) -> NodeFacts {

@@ -346,24 +346,27 @@ mod tests {
     /// {1,5}; node 1: {2,6}, {3,7}), rank 0 on core {0,4} with GPU 2 (0000:43:00.0) seen as
     /// CUDA_VISIBLE_DEVICES=2, rank 1 on core {2,6} with GPU 3.
     fn plan() -> Plan {
-        let mut text = String::from(
-            "numaplan_plan: 1\ntopology: {name: t, fingerprint: f, cpus: 8, numa_nodes: 2, gpus: 4}\n\
-             policy: node\nnodes: 1\nranks_per_node: 2\nranks:\n",
-        );
-        for (i, (gpu, pci, cpus, node)) in
-            [(2, "0000:43:00.0", "0,4", 0), (3, "0000:61:00.0", "2,6", 1)]
-                .iter()
-                .enumerate()
-        {
-            text.push_str(&format!(
-                "- {{rank: {i}, local_rank: {i}, gpus: [{gpu}], gpu_pci: ['{pci}'], numa_node: {node}, \
-                 cpus: '{cpus}', cores: 1, memory: {{policy: bind, nodes: '{node}'}}, nics: [], \
-                 env: {{CUDA_VISIBLE_DEVICES: '{gpu}'}}}}\n"
-            ));
-        }
-        crate::plan_file::load("plan.yaml", &text)
-            .unwrap_or_else(|_| panic!("the test plan loads"))
-            .plan
+        let ranks: Vec<String> = [(2, "0000:43:00.0", "0,4", 0), (3, "0000:61:00.0", "2,6", 1)]
+            .iter()
+            .enumerate()
+            .map(|(i, (gpu, pci, cpus, node))| {
+                format!(
+                    "{{rank: {i}, local_rank: {i}, gpus: [{gpu}], gpu_pci: ['{pci}'], \
+                     numa_node: {node}, cpus: '{cpus}', cores: 1, \
+                     memory: {{policy: bind, nodes: '{node}'}}, nics: [], \
+                     env: {{CUDA_VISIBLE_DEVICES: '{gpu}'}}}}"
+                )
+            })
+            .collect();
+        crate::plan_file::test_plan("cpus: 8, numa_nodes: 2, gpus: 4", &ranks)
+    }
+
+    /// What each rank sees through CUDA_VISIBLE_DEVICES.
+    fn seen(plan: &Plan) -> Vec<&str> {
+        plan.ranks
+            .iter()
+            .map(|r| r.env["CUDA_VISIBLE_DEVICES"].as_str())
+            .collect()
     }
 
     fn pod(cpus: &str) -> PodFacts {
@@ -464,12 +467,7 @@ mod tests {
                 .collect(),
         );
         let (fitted, _) = fit(&plan(), &p, PodMode::Exact).unwrap();
-        let seen: Vec<&str> = fitted
-            .ranks
-            .iter()
-            .map(|r| r.env["CUDA_VISIBLE_DEVICES"].as_str())
-            .collect();
-        assert_eq!(seen, ["1", "2"]);
+        assert_eq!(seen(&fitted), ["1", "2"]);
         p.gpus = Some(vec!["0000:43:00.0".parse().unwrap()]);
         let refused = fit(&plan(), &p, PodMode::Exact);
         assert!(
@@ -520,12 +518,7 @@ mod tests {
         p.claimed_devices
             .push(("gpu-2".into(), "0000:43:00.0".parse().unwrap()));
         let (fitted, _) = fit(&plan(), &p, PodMode::Exact).unwrap();
-        let seen: Vec<&str> = fitted
-            .ranks
-            .iter()
-            .map(|r| r.env["CUDA_VISIBLE_DEVICES"].as_str())
-            .collect();
-        assert_eq!(seen, ["0", "1"]);
+        assert_eq!(seen(&fitted), ["0", "1"]);
         p.claimed_devices = vec![("gpu-3".into(), "0000:43:00.0".parse().unwrap())];
         let refused = fit(&plan(), &p, PodMode::Exact);
         assert!(

@@ -26,6 +26,23 @@ pub struct Provenance<'a> {
     pub schema_ref: Option<&'a str>,
 }
 
+/// A plan for unit tests: one node of a machine of `machine` (`cpus: 8, numa_nodes: 2, gpus:
+/// 4`) and `ranks`, each a flow mapping of a rank as a plan file writes it.
+#[cfg(test)]
+pub fn test_plan(machine: &str, ranks: &[String]) -> Plan {
+    let mut text = format!(
+        "numaplan_plan: 1\ntopology: {{name: t, fingerprint: f, {machine}}}\npolicy: node\n\
+         nodes: 1\nranks_per_node: {}\nranks:\n",
+        ranks.len()
+    );
+    for r in ranks {
+        text.push_str(&format!("- {r}\n"));
+    }
+    load("plan.yaml", &text)
+        .unwrap_or_else(|_| panic!("the test plan loads"))
+        .plan
+}
+
 pub fn to_file(plan: &Plan, p: &Provenance) -> PlanFile {
     PlanFile {
         numaplan_plan: FORMAT_VERSION,

@@ -219,20 +219,18 @@ mod tests {
     /// Four ranks of one GPU each (GPUs 0-3, UUIDs `GPU-aaaa...`-`GPU-dddd...`) on a machine of
     /// six GPUs.
     fn plan() -> Plan {
-        let mut text = String::from(
-            "numaplan_plan: 1\ntopology: {name: t, fingerprint: f, cpus: 4, numa_nodes: 1, gpus: 6}\n\
-             policy: node\nnodes: 1\nranks_per_node: 4\nranks:\n",
-        );
-        for (i, u) in ["aaaa", "bbbb", "cccc", "dddd"].iter().enumerate() {
-            text.push_str(&format!(
-                "- {{rank: {i}, local_rank: {i}, gpus: [{i}], gpu_pci: ['0000:0{i}:00.0'], \
-                 gpu_uuid: [GPU-{u}-1234], numa_node: 0, cpus: '{i}', cores: 1, \
-                 memory: {{policy: none, nodes: ''}}, nics: [], env: {{}}}}\n"
-            ));
-        }
-        crate::plan_file::load("plan.yaml", &text)
-            .unwrap_or_else(|_| panic!("the test plan loads"))
-            .plan
+        let ranks: Vec<String> = ["aaaa", "bbbb", "cccc", "dddd"]
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                format!(
+                    "{{rank: {i}, local_rank: {i}, gpus: [{i}], gpu_pci: ['0000:0{i}:00.0'], \
+                     gpu_uuid: [GPU-{u}-1234], numa_node: 0, cpus: '{i}', cores: 1, \
+                     memory: {{policy: none, nodes: ''}}, nics: [], env: {{}}}}"
+                )
+            })
+            .collect();
+        crate::plan_file::test_plan("cpus: 4, numa_nodes: 1, gpus: 6", &ranks)
     }
 
     fn env(pairs: &[(&str, &str)]) -> Env {

@@ -98,6 +98,34 @@ pub fn nul_joined<'a>(args: impl IntoIterator<Item = &'a str>) -> Vec<u8> {
 }
 
 /// A path relative to the repository, as tests pass them to numaplan.
+/// The topology a case file's first line names (`# topology: <name>`): a path from the
+/// repository's root, or a name looked up in tests/cases/topologies, then examples/topologies,
+/// then (hwloc XML) tests/data/mpibind.
+pub fn case_topology(case: &Path) -> String {
+    let text = std::fs::read_to_string(case).unwrap();
+    let name = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# topology: "))
+        .unwrap_or_else(|| panic!("{} must start with `# topology: <name>`", case.display()))
+        .trim()
+        .to_string();
+    if name.contains('/') {
+        return name;
+    }
+    for (dir, ext) in [
+        ("tests/cases/topologies", "yaml"),
+        ("examples/topologies", "yaml"),
+        ("tests/data/mpibind", "xml"),
+    ] {
+        let p = format!("{dir}/{name}.{ext}");
+        if repo().join(&p).exists() {
+            return p;
+        }
+    }
+    panic!("no topology `{name}` for {}", case.display());
+}
+
 pub fn rel(path: &Path) -> String {
     path.strip_prefix(repo())
         .unwrap()
