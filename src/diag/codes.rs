@@ -458,9 +458,10 @@ codes! {
         "`--emit k8s` cannot write the job as asked: `kubernetes.workload` names a workload that \
          cannot run its shape (a Pod runs one node; an Indexed Job and a LeaderWorkerSet have \
          one pod template, a job of groups one per group: a JobSet), a group sets the \
-         namespace, name or workload otherwise than the job (its objects share them), or a \
-         group's name is no DNS label (it is part of its objects' names). Change the key or \
-         the group's name as the message says.";
+         namespace, name, workload or launch otherwise than the job (its objects share them), \
+         a group's name is no DNS label (it is part of its objects' names), or the plan is \
+         larger than the 1 MiB a ConfigMap holds. Change the key or the group's name as the \
+         message says; a plan that large wants fewer ranks a node in one job.";
     E0455_KUBERNETES_NAME = "E0455":
         "`--emit k8s`: the objects' base name (`kubernetes.name`, else the job's `name`, else \
          `numaplan`) is no DNS label, or too long once the manifests add their endings to it \

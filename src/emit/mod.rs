@@ -147,7 +147,7 @@ pub enum EmitError {
     KubernetesTooManyCpus { group: String, cpus: usize },
     /// The workload or a name cannot carry the job.
     #[error("{why}")]
-    KubernetesShape { why: String },
+    KubernetesShape { why: String, help: &'static str },
     /// The base name of the objects is no DNS label, or too long for the names made from it.
     #[error(
         "`{key}: {name}` cannot name the Kubernetes objects: it must be a DNS label of at most {room} characters here (lowercase letters, digits and `-`, starting with a letter), leaving room for the names made from it"

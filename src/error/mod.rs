@@ -280,8 +280,8 @@ fn emit(e: &EmitError) -> Diagnostic {
             .help("reserve CPUs for the system in the spec: `cpu: {reserve_cores: 2}`"),
         e @ EmitError::KubernetesTooManyCpus { .. } => Diagnostic::error(E0453_KUBERNETES_TOO_MANY_CPUS, e.to_string())
             .help("claim the plan's CPU count per NUMA node instead: `kubernetes: {cpus: grouped}`"),
-        e @ EmitError::KubernetesShape { .. } => Diagnostic::error(E0454_KUBERNETES_SHAPE, e.to_string())
-            .help("leave `kubernetes.workload` to numaplan (a Pod, an Indexed Job, a LeaderWorkerSet for an engine, a JobSet for groups), or set it as the job's shape allows"),
+        e @ EmitError::KubernetesShape { help, .. } => Diagnostic::error(E0454_KUBERNETES_SHAPE, e.to_string())
+            .help(*help),
         e @ EmitError::KubernetesName { .. } => Diagnostic::error(E0455_KUBERNETES_NAME, e.to_string())
             .help("set a short lowercase name: `kubernetes: {name: llama-train}`"),
         e @ EmitError::KubernetesMemoryPolicy { .. } => Diagnostic::error(E0456_KUBERNETES_MEMORY_POLICY, e.to_string())

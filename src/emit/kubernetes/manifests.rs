@@ -1,8 +1,8 @@
 //! `--emit k8s`: a job as the objects `kubectl apply -f` takes, in one stream: the plan (and an
-//! engine's or torchrun's launch script) in a ConfigMap, a headless Service where an Indexed Job's pods must find
-//! their master, each group's claim templates under `devices: dra`, and the workload: a Pod
-//! (one node), an Indexed Job, a LeaderWorkerSet (a serving engine on several nodes) or a
-//! JobSet (a job of groups, one replicated job each).
+//! engine's or torchrun's launch script) in a ConfigMap, a headless Service where an Indexed
+//! Job's pods must find their master, each group's claim templates under `devices: dra`, and
+//! the workload: a Pod (one node), an Indexed Job, a LeaderWorkerSet (a serving engine on
+//! several nodes) or a JobSet (a job of groups, one replicated job each).
 
 use super::claims;
 use super::names::Names;
@@ -16,6 +16,9 @@ use crate::plan::job::{JobPlan, Shape};
 use crate::provenance;
 use crate::spec::kubernetes::{Devices, KubernetesSpec, Workload, is_dns_label};
 use crate::topology::Topology;
+
+/// The most data a ConfigMap holds (the API server's limit on an object in etcd).
+const CONFIG_MAP_BYTES: usize = 1024 * 1024;
 
 /// A launch script the pods run, which the ConfigMap carries: an engine's or torchrun's.
 #[derive(Clone, Copy)]
@@ -58,6 +61,16 @@ pub fn manifests(
         }
         warnings.extend(lost(plan, &f, &names, script)?);
         facts.push(f);
+    }
+    let carried = origin.plan_file.len() + script.map_or(0, |s| s.text.len());
+    if carried > CONFIG_MAP_BYTES {
+        return Err(EmitError::KubernetesShape {
+            why: format!(
+                "the plan and its launch script are {carried} bytes, and a ConfigMap holds at \
+                 most {CONFIG_MAP_BYTES} (1 MiB)"
+            ),
+            help: "plan fewer ranks a node, or fewer groups, in one job",
+        });
     }
     let mut docs = vec![config_map(&names, origin.plan_file, script.map(|s| s.text))];
     if workload == Workload::Job {
@@ -106,6 +119,7 @@ fn one_setting(job: &JobPlan) -> Result<(), EmitError> {
             ("kubernetes.namespace", k.namespace != first.namespace),
             ("kubernetes.name", k.name != first.name),
             ("kubernetes.workload", k.workload != first.workload),
+            ("kubernetes.launch", k.torchrun != first.torchrun),
         ];
         if let Some((key, _)) = differs.iter().find(|(_, d)| *d) {
             return Err(EmitError::KubernetesShape {
@@ -113,6 +127,7 @@ fn one_setting(job: &JobPlan) -> Result<(), EmitError> {
                     "group `{}` sets `{key}` otherwise than the job: the job's objects share one",
                     group_name(plan)
                 ),
+                help: "set it at the top level only, for every group",
             });
         }
     }
@@ -170,6 +185,9 @@ fn workload(job: &JobPlan, k8s: &KubernetesSpec) -> Result<Workload, EmitError> 
                 "`kubernetes.workload: {}` cannot run this job: {why}",
                 chosen.name()
             ),
+            help: "leave `kubernetes.workload` to numaplan (a Pod for one node, an Indexed Job, \
+                   a LeaderWorkerSet for a serving engine, a JobSet for groups), or name one \
+                   that runs the job's shape",
         }),
         None => Ok(chosen),
     }
@@ -189,6 +207,7 @@ fn group_names(job: &JobPlan) -> Result<(), EmitError> {
                 "group `{g}`'s name is part of its objects' names, which Kubernetes takes only \
                  as DNS labels (lowercase letters, digits and `-`, starting with a letter)"
             ),
+            help: "rename the group with lowercase letters, digits and `-`, starting with a letter",
         }),
         None => Ok(()),
     }
@@ -288,4 +307,49 @@ fn lost(
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_past_what_a_config_map_holds_is_refused() {
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/topologies/nvidia-dgx-h100.yaml"
+        );
+        let machine = crate::topology::load_file(std::path::Path::new(fixture))
+            .unwrap_or_else(|_| panic!("the fixture loads"));
+        let rank = "{rank: 0, local_rank: 0, gpus: [], numa_node: 0, cpus: '1', cores: 1, \
+                    memory: {policy: none, nodes: ''}, nics: [], env: {}}";
+        let mut plan =
+            crate::plan_file::test_plan("cpus: 224, numa_nodes: 2, gpus: 8", &[rank.to_string()]);
+        plan.reserved = [0].into_iter().collect();
+        plan.command = vec!["true".into()];
+        plan.kubernetes.image = Some("img:1".into());
+        plan.kubernetes.memory = Some("1Gi".into());
+        let job = JobPlan::of_one_group(plan);
+        let emit = |plan_file: &str| {
+            let origin = Origin {
+                header: provenance::Header {
+                    regenerate: &[],
+                    spec_file: "job.yaml",
+                    topology: "t",
+                    fingerprint: "f",
+                },
+                plan_file,
+                script: None,
+                plan_ids: &[],
+            };
+            manifests(&job, std::slice::from_ref(&machine), &origin, None)
+        };
+        assert!(emit(&"x".repeat(CONFIG_MAP_BYTES)).is_ok());
+        let refused = emit(&"x".repeat(CONFIG_MAP_BYTES + 1));
+        assert!(
+            matches!(&refused, Err(EmitError::KubernetesShape { why, .. }) if why.contains("1 MiB")),
+            "{:?}",
+            refused.err()
+        );
+    }
 }
