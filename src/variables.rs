@@ -11,6 +11,9 @@ pub const NUMAPLAN_LOCAL_RANK: &str = "NUMAPLAN_LOCAL_RANK";
 pub const NUMAPLAN_PLAN: &str = "NUMAPLAN_PLAN";
 /// Which group of a plan of several groups this node runs (`rank::group`).
 pub const NUMAPLAN_GROUP: &str = "NUMAPLAN_GROUP";
+/// How a Kubernetes pod was given its CPUs (`exact`, `given`), which the `--emit k8s`
+/// manifests set and `exec` and `bind` read as `exec --pod`.
+pub const NUMAPLAN_POD: &str = "NUMAPLAN_POD";
 /// A pod's node rank, which the `--emit k8s` manifests set from the pod's index.
 pub const NUMAPLAN_NODE_RANK: &str = "NUMAPLAN_NODE_RANK";
 

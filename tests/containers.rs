@@ -669,6 +669,19 @@ fn a_pod_starts_its_ranks_bound_as_planned_and_none_given_other_cpus() {
     );
     assert!(ran.stdout.contains("policy bind:0\n"), "{}", ran.stdout);
     assert_eq!(count(&ran.stderr, "warning[W0228]"), 1, "{}", ran.stderr);
+    // The SGLang script's server (`bind --all-ranks`) in the same pod, told by NUMAPLAN_POD.
+    let ran = run_in(
+        dir.path(),
+        on("0"),
+        "NUMAPLAN_POD=given \"$np\" bind --all-ranks plan.yaml -- grep Cpus_allowed_list /proc/self/status",
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Cpus_allowed_list:\t0\n"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stderr.contains("warning[W0228]"), "{}", ran.stderr);
     // The GPU driver's device metadata (KEP-5304) says the devices claim's request `gpu-0`
     // was given a GPU this CPU-only plan does not have: nothing starts, the request is named.
     let metadata = dir.path().join("devices");
@@ -699,19 +712,16 @@ fn a_pod_starts_its_ranks_bound_as_planned_and_none_given_other_cpus() {
     assert!(!dir.path().join("started").exists(), "a rank started");
 }
 
-/// The pod `--emit k8s` writes, run as the kubelet and the CPU DRA driver (individual mode)
-/// would run it: its ConfigMap's plan mounted where the pod mounts it, its container's own
-/// command, the cpuset and `DRA_CPUSET_<claim>` of its CPU claim, the SYS_NICE it asks. Its
-/// rank runs bound as planned; the same pod on a node that gave it another CPU starts none.
-#[test]
-fn the_manifests_own_pod_runs_its_rank_bound_as_planned() {
-    if !containers() {
-        return;
-    }
-    let dir = job(
-        "ranks_per_node: 1\ncpu: {policy: exclusive, allowed: \"1\"}\n\
-         memory: {policy: bind}\nkubernetes: {image: \"img:1\", memory: 1Gi, devices: dra}\n",
-    );
+/// The pod `--emit k8s` writes for `kubernetes` (a spec's block) of a one-rank plan on CPU 1,
+/// run as the kubelet and the drivers would run it: its ConfigMap's plan and launch script
+/// mounted where the pod mounts them, its container's own command and environment, a cpuset,
+/// the CPU driver's `DRA_CPUSET_<claim>` (`claimed`, where it claims), the SYS_NICE it asks.
+/// Returns the run and the directory (`started` is there if a rank started).
+fn manifest_pod(kubernetes: &str, cpuset: &str, claimed: Option<&str>) -> (Ran, tempfile::TempDir) {
+    let dir = job(&format!(
+        "ranks_per_node: 1\ncpu: {{policy: exclusive, allowed: \"1\"}}\n\
+         memory: {{policy: bind}}\nkubernetes: {kubernetes}\n"
+    ));
     let emitted = common::numaplan_in(dir.path(), &["compile", "job.yaml", "-q", "--emit", "k8s"]);
     assert_eq!(emitted.code, 0, "{}", emitted.stderr);
     let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&emitted.stdout)
@@ -722,9 +732,11 @@ fn the_manifests_own_pod_runs_its_rank_bound_as_planned() {
             .find(|d| d["kind"].as_str() == Some(kind))
             .unwrap()
     };
-    let plan = of_kind("ConfigMap")["data"]["plan.yaml"].as_str().unwrap();
     std::fs::create_dir(dir.path().join("etc")).unwrap();
-    std::fs::write(dir.path().join("etc/plan.yaml"), plan).unwrap();
+    for (key, text) in of_kind("ConfigMap")["data"].as_mapping().unwrap() {
+        let path = dir.path().join("etc").join(key.as_str().unwrap());
+        std::fs::write(path, text.as_str().unwrap()).unwrap();
+    }
     let container = &of_kind("Pod")["spec"]["containers"][0];
     assert_eq!(
         container["securityContext"]["capabilities"]["add"][0].as_str(),
@@ -734,34 +746,53 @@ fn the_manifests_own_pod_runs_its_rank_bound_as_planned() {
         container["resources"]["requests"]["cpu"].as_str(),
         Some("1")
     );
-    let words: Vec<&str> = container["command"]
+    let word = |w: &serde_yaml::Value| {
+        let w = w.as_str().unwrap().to_string();
+        assert!(
+            w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "/_.-=".contains(c)),
+            "{w}"
+        );
+        w
+    };
+    let env: Vec<String> = container["env"]
         .as_sequence()
         .unwrap()
         .iter()
-        .map(|w| w.as_str().unwrap())
+        .map(|e| format!("{}={}", word(&e["name"]), word(&e["value"])))
+        .chain(claimed.map(|c| format!("DRA_CPUSET_9c1e={c}")))
         .collect();
-    assert_eq!(
-        words[..4],
-        ["numaplan", "exec", "--pod", "exact"],
-        "{words:?}"
-    );
-    assert!(words.iter().all(|w| {
-        w.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/_.-".contains(c))
-    }));
+    let command: Vec<String> = container["command"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(word)
+        .collect();
     let mounts = format!("{}:/etc/numaplan:ro", dir.path().join("etc").display());
-    let pod = |cpuset| Setup {
+    let pod = Setup {
         cpuset,
         sys_nice: true,
         mounts: &mounts,
     };
-    let script = |claimed: &str| {
-        format!(
-            "rm -f started; PATH=$(dirname \"$np\"):$PATH DRA_CPUSET_9c1e={claimed} {}",
-            words.join(" ")
-        )
-    };
-    let ran = run_in(dir.path(), pod("1"), &script("1"));
+    let script = format!(
+        "PATH=$(dirname \"$np\"):$PATH NUMAPLAN=$np TORCHRUN=$torchrun {} {}",
+        env.join(" "),
+        command.join(" ")
+    );
+    (run_in(dir.path(), pod, &script), dir)
+}
+
+/// The pod `--emit k8s` writes: under DRA's individual mode (`NUMAPLAN_POD=exact`) its rank
+/// runs bound as planned, and the same pod on a node that gave it another CPU starts none;
+/// under the device plugins (`given`) the torchrun script's rank runs on the CPU the kubelet
+/// gave, on the plan's node, and says so.
+#[test]
+fn the_manifests_own_pod_runs_its_rank_bound_as_planned() {
+    if !containers() {
+        return;
+    }
+    let exact = "{image: \"img:1\", memory: 1Gi, devices: dra}";
+    let (ran, _) = manifest_pod(exact, "1", Some("1"));
     assert_eq!(ran.code, 0, "{}", ran.stderr);
     assert!(
         ran.stdout.contains("Cpus_allowed_list:\t1\n"),
@@ -769,8 +800,18 @@ fn the_manifests_own_pod_runs_its_rank_bound_as_planned() {
         ran.stdout
     );
     assert!(ran.stdout.contains("policy bind:0\n"), "{}", ran.stdout);
-    let ran = run_in(dir.path(), pod("0"), &script("0"));
+    let (ran, dir) = manifest_pod(exact, "0", Some("0"));
     assert_eq!(ran.code, 1, "{}{}", ran.stdout, ran.stderr);
     assert!(ran.stderr.contains("error[E0457]"), "{}", ran.stderr);
     assert!(!dir.path().join("started").exists(), "a rank started");
+    let torchrun = "{image: \"img:1\", memory: 1Gi, launch: torchrun}";
+    let (ran, _) = manifest_pod(torchrun, "0", None);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Cpus_allowed_list:\t0\n"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("policy bind:0\n"), "{}", ran.stdout);
+    assert!(ran.stderr.contains("warning[W0228]"), "{}", ran.stderr);
 }

@@ -29,7 +29,10 @@ use crate::variables::{NUMAPLAN_PLAN, RANK};
 pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) -> Result<(), Error> {
     let env = environment();
     let subject = subject(args)?;
-    let plan = subject.plan;
+    // The mark carries the reviewed plan's id, which `verify` of it finds the rank by; in a
+    // pod, the plan as the pod runs it (`NUMAPLAN_POD`).
+    let plan_id = plan_file::id(&subject.plan);
+    let (plan, pod_note) = super::pod::fitted(None, subject.plan, &env)?;
     let local = rank::local_rank(args.local_rank, &plan, &env)?;
     // Local rank 0 speaks for the node; the others would print the same warnings again.
     let voice = [Voice::Silent, Voice::Speaks][usize::from(local.rank == 0)];
@@ -44,6 +47,7 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     program::one_server(&plan, &program(args, &plan), "numaplan bind")?;
     // The spec's own command was looked at when it was compiled (W0220 is in the plan).
     shown.extend(program::engine(&plan, &args.command));
+    shown.extend(pod_note);
     warnings.plan_warnings_as(voice, &subject.input, &shown, &plan.allowed_warnings)?;
     // What is this rank's own is said by every rank it is true of, whichever speaks for the
     // node: a memory policy this node refuses (an error, or not required: none), numbering.
@@ -67,7 +71,6 @@ pub fn bind(args: &BindArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         }
         Err(_) => false,
     };
-    let plan_id = plan_file::id(&plan);
     let mark = Mark {
         plan: plan_id.clone(),
         local_rank: rank.local_rank,

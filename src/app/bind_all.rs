@@ -24,8 +24,10 @@ pub fn bind_all(
     warnings: &mut Reporter,
 ) -> Result<(), Error> {
     let subject = subject(args)?;
-    let plan = subject.plan;
+    // In a pod, the plan as the pod runs it (`NUMAPLAN_POD`).
+    let (plan, pod_note) = super::pod::fitted(None, subject.plan, &environment())?;
     let mut shown = plan.warnings.clone();
+    shown.extend(pod_note);
     shown.extend(program::engine_unsaid(&plan, &args.command));
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     // All or nothing: every rank's CPUs must be allowed here, as `exec` checks them.

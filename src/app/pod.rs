@@ -8,22 +8,52 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::cpuset::CpuSet;
+use crate::diag::{Warning, codes};
 use crate::error::Error;
 use crate::exec::ExecError;
-use crate::exec::pod::{self, PodFacts};
+use crate::exec::pod::{self, PodFacts, PodMode};
 use crate::ids::NodeId;
 use crate::pci_addr::PciAddr;
+use crate::plan::Plan;
 use crate::sys::affinity;
 use crate::topology::container_gpus;
 use crate::topology::pci_gpus;
-use crate::variables::NVIDIA_VISIBLE_DEVICES;
+use crate::variables::{NUMAPLAN_POD, NVIDIA_VISIBLE_DEVICES};
+
+/// The plan as this pod runs it (`exec::pod::fit`), with what changed (W0228): in `mode`, else
+/// in the mode `NUMAPLAN_POD` names (the `--emit k8s` manifests set it in the pod, for `bind`
+/// under the launch scripts as for `exec`); outside a pod, the plan as it is.
+pub(super) fn fitted(
+    mode: Option<PodMode>,
+    plan: Plan,
+    env: &BTreeMap<String, String>,
+) -> Result<(Plan, Option<Warning>), Error> {
+    let named = env.get(NUMAPLAN_POD).map(|v| match v.as_str() {
+        "exact" => Ok(PodMode::Exact),
+        "given" => Ok(PodMode::Given),
+        other => Err(Error::Usage {
+            message: format!("{NUMAPLAN_POD}={other} names no way a pod is given its CPUs"),
+            help: format!("set {NUMAPLAN_POD} to `exact` or `given`, or unset it outside a pod"),
+        }),
+    });
+    let Some(mode) = mode.map(Ok).or(named).transpose()? else {
+        return Ok((plan, None));
+    };
+    let planned: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
+    let (fitted, note) = pod::fit(&plan, &facts(env, &planned)?, mode)
+        .map_err(|why| ExecError::Pod { why, mode })?;
+    Ok((
+        fitted,
+        note.map(|n| Warning::new(codes::W0228_POD_CPUS_CHOSEN, n)),
+    ))
+}
 
 /// The prefix of the CPU DRA driver's variables (`DRA_CPUSET_<claim uid>=<cpu list>`).
 const DRA_CPUSET: &str = "DRA_CPUSET_";
 
 /// The pod's facts; each CPU's core is read for the CPUs of the pod and of `planned` alone
 /// (a node has hundreds, one `/sys` file each).
-pub(super) fn facts(env: &BTreeMap<String, String>, planned: &CpuSet) -> Result<PodFacts, Error> {
+fn facts(env: &BTreeMap<String, String>, planned: &CpuSet) -> Result<PodFacts, Error> {
     let cpus = affinity::own_affinity().map_err(|source| ExecError::Syscall {
         what: "read this process's CPU affinity",
         source,

@@ -156,6 +156,13 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
          (of a plan of several groups: every group's hosts, in group order).",
     ),
     (
+        "NUMAPLAN_POD",
+        "`exact` or `given`: set by the `--emit k8s` manifests in each pod, read by `exec` (as \
+         `--pod`) and `bind` (under the torchrun and SGLang scripts): what the pod was given is \
+         checked against the plan before any rank starts, and under `given` the ranks run on \
+         the CPUs the kubelet or the CPU driver chose, on the plan's NUMA nodes.",
+    ),
+    (
         "NUMAPLAN_NODE_RANK",
         "Set by the `--emit k8s` manifests in each pod, from the pod's own index (an Indexed \
          Job's completion index, a LeaderWorkerSet's worker index), and passed to the launch as \

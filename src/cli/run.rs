@@ -80,7 +80,8 @@ pub struct ExecArgs {
     /// before any rank starts. `exact`: its CPUs and GPUs must be the plan's, as DRA claims
     /// them CPU by CPU; `given`: the CPU driver or the kubelet chose the CPUs, and the ranks run
     /// on them, on the plan's NUMA nodes (W0228). GPUs are matched by PCI address and the
-    /// visibility variables renumbered as the pod numbers them.
+    /// visibility variables renumbered as the pod numbers them. Default: `NUMAPLAN_POD`, which
+    /// the manifests set (and `bind` reads too).
     #[arg(long, value_name = "MODE")]
     pub pod: Option<PodArg>,
 

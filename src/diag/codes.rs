@@ -657,12 +657,12 @@ codes! {
          them). Their NUMA nodes, memory policy and GPUs are the plan's; the exact CPUs are the \
          kubelet's. `kubernetes: {devices: dra, cpus: individual}` claims the plan's own.";
     W0229_KUBERNETES_ENGINE_CPUS = "W0229":
-        "`--emit k8s` of pods that run a launch script (a serving engine's, `engine: vllm`, \
-         `sglang`; torchrun's, `kubernetes.launch: torchrun`) whose CPUs are chosen by the \
-         kubelet (`devices: device-plugin`) or the CPU driver (`cpus: grouped`): the script \
-         binds the plan's own CPUs and refuses a node whose pod was given others (E0411), as \
-         `numaplan exec --pod given` would not, so a pod starts only where the CPUs it was \
-         given are the plan's. Claim them exactly \
+        "`--emit k8s` of vLLM pods (`engine: vllm`) whose CPUs are chosen by the kubelet \
+         (`devices: device-plugin`) or the CPU driver (`cpus: grouped`): the vLLM script gives \
+         vLLM the plan's own CPUs in its arguments (`--numa-bind-cpus`) and refuses a node \
+         whose pod was given others (E0411), where `exec`, `bind` and the torchrun and SGLang \
+         scripts run on the CPUs given (`NUMAPLAN_POD=given`, W0228); a vLLM pod starts only \
+         where the CPUs it was given are the plan's. Claim them exactly \
          (`kubernetes: {devices: dra, cpus: individual}`, where a node's plan fits 32 CPUs), \
          or `--allow W0229` after review.";
 }

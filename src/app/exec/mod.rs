@@ -20,12 +20,12 @@ use super::memory::without_refused_policies;
 use super::program;
 use super::write::{emit, json};
 use crate::cli::{ExecArgs, NprocPerNode, PodArg, ReportFormat};
-use crate::cpuset::CpuSet;
+use crate::diag::Warning;
 use crate::diag::report::{Reporter, Voice};
-use crate::diag::{Warning, codes};
 use crate::error::Error;
-use crate::exec::pod::{self, PodMode};
+use crate::exec::pod::PodMode;
 use crate::exec::{self, Check, ExecError, ExecOptions, Force, Input, NodePlace, OutputMode};
+use crate::ids::PlanId;
 use crate::plan::Plan;
 use crate::plan_file;
 use crate::rank::{hostlist, visible};
@@ -63,7 +63,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         };
         return Err(ExecError::NoCommand { input }.into());
     }
-    let (mut plan, pod_note) = in_the_pod(args.pod, plan)?;
+    let (mut plan, plan_id, pod_note) = as_the_pod_runs_it(args.pod, plan)?;
     let mut shown = visible::warnings(&plan, &plan.ranks, &environment());
     shown.extend(pod_note);
     // The words after `--` are appended to the spec's command (W0220 of which is in the plan).
@@ -79,7 +79,10 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     }
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     let checks = Checks::of(args)?;
-    let opts = options(args, &plan, &checks)?;
+    let opts = ExecOptions {
+        plan_id,
+        ..options(args, &plan, &checks)?
+    };
     let force = if args.force { Force::Yes } else { Force::No };
     let checked = exec::check_node(&plan, &plan.ranks, &super::node::facts()?, force);
     if args.dry_run {
@@ -111,23 +114,19 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     checks::observe_and_wait(&plan, &opts, &checks, job, &mut report)
 }
 
-/// In a pod (`--pod`): what it was given checked against the plan, and the plan as the pod
-/// runs it, with what changed (W0228).
-fn in_the_pod(arg: Option<PodArg>, plan: Plan) -> Result<(Plan, Option<Warning>), Error> {
-    let Some(arg) = arg else {
-        return Ok((plan, None));
-    };
-    let mode = match arg {
+/// In a pod (`--pod`, else `NUMAPLAN_POD`): the plan as the pod runs it, what changed (W0228),
+/// and the reviewed plan's id, which the ranks' marks carry (`verify` of it finds them so).
+fn as_the_pod_runs_it(
+    pod: Option<PodArg>,
+    plan: Plan,
+) -> Result<(Plan, PlanId, Option<Warning>), Error> {
+    let plan_id = plan_file::id(&plan);
+    let mode = pod.map(|arg| match arg {
         PodArg::Exact => PodMode::Exact,
         PodArg::Given => PodMode::Given,
-    };
-    let planned: CpuSet = plan.ranks.iter().map(|r| &r.cpus).collect();
-    let (fitted, note) = pod::fit(&plan, &super::pod::facts(&environment(), &planned)?, mode)
-        .map_err(|why| ExecError::Pod { why, mode })?;
-    Ok((
-        fitted,
-        note.map(|n| Warning::new(codes::W0228_POD_CPUS_CHOSEN, n)),
-    ))
+    });
+    let (plan, note) = super::pod::fitted(mode, plan, &environment())?;
+    Ok((plan, plan_id, note))
 }
 
 /// How `exec` starts the plan's ranks, from its flags (the memory fallback is found later).

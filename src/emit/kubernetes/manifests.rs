@@ -263,7 +263,9 @@ fn lost(
             ),
         ));
     }
-    if let Some(script) = script.filter(|_| !exact_cpus(k)) {
+    // vLLM's CPU lists are in its script: a pod given other CPUs cannot run it. The other
+    // launches rename the plan's CPUs to the pod's (`NUMAPLAN_POD=given`).
+    if let Some(script) = script.filter(|s| s.name == "vllm" && !exact_cpus(k)) {
         out.push(Warning::new(
             codes::W0229_KUBERNETES_ENGINE_CPUS,
             format!(

@@ -20,7 +20,7 @@ pub enum Rank {
     Worker,
 }
 
-use crate::variables::NUMAPLAN_NODE_RANK as NODE_RANK;
+use crate::variables::{NUMAPLAN_NODE_RANK as NODE_RANK, NUMAPLAN_POD as POD};
 
 /// What the container runs: the launch and the words after it.
 pub struct Launch<'a> {
@@ -29,9 +29,10 @@ pub struct Launch<'a> {
     pub script: bool,
     /// The group a node of a job of groups runs.
     pub group: Option<&'a str>,
-    /// How `exec --pod` checks what the pod was given: `exact` where the claims name the
-    /// plan's CPUs, else `given`.
-    pub pod: &'static str,
+    /// How `exec` and `bind` check what the pod was given (`NUMAPLAN_POD`): `exact` where the
+    /// claims name the plan's CPUs, else `given`; `None` for a launch that cannot run on
+    /// other CPUs than the plan's (vLLM's, whose CPU lists are in its script: W0229).
+    pub pod: Option<&'static str>,
     pub args: &'a [String],
 }
 
@@ -127,8 +128,20 @@ fn container(
             command(launch, rank),
             "The plan's own launch, which checks this node and binds every rank before it starts.",
         );
+    let (mut env, mut why) = (Vec::new(), Vec::new());
+    if let Some(mode) = launch.pod {
+        env.push(Yaml::from(Map::new().set("name", POD).set("value", mode)));
+        why.push(format!(
+            "{POD}: how `exec` and `bind` check what the pod was given against the plan \
+             (docs/kubernetes.md)"
+        ));
+    }
     if !matches!(rank, Rank::Alone) {
-        c = c.set("env", vec![node_rank(rank)]);
+        env.push(node_rank(rank));
+        why.push(format!("{NODE_RANK}: this pod's node of the job"));
+    }
+    if !env.is_empty() {
+        c = c.why("env", env, format!("{}.", why.join("; ")));
     }
     c = c.why(
         "resources",
@@ -188,7 +201,6 @@ fn command(launch: &Launch, rank: &Rank) -> Vec<String> {
         ]);
     }
     if !launch.script {
-        words.extend(["--pod".into(), launch.pod.into()]);
         words.push(format!("{PLAN_DIR}/{PLAN_KEY}"));
     }
     if !launch.args.is_empty() {

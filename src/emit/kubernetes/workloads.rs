@@ -8,6 +8,7 @@ use super::pod::{self, Launch, Rank};
 use super::yaml::{Map, Yaml};
 use crate::plan::Plan;
 use crate::plan::job::JobPlan;
+use crate::spec::Engine;
 use crate::spec::kubernetes::{Devices, DraCpus, KubernetesSpec, Workload};
 
 /// A document of the stream and the comment above it.
@@ -94,12 +95,14 @@ pub fn workload_document(
 ) -> Document {
     let pod_spec = |plan: &Plan, f: &NodeFacts, rank: &Rank| {
         let group = group_name(plan);
+        let vllm = plan.engine == Some(Engine::Vllm);
         let launch = Launch {
             script,
             group: (!group.is_empty()).then_some(group),
-            pod: match exact_cpus(&plan.kubernetes) {
-                true => "exact",
-                false => "given",
+            pod: match (exact_cpus(&plan.kubernetes), vllm) {
+                (true, _) => Some("exact"),
+                (false, false) => Some("given"),
+                (false, true) => None,
             },
             args: &plan.kubernetes.args,
         };
