@@ -669,6 +669,25 @@ fn a_pod_starts_its_ranks_bound_as_planned_and_none_given_other_cpus() {
     );
     assert!(ran.stdout.contains("policy bind:0\n"), "{}", ran.stdout);
     assert_eq!(count(&ran.stderr, "warning[W0228]"), 1, "{}", ran.stderr);
+    // A rank already bound that binds itself again (`numaplan.bind()` in a process `bind`
+    // started) reads the pod's cpuset, not its own narrower affinity.
+    let two = job("ranks_per_node: 2\ncpu: {policy: exclusive}\nmemory: {policy: bind}\n");
+    let compiled = common::numaplan_in(
+        two.path(),
+        &["compile", "job.yaml", "-q", "-o", "plan.yaml"],
+    );
+    assert_eq!(compiled.code, 0, "{}", compiled.stderr);
+    let ran = run_in(
+        two.path(),
+        on("0-1"),
+        "NUMAPLAN_POD=exact taskset -c 1 \"$np\" bind --local-rank 1 plan.yaml -- grep Cpus_allowed_list /proc/self/status",
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout.contains("Cpus_allowed_list:\t1\n"),
+        "{}",
+        ran.stdout
+    );
     // The SGLang script's server (`bind --all-ranks`) in the same pod, told by NUMAPLAN_POD.
     let ran = run_in(
         dir.path(),

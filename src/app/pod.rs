@@ -1,8 +1,8 @@
-//! What a Kubernetes pod was given, read inside it for `exec --pod` (`exec::pod`): this
-//! process's cpuset, the CPU DRA driver's `DRA_CPUSET_<claim>` variables, each NUMA node's
-//! CPUs and each CPU's core from `/sys`, the GPUs whose device nodes the pod has, in the
-//! order its runtime numbers them (PCI order), and what the DRA drivers' device metadata says
-//! each request of its devices claim was given.
+//! What a Kubernetes pod was given, read inside it for `exec --pod` and `bind` under
+//! `NUMAPLAN_POD` (`exec::pod`): the container's cpuset (its cgroup's), the CPU DRA driver's
+//! `DRA_CPUSET_<claim>` variables, each NUMA node's CPUs and each CPU's core from `/sys`, the
+//! GPUs whose device nodes the pod has, in the order its runtime numbers them (PCI order), and
+//! what the DRA drivers' device metadata says each request of its devices claim was given.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,7 +15,7 @@ use crate::exec::pod::{self, PodFacts, PodMode};
 use crate::ids::NodeId;
 use crate::pci_addr::PciAddr;
 use crate::plan::Plan;
-use crate::sys::affinity;
+use crate::sys::{affinity, cgroup, node};
 use crate::topology::container_gpus;
 use crate::topology::pci_gpus;
 use crate::variables::{NUMAPLAN_POD, NVIDIA_VISIBLE_DEVICES};
@@ -54,10 +54,16 @@ const DRA_CPUSET: &str = "DRA_CPUSET_";
 /// The pod's facts; each CPU's core is read for the CPUs of the pod and of `planned` alone
 /// (a node has hundreds, one `/sys` file each).
 fn facts(env: &BTreeMap<String, String>, planned: &CpuSet) -> Result<PodFacts, Error> {
-    let cpus = affinity::own_affinity().map_err(|source| ExecError::Syscall {
-        what: "read this process's CPU affinity",
-        source,
-    })?;
+    // The container's cpuset, not this process's affinity: a rank that binds itself again
+    // (`numaplan.bind()` in a process `bind` started) reads the same pod.
+    let online = match node::online_cpus() {
+        Some(online) => online,
+        None => affinity::own_affinity().map_err(|source| ExecError::Syscall {
+            what: "read this process's CPU affinity",
+            source,
+        })?,
+    };
+    let cpus = cgroup::cgroup_cpus(&online);
     let claimed = env
         .iter()
         .filter(|(k, _)| k.starts_with(DRA_CPUSET))

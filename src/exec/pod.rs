@@ -29,7 +29,7 @@ pub enum PodMode {
 /// What the pod was given, as read inside it.
 #[derive(Clone, Debug, Default)]
 pub struct PodFacts {
-    /// The container's CPUs (this process's affinity, its cpuset).
+    /// The container's CPUs (its cgroup's cpuset, which a rank's own binding does not narrow).
     pub cpus: CpuSet,
     /// Each `DRA_CPUSET_<claim>` the CPU driver set: the variable and its CPUs.
     pub claimed: Vec<(String, CpuSet)>,
