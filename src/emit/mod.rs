@@ -216,9 +216,9 @@ pub fn launch(
             // carries it beside the plan.
             let first = &job.groups[0];
             let kind = match first.engine {
-                Some(Engine::Vllm) => Some(EmitKind::Vllm),
-                Some(Engine::Sglang) => Some(EmitKind::Sglang),
-                Some(Engine::Trtllm) => None,
+                Some(engine) => [EmitKind::Vllm, EmitKind::Sglang]
+                    .into_iter()
+                    .find(|k| k.engine() == Some(engine)),
                 None => first.kubernetes.torchrun.then_some(EmitKind::Torchrun),
             };
             let rendered = match kind {

@@ -239,19 +239,8 @@ fn counts_bounded(f: &PlanFile) -> Result<(), Problem> {
 
 /// A plan file's plan; of a group of a plan of several groups, `place` is its place (`None`:
 /// a plan of one group, the whole job).
-pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Problem> {
-    if f.numaplan_plan != FORMAT_VERSION {
-        return Err((
-            "numaplan_plan".into(),
-            format!(
-                "plan format version {} is not {FORMAT_VERSION}, the one this numaplan reads",
-                f.numaplan_plan
-            ),
-        ));
-    }
-    counts_bounded(f)?;
-    let place = place.unwrap_or_else(|| Place::whole_job(f.nodes, f.ranks_per_node));
-    let first_rank = place.first_rank;
+/// The plan's policy and engine, read by their names.
+fn policy_and_engine(f: &PlanFile) -> Result<(Policy, Option<Engine>), Problem> {
     let policy = Policy::named(&f.policy).ok_or_else(|| {
         (
             "policy".to_string(),
@@ -267,6 +256,23 @@ pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Prob
             )
         })?),
     };
+    Ok((policy, engine))
+}
+
+pub(super) fn from_file(f: &PlanFile, place: Option<Place>) -> Result<Plan, Problem> {
+    if f.numaplan_plan != FORMAT_VERSION {
+        return Err((
+            "numaplan_plan".into(),
+            format!(
+                "plan format version {} is not {FORMAT_VERSION}, the one this numaplan reads",
+                f.numaplan_plan
+            ),
+        ));
+    }
+    counts_bounded(f)?;
+    let place = place.unwrap_or_else(|| Place::whole_job(f.nodes, f.ranks_per_node));
+    let first_rank = place.first_rank;
+    let (policy, engine) = policy_and_engine(f)?;
     let reserved = cpus("reserved_cpus".into(), &f.reserved_cpus)?;
     let excluded = cpus("excluded_cpus".into(), &f.excluded_cpus)?;
     let ranks = f

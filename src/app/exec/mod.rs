@@ -79,10 +79,7 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
     }
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     let checks = Checks::of(args)?;
-    let opts = ExecOptions {
-        plan_id,
-        ..options(args, &plan, &checks)?
-    };
+    let opts = options(args, &plan, plan_id, &checks)?;
     let force = if args.force { Force::Yes } else { Force::No };
     let checked = exec::check_node(&plan, &plan.ranks, &super::node::facts()?, force);
     if args.dry_run {
@@ -129,8 +126,14 @@ fn as_the_pod_runs_it(
     Ok((plan, plan_id, note))
 }
 
-/// How `exec` starts the plan's ranks, from its flags (the memory fallback is found later).
-fn options(args: &ExecArgs, plan: &Plan, checks: &Checks) -> Result<ExecOptions, Error> {
+/// How `exec` starts the plan's ranks, from its flags and the id its ranks' marks carry (the
+/// memory fallback is found later).
+fn options(
+    args: &ExecArgs,
+    plan: &Plan,
+    plan_id: PlanId,
+    checks: &Checks,
+) -> Result<ExecOptions, Error> {
     Ok(ExecOptions {
         place: node_place(args, plan)?,
         output: match (&args.log_dir, args.no_prefix) {
@@ -147,7 +150,7 @@ fn options(args: &ExecArgs, plan: &Plan, checks: &Checks) -> Result<ExecOptions,
             true => Check::ReadBack,
             false => Check::None,
         },
-        plan_id: plan_file::id(plan),
+        plan_id,
         plan_source: args.input.as_deref().and_then(program::plan_source),
         without_memory: false,
     })
