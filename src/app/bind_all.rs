@@ -25,14 +25,15 @@ pub fn bind_all(
 ) -> Result<(), Error> {
     let subject = subject(args)?;
     // In a pod, the plan as the pod runs it (`NUMAPLAN_POD`).
-    let (plan, pod_note) = super::pod::fitted(None, subject.plan, &environment())?;
+    let env = environment();
+    let (plan, pod_note) = super::pod::fitted(None, subject.plan, &env)?;
     let mut shown = plan.warnings.clone();
     shown.extend(pod_note);
     shown.extend(program::engine_unsaid(&plan, &args.command));
     warnings.plan_warnings(&subject.input, &shown, &plan.allowed_warnings)?;
     // All or nothing: every rank's CPUs must be allowed here, as `exec` checks them.
     let facts = super::node::facts()?;
-    exec::check_node(&plan, &plan.ranks, &facts, forced(args, &environment()))?;
+    exec::check_node(&plan, &plan.ranks, &facts, forced(args, &env))?;
     if args.command.is_empty() {
         return Err(ExecError::NoCommand {
             input: exec::Input::Given,

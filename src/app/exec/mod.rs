@@ -63,8 +63,10 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
         };
         return Err(ExecError::NoCommand { input }.into());
     }
-    let (mut plan, plan_id, pod_note) = as_the_pod_runs_it(args.pod, plan)?;
-    let mut shown = visible::warnings(&plan, &plan.ranks, &environment());
+    // The environment, read once (its copy costs as much as much of the rest of a start).
+    let env = environment();
+    let (mut plan, plan_id, pod_note) = as_the_pod_runs_it(args.pod, plan, &env)?;
+    let mut shown = visible::warnings(&plan, &plan.ranks, &env);
     shown.extend(pod_note);
     // The words after `--` are appended to the spec's command (W0220 of which is in the plan).
     let line: Vec<OsString> = plan
@@ -116,13 +118,14 @@ pub fn exec(args: &ExecArgs, stdout: &mut dyn Write, warnings: &mut Reporter) ->
 fn as_the_pod_runs_it(
     pod: Option<PodArg>,
     plan: Plan,
+    env: &BTreeMap<String, String>,
 ) -> Result<(Plan, PlanId, Option<Warning>), Error> {
     let plan_id = plan_file::id(&plan);
     let mode = pod.map(|arg| match arg {
         PodArg::Exact => PodMode::Exact,
         PodArg::Given => PodMode::Given,
     });
-    let (plan, note) = super::pod::fitted(mode, plan, &environment())?;
+    let (plan, note) = super::pod::fitted(mode, plan, env)?;
     Ok((plan, plan_id, note))
 }
 
